@@ -1,0 +1,33 @@
+import type { ServiceIdentifier } from 'inversify';
+import type { CoreConfig } from '../../core/deps.js';
+import type {
+  BlobPort,
+  CcdaConverterPort,
+  ClockPort,
+  HieNetworkPort,
+  IdsPort,
+  QueuePort,
+  RendererPort,
+  SearchIndexPort,
+  SecretsPort,
+  StoragePort,
+  UrlSignerPort,
+  WebhookSenderPort,
+} from '../../core/ports/index.js';
+
+/** Inversify tokens, typed with their port. They live outside core so the core carries no decorators. */
+export const TOKENS = {
+  storage: Symbol.for('carebridge.storage') as ServiceIdentifier<StoragePort>,
+  blob: Symbol.for('carebridge.blob') as ServiceIdentifier<BlobPort>,
+  urlSigner: Symbol.for('carebridge.urlSigner') as ServiceIdentifier<UrlSignerPort>,
+  clock: Symbol.for('carebridge.clock') as ServiceIdentifier<ClockPort>,
+  ids: Symbol.for('carebridge.ids') as ServiceIdentifier<IdsPort>,
+  secrets: Symbol.for('carebridge.secrets') as ServiceIdentifier<SecretsPort>,
+  queue: Symbol.for('carebridge.queue') as ServiceIdentifier<QueuePort>,
+  webhookSender: Symbol.for('carebridge.webhookSender') as ServiceIdentifier<WebhookSenderPort>,
+  hie: Symbol.for('carebridge.hie') as ServiceIdentifier<HieNetworkPort>,
+  ccda: Symbol.for('carebridge.ccda') as ServiceIdentifier<CcdaConverterPort>,
+  search: Symbol.for('carebridge.search') as ServiceIdentifier<SearchIndexPort>,
+  renderer: Symbol.for('carebridge.renderer') as ServiceIdentifier<RendererPort>,
+  config: Symbol.for('carebridge.config') as ServiceIdentifier<CoreConfig>,
+} as const;

@@ -1,0 +1,69 @@
+import type { Address, Gender } from '../domain/types.js';
+
+/** The canonical input columns (PRODUCT: Input CSV row). Indexed ones carry `-N`, N in 1..10. */
+export const SINGLE_COLUMNS = [
+  'externalId',
+  'firstName',
+  'lastName',
+  'dob',
+  'gender',
+  'ssn',
+  'driversLicenceNo',
+  'driversLicenceState',
+  'facilityId',
+  'hieOptOut',
+] as const;
+
+export const INDEXED_COLUMNS = ['addressLine1', 'addressLine2', 'city', 'state', 'zip', 'phone', 'email', 'cohort'] as const;
+
+export const MAX_INDEX = 10;
+
+export type SingleColumn = (typeof SINGLE_COLUMNS)[number];
+export type IndexedColumn = (typeof INDEXED_COLUMNS)[number];
+
+/** Where each canonical column sits in the file's header. */
+export interface HeaderLayout {
+  /** Header cells exactly as written in the file (BOM removed from the first), in file order. */
+  original: string[];
+  /** Canonical name per position (`zip-2`, `firstName`...), or `undefined` for an unknown column (kept, ignored). */
+  canonical: (string | undefined)[];
+  /** Canonical name -> position of its column in the file. */
+  positions: Map<string, number>;
+  /** Required columns absent from the header (firstName, lastName, dob, gender). */
+  missingRequired: string[];
+  /** Canonical columns given more than once (the first wins; reported so a person can fix the file). */
+  duplicated: string[];
+}
+
+/** One valid row, normalised: what the matching and the patient record are built from. */
+export interface ParsedRow {
+  externalId?: string;
+  /** As written after trimming and collapsing whitespace, e.g. `Anne Marie`. */
+  firstName: string;
+  lastName: string;
+  /** The names of the field as a list: `A,B` and `A B` both give [A, B]. */
+  firstNames: string[];
+  lastNames: string[];
+  dob: string;
+  gender: Gender;
+  /** Complete address groups in index order; the first is index 1. */
+  addresses: Address[];
+  phones: string[];
+  emails: string[];
+  ssn?: string;
+  driversLicence?: { value: string; state: string };
+  cohortIds: string[];
+  facilityId?: string;
+  /** `undefined` when the cell was empty: an existing patient keeps its status (DESIGN: domain rules). */
+  hieOptOut?: boolean;
+}
+
+export type RowValidation = { ok: true; row: ParsedRow } | { ok: false; problems: RowProblem[] };
+
+/** One problem of one field, for a person fixing a spreadsheet. */
+export interface RowProblem {
+  /** Canonical column name, e.g. `zip-2`. */
+  column: string;
+  /** What is wrong and what is expected, e.g. `must be 5 digits`. */
+  message: string;
+}

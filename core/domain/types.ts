@@ -1,0 +1,253 @@
+/**
+ * Domain records as the core sees them. Wire shapes (core/api) follow the public Metriport API; these
+ * are what the ports store. Timestamps are ISO 8601 UTC strings so every adapter stores them the same way.
+ */
+
+export type Gender = 'M' | 'F' | 'O' | 'U';
+
+export interface Address {
+  addressLine1: string;
+  addressLine2?: string;
+  city: string;
+  /** 2-letter USPS code, upper case. */
+  state: string;
+  /** 5 digits. */
+  zip: string;
+  country: string;
+}
+
+export interface Contact {
+  /** 10 digits, no separators. */
+  phone?: string;
+  email?: string;
+}
+
+export type PersonalIdentifier =
+  | { type: 'ssn'; value: string }
+  | { type: 'driversLicense'; value: string; state: string };
+
+export interface Account {
+  id: string;
+  name: string;
+  /** SHA-256 hex of the API key; the key itself is never stored. */
+  apiKeyHash: string;
+  /** First characters of the key, shown to people so they can tell keys apart. */
+  apiKeyPrefix: string;
+  createdAt: string;
+}
+
+export type WebhookHealth = 'healthy' | 'unhealthy' | 'disabled' | 'unset';
+
+export interface WebhookSettings {
+  accountId: string;
+  webhookUrl: string | null;
+  /** Secret the service signs webhook bodies with. */
+  webhookKey: string;
+  webhookEnabled: boolean;
+  webhookStatusDetail: string | null;
+  updatedAt: string;
+}
+
+export interface Organization {
+  id: string;
+  accountId: string;
+  oid: string;
+  name: string;
+  type: string;
+  location: Address;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Facility {
+  id: string;
+  accountId: string;
+  oid: string;
+  name: string;
+  npi: string;
+  tin?: string;
+  active: boolean;
+  address: Address;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Cohort {
+  id: string;
+  accountId: string;
+  name: string;
+  description?: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Patient {
+  id: string;
+  accountId: string;
+  facilityIds: string[];
+  cohortIds: string[];
+  externalId?: string;
+  /** As given: several names separated by commas or spaces. */
+  firstName: string;
+  lastName: string;
+  /** YYYY-MM-DD */
+  dob: string;
+  genderAtBirth: Gender;
+  address: Address[];
+  contact: Contact[];
+  personalIdentifiers: PersonalIdentifier[];
+  hieOptOut: boolean;
+  /**
+   * Blocking keys for demographic matching (see core/matching/block.ts): derived from the
+   * demographics, stored so a candidate lookup is an index hit, never a scan.
+   */
+  matchKeys: string[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type BulkStatus = 'waiting' | 'processing' | 'completed' | 'failed' | 'expired';
+
+export interface BulkRequest {
+  id: string;
+  accountId: string;
+  facilityId: string;
+  dryRun: boolean;
+  status: BulkStatus;
+  reason?: string;
+  /** Data rows in the file, known once the file has been read. */
+  total?: number;
+  processed: number;
+  succeeded: number;
+  failed: number;
+  /** Blob key of the uploaded CSV. */
+  uploadKey: string;
+  /** Blob key of the result CSV, once completed. */
+  resultKey?: string;
+  /** Upload URL validity end (PRODUCT: 10 minutes). */
+  expiresAt: string;
+  metadata?: Record<string, string>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type RowStatus = 'succeeded' | 'failed';
+
+/** The outcome of one data row of a bulk file; rowIndex counts data rows from 0 (header excluded). */
+export interface BulkRowOutcome {
+  requestId: string;
+  rowIndex: number;
+  status: RowStatus;
+  action?: 'created' | 'updated' | 'validated';
+  patientId?: string;
+  reason?: string;
+}
+
+export interface CodeableConcept {
+  coding?: { system?: string; code?: string; display?: string }[];
+  text?: string;
+}
+
+export interface OrganizationIdentifier {
+  name: string;
+  identifierValues: string[];
+}
+
+export type StepStatus = 'processing' | 'completed' | 'failed';
+
+export interface DocumentRecord {
+  id: string;
+  accountId: string;
+  patientId: string;
+  /** The document query that fetched it; absent for customer uploads. */
+  queryId?: string;
+  source: 'hie' | 'upload';
+  fileName: string;
+  description: string;
+  status: string;
+  indexed: string;
+  mimeType: string;
+  size: number;
+  type: CodeableConcept;
+  organizationIdentifiers: OrganizationIdentifier[];
+  blobKey: string;
+  conversionStatus: StepStatus | 'not-applicable' | 'waiting-upload';
+  conversionError?: string;
+  createdAt: string;
+}
+
+export interface ProgressCounts {
+  status: StepStatus;
+  total: number;
+  successful: number;
+  errors: number;
+}
+
+export interface DocumentQuery {
+  id: string;
+  accountId: string;
+  patientId: string;
+  facilityId: string;
+  download: ProgressCounts;
+  convert: ProgressCounts;
+  metadata?: Record<string, string>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface FhirResourceRecord {
+  accountId: string;
+  patientId: string;
+  resourceType: string;
+  id: string;
+  resource: Record<string, unknown>;
+  /** Documents this resource was seen in (deduplication merges these). */
+  sourceDocumentIds: string[];
+  updatedAt: string;
+}
+
+export type ConversionType = 'json' | 'html' | 'pdf';
+
+export interface ConsolidatedFilters {
+  resources?: string;
+  dateFrom?: string;
+  dateTo?: string;
+}
+
+export interface ConsolidatedQuery {
+  id: string;
+  accountId: string;
+  patientId: string;
+  status: StepStatus;
+  filters: ConsolidatedFilters;
+  conversionType: ConversionType;
+  metadata?: Record<string, string>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type WebhookMessageType =
+  | 'medical.document-download'
+  | 'medical.document-conversion'
+  | 'medical.document-bulk-download-urls'
+  | 'medical.consolidated-data'
+  | 'medical.bulk-patient-create'
+  | 'ping';
+
+export type OutboxStatus = 'pending' | 'delivered' | 'parked';
+
+/** A webhook message in the outbox: stored with the change that caused it, delivered later. */
+export interface OutboxMessage {
+  /** meta.messageId: the same on every attempt. */
+  id: string;
+  accountId: string;
+  type: WebhookMessageType;
+  /** The full JSON body as sent, meta included, serialised once so every retry sends the same bytes. */
+  body: string;
+  status: OutboxStatus;
+  attempts: number;
+  nextAttemptAt: string;
+  lastError?: string;
+  createdAt: string;
+  deliveredAt?: string;
+}

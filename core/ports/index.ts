@@ -1,0 +1,12 @@
+export type * from './storage.port.js';
+export type * from './blob.port.js';
+export type * from './url-signer.port.js';
+export type * from './clock.port.js';
+export type * from './ids.port.js';
+export type * from './secrets.port.js';
+export type * from './queue.port.js';
+export type * from './webhook-sender.port.js';
+export type * from './hie.port.js';
+export type * from './ccda.port.js';
+export type * from './search-index.port.js';
+export type * from './renderer.port.js';

@@ -1,0 +1,67 @@
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+export interface NewJob {
+  /** Handler name, e.g. `bulk.process`. */
+  type: string;
+  payload: JsonValue;
+  /** Earliest run time, ISO 8601; now when absent. */
+  runAt?: string;
+  /**
+   * Deduplication key: while a job with the same key is pending or running, enqueueing another one
+   * returns the existing job's id instead of adding a second job.
+   */
+  key?: string;
+  /** Attempts before the job is dead-lettered; the adapter's default (e.g. 10) when absent. */
+  maxAttempts?: number;
+}
+
+export interface ClaimedJob {
+  id: string;
+  type: string;
+  payload: JsonValue;
+  /** 1 on the first run. */
+  attempt: number;
+  maxAttempts: number;
+  /** The lease ends at this instant (ISO); after it another worker may claim the job again. */
+  leaseUntil: string;
+}
+
+export interface QueueStats {
+  pending: number;
+  running: number;
+  dead: number;
+  done: number;
+}
+
+/**
+ * A durable job queue with at-least-once delivery. A job is `pending` until claimed, `running` while its
+ * lease holds, then `done`, back to `pending` for a retry, or `dead` after its last attempt. Time comes
+ * from the clock port the adapter was built with, so a stepped clock drives leases and retries in tests.
+ */
+export interface QueuePort {
+  /** Adds a job (see `NewJob.key` for deduplication). Returns the job id. */
+  enqueue(job: NewJob): Promise<string>;
+  /**
+   * Claims up to `limit` due jobs (runAt <= now, pending, or running with an expired lease), oldest runAt
+   * first, optionally only of the given types, leasing them to `workerId` for `leaseMs`. A job is never
+   * leased to two workers at once, across processes sharing the same database.
+   */
+  claim(options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[] }): Promise<ClaimedJob[]>;
+  /** Marks the job done. A no-op when the lease was lost (another worker took it over). */
+  complete(jobId: string, workerId: string): Promise<void>;
+  /**
+   * Records a failed attempt. When attempts remain, the job returns to `pending` at `retryAt` (ISO; the
+   * adapter's backoff when absent) and `retrying` is returned; otherwise it becomes `dead`.
+   * A no-op returning `lost` when the lease was lost.
+   */
+  fail(jobId: string, workerId: string, failure: { error: string; retryAt?: string }): Promise<'retrying' | 'dead' | 'lost'>;
+  /** Extends the lease of a running job; `false` when the lease was lost. */
+  extendLease(jobId: string, workerId: string, leaseMs: number): Promise<boolean>;
+  /** Gives back every lease the worker holds, so another worker can take the jobs at once (shutdown). */
+  releaseAll(workerId: string): Promise<void>;
+  /** Earliest runAt among pending jobs (ISO), or `undefined`: lets a runner sleep until then. */
+  nextRunAt(): Promise<string | undefined>;
+  stats(): Promise<QueueStats>;
+  /** Dead jobs, oldest first, with their last error. */
+  dead(limit?: number): Promise<{ id: string; type: string; payload: JsonValue; attempts: number; lastError?: string }[]>;
+}

@@ -1,0 +1,20 @@
+export interface SearchDocument {
+  /** `ResourceType/id` */
+  key: string;
+  /** All searchable text of the resource or document, already flattened. */
+  text: string;
+}
+
+/**
+ * An embedded full-text index per patient. Matching: case-insensitive; every term of the query must
+ * match (AND); a term of 4+ characters tolerates one edit, 8+ two edits (a transposition is one edit);
+ * prefixes of 3+ characters match longer words.
+ */
+export interface SearchIndexPort {
+  /** Adds or replaces documents by key in the patient's index. Idempotent. */
+  upsert(accountId: string, patientId: string, documents: readonly SearchDocument[]): Promise<void>;
+  /** Removes the keys; missing keys are ignored. */
+  remove(accountId: string, patientId: string, keys: readonly string[]): Promise<void>;
+  /** Keys of matching documents, best match first; an empty list when nothing matches or the index is empty. */
+  search(accountId: string, patientId: string, query: string): Promise<string[]>;
+}

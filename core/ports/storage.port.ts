@@ -1,0 +1,213 @@
+import type {
+  Account,
+  BulkRequest,
+  BulkRowOutcome,
+  BulkStatus,
+  Cohort,
+  ConsolidatedQuery,
+  DocumentQuery,
+  DocumentRecord,
+  Facility,
+  FhirResourceRecord,
+  Organization,
+  OutboxMessage,
+  Patient,
+  WebhookSettings,
+} from '../domain/types.js';
+
+/**
+ * Persistence of every record of the service. Every method that reads or writes tenant data takes the
+ * accountId and never returns another account's record: a record of another account is "missing".
+ *
+ * Common contract, unless a method says otherwise:
+ * - `get*` returns `undefined` when the record is missing (never throws for that).
+ * - `insert*` of an id that already exists throws (adapters may surface their own error); callers generate ids.
+ * - `update*` replaces the whole record and returns `undefined` when it is missing.
+ * - Records come back as copies: mutating a returned object never changes what is stored.
+ * - List order is stated per method; ties break by id ascending.
+ */
+export interface StoragePort {
+  accounts: AccountRepository;
+  webhookSettings: WebhookSettingsRepository;
+  organizations: OrganizationRepository;
+  facilities: FacilityRepository;
+  cohorts: CohortRepository;
+  patients: PatientRepository;
+  bulkRequests: BulkRequestRepository;
+  bulkRows: BulkRowRepository;
+  documents: DocumentRepository;
+  documentQueries: DocumentQueryRepository;
+  fhirResources: FhirResourceRepository;
+  consolidatedQueries: ConsolidatedQueryRepository;
+  outbox: OutboxRepository;
+
+  /**
+   * Runs `work` atomically: every write made through the `tx` storage handed to it commits together or not
+   * at all. Writes through `this` (not `tx`) inside `work` are not part of the transaction. Nested calls on
+   * `tx` join the outer transaction. Throws what `work` throws, after rolling back.
+   */
+  transaction<T>(work: (tx: StoragePort) => Promise<T>): Promise<T>;
+
+  /** Releases connections. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface AccountRepository {
+  insert(account: Account): Promise<void>;
+  get(id: string): Promise<Account | undefined>;
+  /** Looks an account up by the SHA-256 hex of its API key; `undefined` when no account has it. */
+  getByApiKeyHash(apiKeyHash: string): Promise<Account | undefined>;
+  /** Every account, oldest first. For operators (CLI), never exposed through the API. */
+  list(): Promise<Account[]>;
+}
+
+export interface WebhookSettingsRepository {
+  /** `undefined` when the account never saved settings. */
+  get(accountId: string): Promise<WebhookSettings | undefined>;
+  /** Inserts or replaces the account's settings. */
+  put(settings: WebhookSettings): Promise<void>;
+}
+
+export interface OrganizationRepository {
+  insert(org: Organization): Promise<void>;
+  /** The account's one organization, or `undefined`. */
+  getByAccount(accountId: string): Promise<Organization | undefined>;
+  update(org: Organization): Promise<Organization | undefined>;
+}
+
+export interface FacilityRepository {
+  insert(facility: Facility): Promise<void>;
+  get(accountId: string, id: string): Promise<Facility | undefined>;
+  /** Oldest first. */
+  list(accountId: string): Promise<Facility[]>;
+  count(accountId: string): Promise<number>;
+  update(facility: Facility): Promise<Facility | undefined>;
+  /** `true` when something was removed; removing a missing facility is `false`, not an error. */
+  remove(accountId: string, id: string): Promise<boolean>;
+}
+
+export interface CohortRepository {
+  insert(cohort: Cohort): Promise<void>;
+  get(accountId: string, id: string): Promise<Cohort | undefined>;
+  /** Of the given ids, those that exist in the account (any order, no duplicates). */
+  existingIds(accountId: string, ids: readonly string[]): Promise<string[]>;
+  /** Oldest first. */
+  list(accountId: string): Promise<Cohort[]>;
+  update(cohort: Cohort): Promise<Cohort | undefined>;
+  remove(accountId: string, id: string): Promise<boolean>;
+}
+
+export interface PatientListOptions {
+  facilityId?: string;
+  cohortId?: string;
+  /** Opaque cursor from a previous page (the last id seen). */
+  after?: string;
+  limit?: number;
+}
+
+export interface PatientRepository {
+  insert(patient: Patient): Promise<void>;
+  /** Inserts all, or none when one fails. Order of the input is kept for ids. */
+  insertMany(patients: readonly Patient[]): Promise<void>;
+  get(accountId: string, id: string): Promise<Patient | undefined>;
+  /** Patients of the account whose `externalId` equals the given one, oldest first. */
+  findByExternalId(accountId: string, externalId: string): Promise<Patient[]>;
+  /**
+   * Every patient of the account holding at least one of the given blocking keys, each once, oldest first.
+   * Cost grows with the number of keys and of candidates found, not with the size of the account.
+   */
+  findByMatchKeys(accountId: string, matchKeys: readonly string[]): Promise<Patient[]>;
+  /** Ordered by id ascending (ids are time-ordered), paged with `after`. */
+  list(accountId: string, options?: PatientListOptions): Promise<Patient[]>;
+  count(accountId: string): Promise<number>;
+  update(patient: Patient): Promise<Patient | undefined>;
+  /** Replaces each patient (all or none); patients missing from storage are an error. */
+  updateMany(patients: readonly Patient[]): Promise<void>;
+  remove(accountId: string, id: string): Promise<boolean>;
+}
+
+export interface BulkRequestRepository {
+  insert(request: BulkRequest): Promise<void>;
+  get(accountId: string, id: string): Promise<BulkRequest | undefined>;
+  /** Looks a request up by id alone: for background jobs that carry only the id. */
+  getById(id: string): Promise<BulkRequest | undefined>;
+  update(request: BulkRequest): Promise<BulkRequest | undefined>;
+  /**
+   * Compare-and-set on the status: replaces the record only if the stored status is `expected`.
+   * Returns the stored record after the call, or `undefined` when the status did not match or it is missing.
+   * This is how concurrent workers and requests agree on one transition.
+   */
+  updateIfStatus(request: BulkRequest, expected: BulkStatus): Promise<BulkRequest | undefined>;
+  /** Requests of any account in `status`, oldest first, at most `limit`. For schedulers and resuming. */
+  listByStatus(status: BulkStatus, limit: number): Promise<BulkRequest[]>;
+  /** Requests of the account, newest first. */
+  list(accountId: string, limit?: number): Promise<BulkRequest[]>;
+}
+
+export interface BulkRowRepository {
+  /**
+   * Stores outcomes; an outcome for a (requestId, rowIndex) already stored is replaced, so replaying a
+   * batch after a crash is harmless.
+   */
+  putMany(outcomes: readonly BulkRowOutcome[]): Promise<void>;
+  /** Outcomes with rowIndex in [from, to), ordered by rowIndex. */
+  range(requestId: string, from: number, to: number): Promise<BulkRowOutcome[]>;
+  /** Number of stored outcomes and how many of them failed. */
+  counts(requestId: string): Promise<{ total: number; failed: number }>;
+  /** Highest stored rowIndex + 1, or 0 when none: where a resumed import starts. */
+  nextRowIndex(requestId: string): Promise<number>;
+}
+
+export interface DocumentRepository {
+  insert(document: DocumentRecord): Promise<void>;
+  get(accountId: string, id: string): Promise<DocumentRecord | undefined>;
+  /** Looks a document up by its blob file name within the account. */
+  getByFileName(accountId: string, fileName: string): Promise<DocumentRecord | undefined>;
+  /** The patient's documents, oldest first. */
+  listByPatient(accountId: string, patientId: string): Promise<DocumentRecord[]>;
+  update(document: DocumentRecord): Promise<DocumentRecord | undefined>;
+}
+
+export interface DocumentQueryRepository {
+  insert(query: DocumentQuery): Promise<void>;
+  get(accountId: string, id: string): Promise<DocumentQuery | undefined>;
+  /** The newest query of the patient, or `undefined`. */
+  latestForPatient(accountId: string, patientId: string): Promise<DocumentQuery | undefined>;
+  update(query: DocumentQuery): Promise<DocumentQuery | undefined>;
+}
+
+export interface FhirResourceRepository {
+  /** Inserts or replaces by (accountId, patientId, resourceType, id). */
+  putMany(resources: readonly FhirResourceRecord[]): Promise<void>;
+  /** The patient's resources ordered by resourceType then id; optionally only the given types. */
+  listByPatient(accountId: string, patientId: string, resourceTypes?: readonly string[]): Promise<FhirResourceRecord[]>;
+  /** Removes the patient's resources of the given (resourceType, id) pairs; missing ones are ignored. */
+  removeMany(accountId: string, patientId: string, keys: readonly { resourceType: string; id: string }[]): Promise<void>;
+}
+
+export interface ConsolidatedQueryRepository {
+  insert(query: ConsolidatedQuery): Promise<void>;
+  get(accountId: string, id: string): Promise<ConsolidatedQuery | undefined>;
+  /** The patient's queries still `processing`, oldest first. */
+  listProcessing(accountId: string, patientId: string): Promise<ConsolidatedQuery[]>;
+  /** The patient's queries, newest first. */
+  listByPatient(accountId: string, patientId: string): Promise<ConsolidatedQuery[]>;
+  update(query: ConsolidatedQuery): Promise<ConsolidatedQuery | undefined>;
+}
+
+export interface OutboxRepository {
+  /** Adds a message (status `pending`). Call inside the transaction of the change that caused it. */
+  add(message: OutboxMessage): Promise<void>;
+  get(accountId: string, id: string): Promise<OutboxMessage | undefined>;
+  /**
+   * Pending messages with nextAttemptAt <= `now`, oldest createdAt first (ties by id), at most `limit`.
+   * Does not claim them: the delivery job owns concurrency (one delivery worker per account at a time).
+   */
+  due(now: string, limit: number, accountId?: string): Promise<OutboxMessage[]>;
+  /** Replaces the message (status, attempts, nextAttemptAt, lastError, deliveredAt). */
+  update(message: OutboxMessage): Promise<void>;
+  /** Every message of the account, oldest first; optionally only one status. */
+  list(accountId: string, status?: OutboxMessage['status']): Promise<OutboxMessage[]>;
+  /** Count per status for the account. */
+  counts(accountId: string): Promise<Record<OutboxMessage['status'], number>>;
+}
