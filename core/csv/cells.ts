@@ -1,0 +1,18 @@
+/**
+ * A generous bound on any one cell: real names, addresses and ids are far shorter, and a bound keeps a
+ * hostile or broken file from storing megabytes per field.
+ */
+export const MAX_CELL_LENGTH = 1000;
+
+export const TOO_LONG = `must be at most ${MAX_CELL_LENGTH} characters`;
+
+/**
+ * The trimmed cell at `position`, `''` when the column is absent from the header (`position < 0`), the
+ * row is shorter than the header, or the cell holds only whitespace.
+ */
+export function cellAt(cells: readonly string[], position: number): string {
+  if (position < 0) return '';
+  const raw = cells[position];
+  if (raw === undefined || raw === '') return '';
+  return raw.trim();
+}
