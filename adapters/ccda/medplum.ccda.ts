@@ -1,0 +1,74 @@
+import { convertCcdaToFhir, convertXmlToCcda } from '@medplum/ccda';
+import { XMLValidator } from 'fast-xml-parser';
+import { CoreError } from '../../core/errors.js';
+import type { CcdaConverterPort, FhirBundle, FhirResource } from '../../core/ports/ccda.port.js';
+import { isNode, normaliseParsedCcda } from './normalise-ccda.js';
+import { replaceRandomUuids, sha256Hex, uuidFromSeed, uuidsIn } from './stable-ids.js';
+
+/**
+ * C-CDA to FHIR R4 with @medplum/ccda 4.5: validate the XML, parse it with the library, repair the tree
+ * where the converter would crash or lose entries (see normalise-ccda.ts), convert, then make every id
+ * stable so converting the same document twice yields the same bundle.
+ *
+ * Entries of sections the converter does not know are skipped (`ignoreUnsupportedSections`); their
+ * narrative stays in the Composition section text, so the document is never dropped for them.
+ */
+export class MedplumCcdaConverter implements CcdaConverterPort {
+  async convert(xml: string): Promise<FhirBundle> {
+    if (typeof xml !== 'string' || xml.trim() === '') throw invalid('the document is empty');
+    // Entity declarations are no part of C-CDA and are the way to blow a parser up.
+    if (/<!ENTITY/i.test(xml)) throw invalid('the document declares XML entities');
+    const validation = XMLValidator.validate(xml);
+    if (validation !== true) throw invalid(`the document is not well-formed XML (line ${validation.err.line})`);
+
+    let parsed: unknown;
+    try {
+      parsed = convertXmlToCcda(xml);
+    } catch (cause) {
+      throw invalid('the XML could not be parsed', cause);
+    }
+    if (!isNode(parsed)) throw invalid('the root element is not a ClinicalDocument');
+    const patientRole = Array.isArray(parsed.recordTarget) && isNode(parsed.recordTarget[0]) ? parsed.recordTarget[0].patientRole : undefined;
+    if (!isNode(patientRole)) throw invalid('the document has no recordTarget/patientRole');
+
+    const seed = sha256Hex(xml);
+    const { document, assignedUuids } = normaliseParsedCcda(parsed, { seed });
+
+    let converted: { entry?: { resource?: unknown }[] };
+    try {
+      converted = convertCcdaToFhir(document as never, { ignoreUnsupportedSections: true }) as typeof converted;
+    } catch (cause) {
+      throw invalid('the C-CDA document could not be converted', cause);
+    }
+
+    const keep = new Set([...uuidsIn(xml), ...assignedUuids]);
+    const stable = JSON.parse(replaceRandomUuids(JSON.stringify(converted), keep, seed)) as typeof converted;
+    return toBundle(stable.entry ?? [], seed);
+  }
+}
+
+function invalid(reason: string, cause?: unknown): CoreError {
+  return new CoreError('CCDA_INVALID', `Not a readable C-CDA document: ${reason}.`, cause === undefined ? undefined : { cause });
+}
+
+function toBundle(entries: { resource?: unknown }[], seed: string): FhirBundle {
+  const seen = new Set<string>();
+  const resources: FhirResource[] = [];
+  entries.forEach((entry, position) => {
+    const resource = entry.resource;
+    if (!isNode(resource) || typeof resource.resourceType !== 'string') return;
+    if (typeof resource.id !== 'string' || resource.id === '') {
+      resource.id = uuidFromSeed(`${seed}:position:${position}`);
+    }
+    const key = `${resource.resourceType}/${resource.id}`;
+    // Ids are unique after normalisation; a repeat would be the same C-CDA element converted twice.
+    if (seen.has(key)) return;
+    seen.add(key);
+    resources.push(resource as FhirResource);
+  });
+  return {
+    resourceType: 'Bundle',
+    type: 'document',
+    entry: resources.map((resource) => ({ fullUrl: `urn:uuid:${resource.id}`, resource })),
+  };
+}

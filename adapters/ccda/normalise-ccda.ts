@@ -1,0 +1,194 @@
+/**
+ * Repairs the document tree produced by @medplum/ccda's `convertXmlToCcda` so that `convertCcdaToFhir`
+ * 4.5 can walk it. The parser only turns a fixed list of paths into arrays, and the converter assumes
+ * more than that; every repair below answers a crash or a silent loss seen on real HL7 examples:
+ *
+ * - `ClinicalDocument/participant` is one object when the document has one participant, and the converter
+ *   iterates it ("e is not iterable"): it becomes a list.
+ * - Several `documentationOf` elements arrive as a list where the converter reads one: the first is kept.
+ * - A custodian without `representedCustodianOrganization`, or a `patientRole` without `patient`, would
+ *   be dereferenced blindly: the custodian is dropped, the patient becomes empty.
+ * - Sections and observations without `templateId` (or observations without `statusCode`) are read at
+ *   index 0: they get an empty one.
+ * - The converter dispatches a section's entries on the section's FIRST templateId and knows only some
+ *   variants. A section whose ids include a known one gets it moved first; a section whose variant has
+ *   the same entry templates as a known one (entries-optional vs entries-required, later versions,
+ *   diagnosis sections that wrap Problem Observations) gets the known id prepended. Hospital discharge
+ *   medications wrap Medication Activities in an act; they are lifted into the entry.
+ * - C-CDA ids that are a bare UUID become the FHIR id, but the HL7 examples reuse one UUID for several
+ *   entries, which would give several resources one id. Each such id occurrence gets its own UUID derived
+ *   from the document, so ids are unique and stable.
+ */
+import { isUuid, uuidFromSeed } from './stable-ids.js';
+
+type Node = Record<string, unknown>;
+
+const OID = '2.16.840.1.113883.10.20.22.2.';
+
+/** Section templateIds the 4.5 converter dispatches on (its processAct, processSubstanceAdministration, processOrganizer, processObservation). */
+const HANDLED_SECTION_TEMPLATES = new Set(
+  [
+    '6.1', '6', '6.1.2', '6.2', // allergies
+    '5.1', '5', '5.2', // problems
+    '10', // plan of care
+    '58', // health concerns
+    '60', // goals
+    '7.1', // procedures
+    '18', '65', // payers, notes (skipped by the converter on purpose)
+    '1.1', // medications
+    '2', '2.1', // immunizations
+    '500', // care teams
+  ].map((suffix) => OID + suffix),
+);
+
+/** Section variants whose entries use the same entry templates as a handled section. */
+const SECTION_TEMPLATE_ALIASES: Record<string, string> = {
+  // Medications: entries optional and the 2014+ versions carry the same Medication Activity entries.
+  [OID + '1']: OID + '1.1',
+  [OID + '1.2']: OID + '1.1',
+  [OID + '1.1.2']: OID + '1.1',
+  // Anesthesia: Medication Activity entries.
+  [OID + '25']: OID + '1.1',
+  [OID + '25.2']: OID + '1.1',
+  // Hospital discharge medications, once their acts are lifted (see liftDischargeMedications).
+  [OID + '11']: OID + '1.1',
+  [OID + '11.1']: OID + '1.1',
+  // Immunizations, later versions.
+  [OID + '2.1.2']: OID + '2.1',
+  [OID + '2.2']: OID + '2.1',
+  // Procedures: entries optional and later versions.
+  [OID + '7']: OID + '7.1',
+  [OID + '7.1.2']: OID + '7.1',
+  [OID + '7.2']: OID + '7.1',
+  // Problems, the real 2014 id (the converter's constant has a typo).
+  [OID + '5.1.2']: OID + '5.1',
+  // Diagnosis sections: an act whose SUBJ entryRelationship is a Problem Observation, like a Problem Concern Act.
+  [OID + '43']: OID + '5.1', // admission diagnosis
+  [OID + '24']: OID + '5.1', // discharge diagnosis
+  [OID + '24.2']: OID + '5.1',
+  [OID + '34']: OID + '5.1', // preoperative diagnosis
+  [OID + '34.2']: OID + '5.1',
+  [OID + '35']: OID + '5.1', // postoperative diagnosis
+  [OID + '36']: OID + '5.1', // postprocedure diagnosis
+  [OID + '36.2']: OID + '5.1',
+};
+
+const DISCHARGE_MEDICATION_SECTIONS = new Set([OID + '11', OID + '11.1']);
+
+export function isNode(value: unknown): value is Node {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function asList(value: unknown): unknown[] {
+  if (value === undefined || value === null || value === '') return [];
+  return Array.isArray(value) ? value : [value];
+}
+
+function rootsOf(templateIds: unknown): string[] {
+  return asList(templateIds).flatMap((t) => (isNode(t) && typeof t['@_root'] === 'string' ? [t['@_root']] : []));
+}
+
+export interface NormaliseOptions {
+  /** Seed for the per-occurrence ids (the document's hash): the same document gets the same ids. */
+  seed: string;
+}
+
+/** The UUIDs given to bare-UUID C-CDA ids, so later passes can tell them from the converter's random ones. */
+export interface NormaliseResult {
+  document: Node;
+  assignedUuids: Set<string>;
+}
+
+/** Mutates and returns `document` (the `ClinicalDocument` node). */
+export function normaliseParsedCcda(document: Node, options: NormaliseOptions): NormaliseResult {
+  if (isNode(document.participant)) document.participant = [document.participant];
+  if (Array.isArray(document.documentationOf)) document.documentationOf = document.documentationOf[0];
+
+  const custodian = document.custodian;
+  if (custodian !== undefined) {
+    const assigned = isNode(custodian) ? custodian.assignedCustodian : undefined;
+    if (!isNode(assigned) || !isNode(assigned.representedCustodianOrganization)) delete document.custodian;
+  }
+
+  for (const target of asList(document.recordTarget)) {
+    if (isNode(target) && isNode(target.patientRole) && !isNode(target.patientRole.patient)) {
+      target.patientRole.patient = {};
+    }
+  }
+
+  const body = isNode(document.component) ? document.component.structuredBody : undefined;
+  if (isNode(body)) {
+    for (const component of asList(body.component)) {
+      if (!isNode(component)) continue;
+      component.section = asList(component.section).filter(isNode);
+      for (const section of component.section as Node[]) normaliseSection(section);
+    }
+  }
+
+  const assignedUuids = new Set<string>();
+  let occurrence = 0;
+  walk(document, (node, key) => {
+    if (key === 'observation' && !isNode(node.statusCode)) node.statusCode = {};
+    if ((key === 'observation' || key === 'section') && rootsOf(node.templateId).length === 0) {
+      node.templateId = [{}];
+    }
+    if (key === 'id' && typeof node['@_root'] === 'string' && !node['@_extension'] && isUuid(node['@_root'])) {
+      const uuid = uuidFromSeed(`${options.seed}:id:${occurrence++}`);
+      node['@_root'] = uuid;
+      assignedUuids.add(uuid);
+    }
+  });
+
+  return { document, assignedUuids };
+}
+
+function normaliseSection(section: Node): void {
+  const roots = rootsOf(section.templateId);
+  if (roots.some((root) => DISCHARGE_MEDICATION_SECTIONS.has(root))) liftDischargeMedications(section);
+
+  const templates = asList(section.templateId).filter(isNode);
+  const handled = templates.find((t) => HANDLED_SECTION_TEMPLATES.has(String(t['@_root'])));
+  if (handled) {
+    section.templateId = [handled, ...templates.filter((t) => t !== handled)];
+    return;
+  }
+  const alias = roots.map((root) => SECTION_TEMPLATE_ALIASES[root]).find((value) => value !== undefined);
+  if (alias) section.templateId = [{ '@_root': alias }, ...templates];
+}
+
+/** Discharge Medication acts wrap Medication Activities; the converter reads them only at entry level. */
+function liftDischargeMedications(section: Node): void {
+  for (const entry of asList(section.entry)) {
+    if (!isNode(entry)) continue;
+    const lifted: unknown[] = [];
+    for (const act of asList(entry.act)) {
+      if (!isNode(act)) continue;
+      for (const relationship of asList(act.entryRelationship)) {
+        if (isNode(relationship)) lifted.push(...asList(relationship.substanceAdministration));
+      }
+    }
+    if (lifted.length > 0) {
+      entry.substanceAdministration = [...asList(entry.substanceAdministration), ...lifted];
+      delete entry.act;
+    }
+  }
+}
+
+/** Depth-first, in document order, calling `visit` on every object node with the key it hangs under. */
+function walk(root: Node, visit: (node: Node, key: string) => void): void {
+  const stack: [unknown, string][] = [[root, 'ClinicalDocument']];
+  while (stack.length > 0) {
+    const [value, key] = stack.pop()!;
+    if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push([value[i], key]);
+      continue;
+    }
+    if (!isNode(value)) continue;
+    visit(value, key);
+    const entries = Object.entries(value);
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [childKey, child] = entries[i]!;
+      if (!childKey.startsWith('@_') && childKey !== '#text') stack.push([child, childKey]);
+    }
+  }
+}
