@@ -1,0 +1,175 @@
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { XMLParser } from 'fast-xml-parser';
+import type { CodeableConcept, OrganizationIdentifier } from '../../core/domain/types.js';
+import { CoreError } from '../../core/errors.js';
+import type { HieDocumentRef, HieNetworkPort, HiePatientQuery } from '../../core/ports/hie.port.js';
+
+export interface SandboxHieOptions {
+  /** Folder of C-CDA documents (`*.xml`) the sandbox network serves. */
+  fixturesDir: string;
+}
+
+interface CatalogEntry {
+  fileName: string;
+  description: string;
+  type: CodeableConcept;
+  organizationIdentifiers: OrganizationIdentifier[];
+}
+
+const LOINC = 'http://loinc.org';
+const LOINC_OID = '2.16.840.1.113883.6.1';
+const ID_PREFIX = 'sandbox';
+/** About one patient in this many holds no document, so both outcomes of a query show up on the sandbox. */
+const NO_DOCUMENT_ONE_IN = 5;
+const MAX_DOCUMENTS = 4;
+
+/**
+ * A health information exchange for the sandbox: it "holds" real C-CDA documents from a folder. Which
+ * ones a patient has is decided by a hash of the patientId alone, so the answer is the same on every run,
+ * host and database: about 1 in 5 patients has none, the others 1 to 4 distinct documents.
+ *
+ * Document metadata is read from the documents themselves: description = `title`, type = the LOINC
+ * document `code`, organizations = the custodian and the authors' represented organizations (name, and
+ * each id's extension, or its root when there is no extension).
+ */
+export class SandboxHieNetwork implements HieNetworkPort {
+  private readonly fixturesDir: string;
+  private catalog?: Promise<CatalogEntry[]>;
+
+  constructor(options: SandboxHieOptions) {
+    this.fixturesDir = options.fixturesDir;
+  }
+
+  async findDocuments(query: HiePatientQuery): Promise<HieDocumentRef[]> {
+    const catalog = await this.loadCatalog();
+    const patientHash = sha256(`patient:${query.patientId}`);
+    const roll = parseInt(patientHash.slice(0, 8), 16);
+    if (catalog.length === 0 || roll % NO_DOCUMENT_ONE_IN === 0) return [];
+
+    const count = 1 + (Math.floor(roll / NO_DOCUMENT_ONE_IN) % Math.min(MAX_DOCUMENTS, catalog.length));
+    const chosen = catalog
+      .map((entry) => ({ entry, rank: sha256(`${query.patientId}:${entry.fileName}`) }))
+      .sort((a, b) => (a.rank < b.rank ? -1 : a.rank > b.rank ? 1 : 0))
+      .slice(0, count)
+      .map(({ entry }) => entry)
+      .sort((a, b) => a.fileName.localeCompare(b.fileName));
+
+    return chosen.map((entry) => ({
+      // Scoped to the patient: at a real network a document belongs to one patient.
+      networkDocumentId: `${ID_PREFIX}:${patientHash.slice(0, 16)}:${entry.fileName}`,
+      fileName: entry.fileName,
+      description: entry.description,
+      mimeType: 'application/xml',
+      type: structuredClone(entry.type),
+      organizationIdentifiers: structuredClone(entry.organizationIdentifiers),
+    }));
+  }
+
+  async retrieve(ref: HieDocumentRef): Promise<Uint8Array> {
+    const [prefix, , fileName, ...rest] = ref.networkDocumentId.split(':');
+    const catalog = await this.loadCatalog();
+    if (prefix !== ID_PREFIX || rest.length > 0 || !catalog.some((entry) => entry.fileName === fileName)) {
+      throw new CoreError('DOCUMENT_NOT_FOUND', 'The network holds no document with this id.', {
+        details: { networkDocumentId: ref.networkDocumentId },
+      });
+    }
+    try {
+      return new Uint8Array(await readFile(path.join(this.fixturesDir, fileName!)));
+    } catch (cause) {
+      throw new CoreError('DOCUMENT_NOT_FOUND', 'The network no longer has this document.', {
+        cause,
+        details: { networkDocumentId: ref.networkDocumentId },
+      });
+    }
+  }
+
+  /** Read once, lazily: constructing the network does no I/O. A failed read is retried on the next call. */
+  private loadCatalog(): Promise<CatalogEntry[]> {
+    this.catalog ??= readCatalog(this.fixturesDir).catch((error: unknown) => {
+      this.catalog = undefined;
+      throw error;
+    });
+    return this.catalog;
+  }
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+async function readCatalog(fixturesDir: string): Promise<CatalogEntry[]> {
+  const names = (await readdir(fixturesDir)).filter((name) => name.toLowerCase().endsWith('.xml')).sort();
+  const parser = new XMLParser({
+    ignoreAttributes: false,
+    attributeNamePrefix: '@_',
+    parseTagValue: false,
+    parseAttributeValue: false,
+    // Only the header is read; the narrative can stay undecoded.
+    stopNodes: ['ClinicalDocument.component'],
+  });
+  const entries: CatalogEntry[] = [];
+  for (const fileName of names) {
+    const parsed = parser.parse(await readFile(path.join(fixturesDir, fileName), 'utf8')) as Record<string, unknown>;
+    const document = asNode(parsed.ClinicalDocument);
+    // A file that is not a C-CDA document is not something the network holds.
+    if (!document) continue;
+    entries.push(describe(fileName, document));
+  }
+  return entries;
+}
+
+type Node = Record<string, unknown>;
+
+function asNode(value: unknown): Node | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Node) : undefined;
+}
+
+function asList(value: unknown): unknown[] {
+  if (value === undefined || value === null) return [];
+  return Array.isArray(value) ? value : [value];
+}
+
+function textOf(value: unknown): string {
+  if (typeof value === 'string') return value.replace(/\s+/g, ' ').trim();
+  if (Array.isArray(value)) return value.map(textOf).filter(Boolean).join(' ');
+  const node = asNode(value);
+  return node ? textOf(node['#text']) : '';
+}
+
+function describe(fileName: string, document: Node): CatalogEntry {
+  const code = asNode(document.code);
+  const display = typeof code?.['@_displayName'] === 'string' ? code['@_displayName'] : undefined;
+  const codeValue = typeof code?.['@_code'] === 'string' ? code['@_code'] : undefined;
+  const system = code?.['@_codeSystem'] === LOINC_OID ? LOINC : code?.['@_codeSystem'] ? `urn:oid:${String(code['@_codeSystem'])}` : undefined;
+  const title = textOf(document.title);
+
+  const type: CodeableConcept = {};
+  if (codeValue) type.coding = [{ ...(system ? { system } : {}), code: codeValue, ...(display ? { display } : {}) }];
+  if (display ?? title) type.text = display ?? title;
+
+  const organizations = [
+    asNode(asNode(asNode(document.custodian)?.assignedCustodian)?.representedCustodianOrganization),
+    ...asList(document.author).map((author) => asNode(asNode(asNode(author)?.assignedAuthor)?.representedOrganization)),
+  ];
+  const byName = new Map<string, Set<string>>();
+  for (const organization of organizations) {
+    const name = organization ? textOf(organization.name) : '';
+    if (!organization || !name) continue;
+    const values = byName.get(name) ?? new Set<string>();
+    for (const id of asList(organization.id)) {
+      const node = asNode(id);
+      const value = node?.['@_extension'] ?? node?.['@_root'];
+      if (typeof value === 'string' && value) values.add(value);
+    }
+    byName.set(name, values);
+  }
+
+  return {
+    fileName,
+    description: title || display || fileName,
+    type,
+    organizationIdentifiers: Array.from(byName, ([name, values]) => ({ name, identifierValues: Array.from(values) })),
+  };
+}
