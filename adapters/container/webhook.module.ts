@@ -1,0 +1,17 @@
+import { ContainerModule } from 'inversify';
+import { HttpWebhookSender } from '../webhook/http.webhook-sender.js';
+import { TOKENS } from './tokens.js';
+
+/**
+ * Binds the HTTP webhook sender. Whether private destinations are allowed comes from the bound CoreConfig
+ * (`WEBHOOK_ALLOW_PRIVATE`). One sender per container, so connections are kept alive across deliveries;
+ * unbinding (container shutdown) closes them.
+ */
+export const webhookModule = new ContainerModule(({ bind }) => {
+  bind(TOKENS.webhookSender)
+    .toDynamicValue((context) => new HttpWebhookSender({ allowPrivate: context.get(TOKENS.config).webhookAllowPrivate }))
+    .inSingletonScope()
+    .onDeactivation(async (sender) => {
+      if (sender instanceof HttpWebhookSender) await sender.close();
+    });
+});

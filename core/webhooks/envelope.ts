@@ -1,0 +1,314 @@
+import { z } from 'zod';
+import type { ConsolidatedFilters, DocumentRecord, WebhookMessageType } from '../domain/types.js';
+import { CoreError } from '../errors.js';
+import { validateMetadata, webhookMetadataSchema, type WebhookMetadata } from './metadata.js';
+
+/*
+ * The webhook messages of the legacy document flow and of bulk patient create (PRODUCT: Webhook envelope,
+ * Events, Patient entries in webhook messages): `{ meta: {messageId, requestId?, when, type, data?}, ...payload }`.
+ * The schemas are exported so the client library parses exactly what the builders produce.
+ */
+
+const isoUtcSchema = z.iso.datetime();
+
+function metaSchema<T extends Exclude<WebhookMessageType, 'ping'>>(type: T) {
+  return z.object({
+    messageId: z.string().min(1),
+    requestId: z.string().min(1).optional(),
+    when: isoUtcSchema,
+    type: z.literal(type),
+    data: webhookMetadataSchema.optional(),
+  });
+}
+
+export const codeableConceptSchema = z.object({
+  coding: z
+    .array(z.object({ system: z.string().optional(), code: z.string().optional(), display: z.string().optional() }))
+    .optional(),
+  text: z.string().optional(),
+});
+
+/** Document reference in `medical.document-download` (PRODUCT: size is a string there). */
+export const webhookDocumentSchema = z.object({
+  id: z.string().min(1),
+  fileName: z.string().min(1),
+  description: z.string().optional(),
+  status: z.string().optional(),
+  indexed: z.string().optional(),
+  mimeType: z.string().optional(),
+  size: z.string().optional(),
+  type: codeableConceptSchema.optional(),
+});
+
+export const organizationIdentifierSchema = z.object({
+  name: z.string(),
+  identifierValues: z.array(z.string()),
+});
+
+/** Document reference in `medical.document-bulk-download-urls` (PRODUCT: size is a number there, plus url). */
+export const webhookBulkDocumentSchema = webhookDocumentSchema.extend({
+  size: z.number().optional(),
+  url: z.string().min(1),
+  organizationIdentifiers: z.array(organizationIdentifierSchema).optional(),
+});
+
+const patientEntryBaseSchema = z.object({
+  patientId: z.string().min(1),
+  externalId: z.string().optional(),
+  additionalIds: z.record(z.string(), z.array(z.string())).optional(),
+  status: z.enum(['completed', 'failed']),
+});
+
+export const documentDownloadPatientSchema = patientEntryBaseSchema.extend({
+  type: z.literal('document-download'),
+  documents: z.array(webhookDocumentSchema),
+});
+
+export const documentConversionPatientSchema = patientEntryBaseSchema.extend({
+  type: z.literal('document-conversion'),
+});
+
+export const documentBulkDownloadPatientSchema = patientEntryBaseSchema.extend({
+  documents: z.array(webhookBulkDocumentSchema),
+});
+
+export const consolidatedFiltersSchema = z.object({
+  resources: z.string().optional(),
+  dateFrom: z.iso.date().optional(),
+  dateTo: z.iso.date().optional(),
+});
+
+/** A FHIR Bundle of type collection holding one DocumentReference (PRODUCT: Consolidated data message). */
+export const fhirBundleSchema = z.looseObject({
+  resourceType: z.literal('Bundle'),
+  type: z.string(),
+  total: z.number().int().nonnegative().optional(),
+  entry: z.array(z.looseObject({})).optional(),
+});
+
+export const consolidatedDataPatientSchema = patientEntryBaseSchema.extend({
+  filters: consolidatedFiltersSchema,
+  bundle: fhirBundleSchema,
+});
+
+export const bulkPatientCreateSchema = z
+  .object({
+    requestId: z.string().min(1),
+    status: z.enum(['processing', 'failed', 'completed']),
+    reason: z.string().optional(),
+    result: z.string().optional(),
+  })
+  .superRefine((value, ctx) => {
+    // PRODUCT (Bulk Patient Create message): reason only when failed, result only when completed.
+    if (value.reason !== undefined && value.status !== 'failed') {
+      ctx.addIssue({ code: 'custom', path: ['reason'], message: 'reason is only sent with status failed' });
+    }
+    if (value.result !== undefined && value.status !== 'completed') {
+      ctx.addIssue({ code: 'custom', path: ['result'], message: 'result is only sent with status completed' });
+    }
+  });
+
+export const documentDownloadMessageSchema = z.object({
+  meta: metaSchema('medical.document-download'),
+  patients: z.array(documentDownloadPatientSchema),
+});
+
+export const documentConversionMessageSchema = z.object({
+  meta: metaSchema('medical.document-conversion'),
+  patients: z.array(documentConversionPatientSchema),
+});
+
+export const documentBulkDownloadUrlsMessageSchema = z.object({
+  meta: metaSchema('medical.document-bulk-download-urls'),
+  patients: z.array(documentBulkDownloadPatientSchema),
+});
+
+export const consolidatedDataMessageSchema = z.object({
+  meta: metaSchema('medical.consolidated-data'),
+  patients: z.array(consolidatedDataPatientSchema),
+});
+
+export const bulkPatientCreateMessageSchema = z.object({
+  meta: metaSchema('medical.bulk-patient-create'),
+  bulkPatientCreate: bulkPatientCreateSchema,
+});
+
+/** DESIGN (webhook settings): the ping carries no requestId and no data. */
+export const pingMessageSchema = z.object({
+  ping: z.string().min(1),
+  meta: z.object({ messageId: z.string().min(1), when: isoUtcSchema, type: z.literal('ping') }),
+});
+
+export type WebhookDocument = z.infer<typeof webhookDocumentSchema>;
+export type WebhookBulkDocument = z.infer<typeof webhookBulkDocumentSchema>;
+export type DocumentDownloadPatient = z.infer<typeof documentDownloadPatientSchema>;
+export type DocumentConversionPatient = z.infer<typeof documentConversionPatientSchema>;
+export type DocumentBulkDownloadPatient = z.infer<typeof documentBulkDownloadPatientSchema>;
+export type ConsolidatedDataPatient = z.infer<typeof consolidatedDataPatientSchema>;
+export type BulkPatientCreatePayload = z.infer<typeof bulkPatientCreateSchema>;
+
+export type DocumentDownloadMessage = z.infer<typeof documentDownloadMessageSchema>;
+export type DocumentConversionMessage = z.infer<typeof documentConversionMessageSchema>;
+export type DocumentBulkDownloadUrlsMessage = z.infer<typeof documentBulkDownloadUrlsMessageSchema>;
+export type ConsolidatedDataMessage = z.infer<typeof consolidatedDataMessageSchema>;
+export type BulkPatientCreateMessage = z.infer<typeof bulkPatientCreateMessageSchema>;
+export type PingMessage = z.infer<typeof pingMessageSchema>;
+
+/** Every message the service sends, told apart by `meta.type`. */
+export type WebhookMessage =
+  | DocumentDownloadMessage
+  | DocumentConversionMessage
+  | DocumentBulkDownloadUrlsMessage
+  | ConsolidatedDataMessage
+  | BulkPatientCreateMessage
+  | PingMessage;
+
+export type WebhookMessageOf<T extends WebhookMessageType> = Extract<WebhookMessage, { meta: { type: T } }>;
+
+export const webhookMessageSchemas = {
+  'medical.document-download': documentDownloadMessageSchema,
+  'medical.document-conversion': documentConversionMessageSchema,
+  'medical.document-bulk-download-urls': documentBulkDownloadUrlsMessageSchema,
+  'medical.consolidated-data': consolidatedDataMessageSchema,
+  'medical.bulk-patient-create': bulkPatientCreateMessageSchema,
+  ping: pingMessageSchema,
+} as const satisfies Record<WebhookMessageType, z.ZodType>;
+
+export const WEBHOOK_MESSAGE_TYPES = Object.keys(webhookMessageSchemas) as WebhookMessageType[];
+
+/** Any message; prefer `parseWebhookMessage`, whose errors name the part of the one matching type that is wrong. */
+export const webhookMessageSchema = z.union([
+  documentDownloadMessageSchema,
+  documentConversionMessageSchema,
+  documentBulkDownloadUrlsMessageSchema,
+  consolidatedDataMessageSchema,
+  bulkPatientCreateMessageSchema,
+  pingMessageSchema,
+]);
+
+/**
+ * Narrows a message by its type. TypeScript does not narrow a union through a nested discriminant
+ * (`msg.meta.type`), hence the guard.
+ */
+export function isWebhookMessageOfType<T extends WebhookMessageType>(message: WebhookMessage, type: T): message is WebhookMessageOf<T> {
+  return message.meta.type === type;
+}
+
+/**
+ * Parses a received body (already JSON-decoded) into a typed message, choosing the schema by `meta.type`.
+ * @throws CoreError `VALIDATION_FAILED` naming the type and the first problem when it is not a valid message.
+ */
+export function parseWebhookMessage(input: unknown): WebhookMessage {
+  const type = (input as { meta?: { type?: unknown } } | null)?.meta?.type;
+  if (typeof type !== 'string' || !(type in webhookMessageSchemas)) {
+    throw new CoreError('VALIDATION_FAILED', `not a webhook message: unknown meta.type ${JSON.stringify(type)}`);
+  }
+  const schema: z.ZodType<WebhookMessage> = webhookMessageSchemas[type as WebhookMessageType];
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue && issue.path.length > 0 ? issue.path.join('.') : 'message';
+    throw new CoreError('VALIDATION_FAILED', `invalid ${type} message: ${where}: ${issue?.message ?? 'invalid'}`, { cause: parsed.error });
+  }
+  return parsed.data;
+}
+
+/** What the caller supplies for `meta`; `type` is set by the builder. */
+export interface MessageMetaInput {
+  /** From the ids port; the same on every delivery attempt. */
+  messageId: string;
+  /** The request that caused the message (bulk request, document query, consolidated query...). */
+  requestId?: string;
+  /** From the clock port; serialised as UTC ISO 8601. */
+  when: Date;
+  /** The metadata of the originating request, echoed as `meta.data` (PRODUCT: Events rule 5). */
+  data?: WebhookMetadata;
+}
+
+function buildMeta<T extends WebhookMessageType>(type: T, input: MessageMetaInput) {
+  const meta: { messageId: string; requestId?: string; when: string; type: T; data?: WebhookMetadata } = {
+    messageId: input.messageId,
+    when: input.when.toISOString(),
+    type,
+  };
+  if (input.requestId !== undefined) meta.requestId = input.requestId;
+  const data = validateMetadata(input.data);
+  if (data !== undefined && Object.keys(data).length > 0) meta.data = data;
+  return meta;
+}
+
+/**
+ * Builders check their own output against the schema: a malformed message is a bug of the caller, and it
+ * must surface where it is made, not days later at a customer's parser.
+ */
+function checked<T extends WebhookMessageType>(type: T, message: unknown): WebhookMessageOf<T> {
+  const parsed = webhookMessageSchemas[type].safeParse(message);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new CoreError('INTERNAL', `built an invalid ${type} message: ${issue?.path.join('.') ?? ''}: ${issue?.message ?? ''}`, {
+      cause: parsed.error,
+    });
+  }
+  return parsed.data as WebhookMessageOf<T>;
+}
+
+export function documentDownloadMessage(meta: MessageMetaInput, patients: DocumentDownloadPatient[]): DocumentDownloadMessage {
+  return checked('medical.document-download', { meta: buildMeta('medical.document-download', meta), patients });
+}
+
+export function documentConversionMessage(meta: MessageMetaInput, patients: DocumentConversionPatient[]): DocumentConversionMessage {
+  return checked('medical.document-conversion', { meta: buildMeta('medical.document-conversion', meta), patients });
+}
+
+export function documentBulkDownloadUrlsMessage(
+  meta: MessageMetaInput,
+  patients: DocumentBulkDownloadPatient[],
+): DocumentBulkDownloadUrlsMessage {
+  return checked('medical.document-bulk-download-urls', { meta: buildMeta('medical.document-bulk-download-urls', meta), patients });
+}
+
+export function consolidatedDataMessage(meta: MessageMetaInput, patients: ConsolidatedDataPatient[]): ConsolidatedDataMessage {
+  return checked('medical.consolidated-data', { meta: buildMeta('medical.consolidated-data', meta), patients });
+}
+
+export function bulkPatientCreateMessage(meta: MessageMetaInput, bulkPatientCreate: BulkPatientCreatePayload): BulkPatientCreateMessage {
+  return checked('medical.bulk-patient-create', { meta: buildMeta('medical.bulk-patient-create', meta), bulkPatientCreate });
+}
+
+/** DESIGN: `{ ping: <random>, meta: { messageId, when, type: 'ping' } }`; the receiver answers `{ pong: <same> }`. */
+export function pingMessage(meta: Pick<MessageMetaInput, 'messageId' | 'when'>, ping: string): PingMessage {
+  return checked('ping', { ping, meta: { messageId: meta.messageId, when: meta.when.toISOString(), type: 'ping' } });
+}
+
+/** The wire shape of a stored document in a `medical.document-download` message (size as a string). */
+export function toWebhookDocument(document: DocumentRecord): WebhookDocument {
+  return {
+    id: document.id,
+    fileName: document.fileName,
+    description: document.description,
+    status: document.status,
+    indexed: document.indexed,
+    mimeType: document.mimeType,
+    size: String(document.size),
+    type: document.type,
+  };
+}
+
+/** The wire shape of a stored document in a `medical.document-bulk-download-urls` message (size as a number, with url). */
+export function toWebhookBulkDocument(document: DocumentRecord, url: string): WebhookBulkDocument {
+  return {
+    ...toWebhookDocument(document),
+    size: document.size,
+    url,
+    organizationIdentifiers: document.organizationIdentifiers,
+  };
+}
+
+/** Filters as echoed in a consolidated data message: only the ones given. */
+export function toWebhookFilters(filters: ConsolidatedFilters): ConsolidatedFilters {
+  const out: ConsolidatedFilters = {};
+  if (filters.resources !== undefined) out.resources = filters.resources;
+  if (filters.dateFrom !== undefined) out.dateFrom = filters.dateFrom;
+  if (filters.dateTo !== undefined) out.dateTo = filters.dateTo;
+  return out;
+}
