@@ -1,0 +1,116 @@
+/**
+ * The filters of a consolidated data query (PRODUCT, Consolidated data message: `resources`
+ * comma-separated and case-sensitive, all when absent; `dateFrom` and `dateTo` as `YYYY-MM-DD`, inclusive).
+ */
+import type { ConsolidatedFilters } from '../domain/types.js';
+import { CoreError } from '../errors.js';
+import type { FhirResource } from '../ports/ccda.port.js';
+
+type Json = Record<string, unknown>;
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function asDate(value: unknown): string | undefined {
+  return typeof value === 'string' && /^\d{4}/.test(value.trim()) ? value.trim() : undefined;
+}
+
+function startOf(value: unknown): string | undefined {
+  return isObject(value) ? (asDate(value.start) ?? asDate(value.end)) : undefined;
+}
+
+/**
+ * Where each resource's main date is, first present wins: the clinical time (effective[x], onset[x],
+ * occurrence[x], performed[x]), then when it was written (recordedDate, authoredOn, issued, date), then
+ * periods and other type-specific dates.
+ */
+const DATE_PATHS: ((resource: Json) => string | undefined)[] = [
+  (r) => asDate(r.effectiveDateTime) ?? asDate(r.effectiveInstant) ?? startOf(r.effectivePeriod),
+  (r) => asDate(r.onsetDateTime) ?? startOf(r.onsetPeriod) ?? asDate(r.onsetString),
+  (r) => asDate(r.occurrenceDateTime) ?? startOf(r.occurrencePeriod) ?? asDate(r.occurrenceString),
+  (r) => asDate(r.performedDateTime) ?? startOf(r.performedPeriod),
+  (r) => asDate(r.recordedDate),
+  (r) => asDate(r.authoredOn),
+  (r) => asDate(r.issued),
+  (r) => asDate(r.date),
+  (r) => startOf(r.period),
+  (r) => asDate(r.startDate) ?? asDate(r.created) ?? asDate(r.dateAsserted) ?? asDate(r.dateWritten),
+  (r) => (isObject(r.dispenseRequest) ? startOf(r.dispenseRequest.validityPeriod) : undefined),
+];
+
+/**
+ * The main date of a resource as written (a FHIR date or dateTime, possibly partial like `2012` or
+ * `2012-08`), or undefined when it has none (a Patient, a Practitioner, a Medication...).
+ */
+export function mainDateOf(resource: FhirResource): string | undefined {
+  for (const path of DATE_PATHS) {
+    const date = path(resource);
+    if (date) return date;
+  }
+  return undefined;
+}
+
+/** The first and last day a FHIR date or dateTime covers: `2012` covers the year, a dateTime its local day. */
+function daysCovered(date: string): [string, string] | undefined {
+  const match = /^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?/.exec(date);
+  if (!match) return undefined;
+  const [, year, month, day] = match;
+  if (day) return [`${year}-${month}-${day}`, `${year}-${month}-${day}`];
+  if (month) return [`${year}-${month}-01`, `${year}-${month}-31`];
+  return [`${year}-01-01`, `${year}-12-31`];
+}
+
+const CALENDAR_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+function isCalendarDay(year: number, month: number, day: number): boolean {
+  if (month < 1 || month > 12 || day < 1) return false;
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  const daysInMonth = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]!;
+  return day <= daysInMonth;
+}
+
+function checkDate(field: 'dateFrom' | 'dateTo', value: string | undefined): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  const match = CALENDAR_DATE.exec(value);
+  const valid = match !== null && isCalendarDay(Number(match[1]), Number(match[2]), Number(match[3]));
+  if (!valid) {
+    throw new CoreError('VALIDATION_FAILED', `${field} must be a calendar date written YYYY-MM-DD.`, { details: { field } });
+  }
+  return value;
+}
+
+/** The resource types named in `resources` (comma-separated, case-sensitive, blanks ignored); undefined = all. */
+export function resourceTypesOf(resources: string | undefined): Set<string> | undefined {
+  const names = (resources ?? '')
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+  return names.length > 0 ? new Set(names) : undefined;
+}
+
+/**
+ * The resources that pass the filters, in their given order.
+ * - `resources`: only the named types (exact, case-sensitive names); absent or blank = every type.
+ * - `dateFrom`/`dateTo`: inclusive days; a resource passes when the days its main date covers
+ *   (see mainDateOf; a dateTime counts as the day written, `2012` as the whole year) meet the range.
+ *   Resources without a main date (Patient, Practitioner, Organization, Medication...) are always kept
+ *   by the date filters: they describe the record rather than an event in it.
+ * Throws CoreError `VALIDATION_FAILED` when a date is not a real `YYYY-MM-DD` day or dateFrom is after dateTo.
+ */
+export function filterResources(resources: readonly FhirResource[], filters: ConsolidatedFilters): FhirResource[] {
+  const types = resourceTypesOf(filters.resources);
+  const from = checkDate('dateFrom', filters.dateFrom);
+  const to = checkDate('dateTo', filters.dateTo);
+  if (from && to && from > to) {
+    throw new CoreError('VALIDATION_FAILED', 'dateFrom must not be after dateTo.', { details: { field: 'dateFrom' } });
+  }
+  return resources.filter((resource) => {
+    if (types && !types.has(resource.resourceType)) return false;
+    if (!from && !to) return true;
+    const date = mainDateOf(resource);
+    const days = date ? daysCovered(date) : undefined;
+    if (!days) return true;
+    return (!from || days[1] >= from) && (!to || days[0] <= to);
+  });
+}
