@@ -1,0 +1,91 @@
+import { authenticate } from '../accounts.js';
+import type { CoreDeps } from '../deps.js';
+import type { Account } from '../domain/types.js';
+import { CoreError } from '../errors.js';
+import { verifySignedRequest } from '../signed-urls.js';
+import { errorToResponse, parseWith, problemResponse } from './problem.js';
+import { Router, type RouteDefinition } from './router.js';
+import { apiRoutes } from './routes/index.js';
+import type { ApiRequest, ApiResponse } from './types.js';
+
+export interface ApiHandlerOptions {
+  /** Called with errors that are not CoreErrors (bugs, outages) before they become a bare 500. */
+  onUnexpectedError?: (error: unknown, request: { method: string; path: string }) => void;
+}
+
+export type ApiHandler = ((request: ApiRequest) => Promise<ApiResponse>) & {
+  readonly routes: readonly RouteDefinition[];
+  /** The route a request would reach (for access logs: the pattern, never the ids in the path). */
+  routeOf(request: Pick<ApiRequest, 'method' | 'path'>): string | undefined;
+};
+
+/**
+ * The framework-agnostic API: a plain request in, a plain response out, after routing, authentication,
+ * validation and the code-to-status mapping. Every host (in-memory, Koa, any node:http or Express app)
+ * calls this and nothing else.
+ */
+export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}): ApiHandler {
+  const router = new Router(apiRoutes);
+
+  const handle = async (request: ApiRequest): Promise<ApiResponse> => {
+    try {
+      const match = router.match(request.method, request.path);
+      if (match.kind === 'none') throw new CoreError('ROUTE_NOT_FOUND', `No route for ${request.method.toUpperCase()} ${request.path}`);
+      if (match.kind === 'wrong-method') {
+        const response = problemResponse('METHOD_NOT_ALLOWED', `Use ${match.allowed.join(' or ')} on this path`);
+        response.headers.allow = match.allowed.join(', ');
+        return response;
+      }
+      const { route, params } = match;
+      const query = flattenQuery(request.query);
+      const account = await authorise(deps, route, request, query);
+      const parsedQuery = route.query ? parseWith(route.query, query, 'query') : query;
+      const parsedBody = route.body ? parseWith(route.body, request.body ?? {}, 'body') : request.body;
+      const response = await route.handle({ deps, request, params, query: parsedQuery, body: parsedBody, account: account as Account });
+      if (route.deprecated) response.headers.deprecation = 'true';
+      return response;
+    } catch (error) {
+      return errorToResponse(error, (unexpected) => options.onUnexpectedError?.(unexpected, { method: request.method, path: request.path }));
+    }
+  };
+
+  return Object.assign(handle, {
+    routes: apiRoutes,
+    routeOf(request: Pick<ApiRequest, 'method' | 'path'>) {
+      const match = router.match(request.method, request.path);
+      return match.kind === 'found' ? match.route.path : undefined;
+    },
+  });
+}
+
+async function authorise(deps: CoreDeps, route: RouteDefinition, request: ApiRequest, query: Record<string, string | undefined>): Promise<Account | undefined> {
+  switch (route.auth) {
+    case 'none':
+      return undefined;
+    case 'apiKey':
+      return authenticate(deps, request.headers['x-api-key']);
+    case 'signed': {
+      const accountId = verifySignedRequest(deps, { method: request.method, path: request.path, query });
+      const account = await deps.storage.accounts.get(accountId);
+      if (!account) throw new CoreError('SIGNATURE_INVALID', 'The URL signature does not match; use the URL exactly as it was given');
+      return account;
+    }
+    case 'signedAndApiKey': {
+      // The key first: a caller without one learns nothing about the URL.
+      const account = await authenticate(deps, request.headers['x-api-key']);
+      const accountId = verifySignedRequest(deps, { method: request.method, path: request.path, query }, 'UPLOAD_URL_EXPIRED');
+      // PRODUCT: the upload URL is pre-signed to the account; another account's key cannot use it.
+      if (accountId !== account.id) throw new CoreError('BULK_REQUEST_NOT_FOUND', 'No bulk request with this id in your account');
+      return account;
+    }
+  }
+}
+
+/** Repeated query parameters: the first wins, so a value is always one string. */
+function flattenQuery(query: ApiRequest['query']): Record<string, string | undefined> {
+  const flat: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(query)) {
+    flat[name] = typeof value === 'string' ? value : value?.[0];
+  }
+  return flat;
+}

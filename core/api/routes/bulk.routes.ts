@@ -1,0 +1,92 @@
+import { resultDownloadUrl } from '../../bulk/result.js';
+import { getBulkRequest, startBulkCreate } from '../../bulk/start.js';
+import { acceptUpload } from '../../bulk/upload.js';
+import type { CoreDeps } from '../../deps.js';
+import type { BulkRequest } from '../../domain/types.js';
+import { CoreError } from '../../errors.js';
+import { defineRoute, json } from '../router.js';
+import { bulkStartQuerySchema } from '../schemas.js';
+
+const BULK = '/medical/v1/patient/bulk';
+
+export function bulkStatusToWire(deps: Pick<CoreDeps, 'urlSigner' | 'clock' | 'config'>, request: BulkRequest) {
+  return {
+    requestId: request.id,
+    facilityId: request.facilityId,
+    status: request.status,
+    dryRun: request.dryRun,
+    ...(request.reason !== undefined ? { reason: request.reason } : {}),
+    total: request.total ?? null,
+    processed: request.processed,
+    succeeded: request.succeeded,
+    failed: request.failed,
+    // A fresh URL on every read: the one in the webhook lives only 600 s (PRODUCT: Limits).
+    ...(request.status === 'completed' && request.resultKey ? { result: resultDownloadUrl(deps, request) } : {}),
+    createdAt: request.createdAt,
+  };
+}
+
+export const bulkRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: BULK,
+    auth: 'apiKey',
+    tag: 'Bulk Patient Create',
+    summary: 'Start a bulk patient create; returns the pre-signed URL to PUT the CSV to (valid 10 minutes, single use)',
+    query: bulkStartQuerySchema,
+    async handle({ deps, account, query }) {
+      const { request, uploadUrl } = await startBulkCreate(deps, account, { facilityId: query.facilityId, dryRun: query.dryRun });
+      return json(200, {
+        requestId: request.id,
+        facilityId: request.facilityId,
+        status: request.status,
+        uploadUrl,
+        params: { dryRun: request.dryRun },
+        createdAt: request.createdAt,
+      });
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: `${BULK}/:requestId`,
+    auth: 'apiKey',
+    tag: 'Bulk Patient Create',
+    summary: 'Status and progress of a bulk patient create',
+    async handle({ deps, account, params }) {
+      return json(200, bulkStatusToWire(deps, await getBulkRequest(deps, account.id, params.requestId!)));
+    },
+  }),
+  defineRoute({
+    method: 'PUT',
+    path: `${BULK}/:requestId/upload`,
+    auth: 'signedAndApiKey',
+    tag: 'Bulk Patient Create',
+    summary: 'Upload the CSV to the pre-signed URL (x-api-key required too)',
+    rawBody: 'text/csv',
+    async handle({ deps, account, params, request }) {
+      const stored = await acceptUpload(deps, account, params.requestId!, {
+        contentType: request.headers['content-type'],
+        body: request.bodyStream ?? (typeof request.body === 'string' ? request.body : ''),
+      });
+      return json(200, bulkStatusToWire(deps, stored));
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: `${BULK}/:requestId/result`,
+    auth: 'signed',
+    tag: 'Bulk Patient Create',
+    summary: 'Download the result CSV (pre-signed URL from the completed webhook or the status)',
+    success: { status: 200, mediaType: 'text/csv' },
+    async handle({ deps, account, params }) {
+      const request = await deps.storage.bulkRequests.get(account.id, params.requestId!);
+      const stream = request?.resultKey ? await deps.blob.stream(request.resultKey) : undefined;
+      if (!request || !stream) throw new CoreError('FILE_NOT_FOUND', 'No result file for this bulk request');
+      return {
+        status: 200,
+        headers: { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="bulk-${request.id}-result.csv"` },
+        stream,
+      };
+    },
+  }),
+];

@@ -1,0 +1,13 @@
+import type { RouteDefinition } from '../router.js';
+import { bulkRoutes } from './bulk.routes.js';
+import { cohortRoutes, facilityRoutes, organizationRoutes, patientRoutes } from './entities.routes.js';
+import { notYetRoutes } from './not-yet.routes.js';
+
+export const apiRoutes: readonly RouteDefinition[] = [
+  ...organizationRoutes,
+  ...facilityRoutes,
+  ...cohortRoutes,
+  ...patientRoutes,
+  ...bulkRoutes,
+  ...notYetRoutes,
+];

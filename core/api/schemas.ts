@@ -1,0 +1,141 @@
+import { z } from 'zod';
+import { normaliseState, normaliseZip, STATE_INVALID, ZIP_INVALID } from '../csv/addresses.js';
+import { EMAIL_INVALID, normaliseEmail, normalisePhone, PHONE_INVALID } from '../csv/contacts.js';
+import { dobProblem } from '../csv/dates.js';
+import { normaliseSsn, SSN_INVALID } from '../csv/identifiers.js';
+import { isValidNpi } from '../entities/npi.js';
+
+/**
+ * Wire shapes of the public API, after the public Metriport API so its clients work unchanged (DESIGN:
+ * wire contract). The same schemas validate requests, type the client and generate the OpenAPI document.
+ */
+
+const text = (max: number) => z.string().trim().min(1).max(max);
+
+export const usState = z.string().transform((value, ctx) => {
+  const state = normaliseState(value);
+  if (!state) {
+    ctx.addIssue({ code: 'custom', message: STATE_INVALID });
+    return z.NEVER;
+  }
+  return state;
+});
+
+export const addressSchema = z.object({
+  addressLine1: text(200),
+  addressLine2: z.string().trim().max(200).optional().nullable().transform((v) => (v ? v : undefined)),
+  city: text(100),
+  state: usState,
+  zip: z.union([z.string(), z.number()]).transform((value, ctx) => {
+    const zip = normaliseZip(String(value));
+    if (!zip) {
+      ctx.addIssue({ code: 'custom', message: ZIP_INVALID });
+      return z.NEVER;
+    }
+    return zip;
+  }),
+  country: z.literal('USA').optional().default('USA'),
+});
+export type AddressInput = z.output<typeof addressSchema>;
+
+export const organizationCreateSchema = z.object({
+  name: text(200),
+  type: z.enum(['acuteCare', 'ambulatory', 'hospital', 'labSystems', 'pharmacy', 'postAcuteCare']),
+  location: addressSchema,
+});
+export type OrganizationCreate = z.output<typeof organizationCreateSchema>;
+
+export const npiSchema = z.string().refine(isValidNpi, { message: 'must be a valid 10-digit NPI' });
+
+export const facilityCreateSchema = z.object({
+  name: text(200),
+  npi: npiSchema,
+  tin: z.string().trim().max(20).optional().nullable().transform((v) => (v ? v : undefined)),
+  active: z.boolean().optional().nullable().transform((v) => v ?? true),
+  address: addressSchema,
+});
+export type FacilityCreate = z.output<typeof facilityCreateSchema>;
+
+export const cohortCreateSchema = z.object({
+  name: text(200),
+  description: z.string().trim().max(2000).optional(),
+});
+export type CohortCreate = z.output<typeof cohortCreateSchema>;
+
+const dobSchema = z.string().superRefine((value, ctx) => {
+  // Validity of a date of birth depends on today; the use case re-checks "not in the future" with the clock.
+  const problem = dobProblem(value, '9999-12-31');
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+
+const phoneSchema = z.union([z.string(), z.number()]).transform((value, ctx) => {
+  const phone = normalisePhone(String(value));
+  if (!phone) {
+    ctx.addIssue({ code: 'custom', message: PHONE_INVALID });
+    return z.NEVER;
+  }
+  return phone;
+});
+
+const emailSchema = z.string().transform((value, ctx) => {
+  const email = normaliseEmail(value);
+  if (!email) {
+    ctx.addIssue({ code: 'custom', message: EMAIL_INVALID });
+    return z.NEVER;
+  }
+  return email;
+});
+
+export const contactSchema = z
+  .object({ phone: phoneSchema.optional().nullable(), email: emailSchema.optional().nullable() })
+  .refine((c) => c.phone || c.email, { message: 'either phone or email is required' })
+  .transform((c) => ({ ...(c.phone ? { phone: c.phone } : {}), ...(c.email ? { email: c.email } : {}) }));
+
+export const personalIdentifierSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('ssn'),
+    value: z.string().transform((value, ctx) => {
+      const ssn = normaliseSsn(value);
+      if (!ssn) {
+        ctx.addIssue({ code: 'custom', message: SSN_INVALID });
+        return z.NEVER;
+      }
+      return ssn;
+    }),
+  }),
+  z.object({ type: z.literal('driversLicense'), value: text(50), state: usState }),
+]);
+
+const oneOrMany = <T extends z.ZodType>(item: T) =>
+  z.union([z.array(item), item]).transform((v) => (Array.isArray(v) ? v : [v]) as z.output<T>[]);
+
+export const patientCreateSchema = z.object({
+  firstName: text(200),
+  lastName: text(200),
+  dob: dobSchema,
+  genderAtBirth: z.enum(['M', 'F', 'O', 'U']),
+  personalIdentifiers: z.array(personalIdentifierSchema).max(10).optional().default([]),
+  address: oneOrMany(addressSchema).pipe(z.array(z.any()).min(1, 'at least one address is required').max(10)),
+  contact: oneOrMany(contactSchema).optional().default([]).pipe(z.array(z.any()).max(10)),
+  externalId: z.string().trim().max(256).optional().nullable().transform((v) => (v ? v : undefined)),
+});
+export type PatientCreate = z.output<typeof patientCreateSchema>;
+
+/** Query-string booleans: `true`/`false` in any case; anything else is a 400 naming the parameter. */
+export const queryBoolean = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .refine((v) => v === 'true' || v === 'false', { message: 'must be true or false' })
+  .transform((v) => v === 'true');
+
+export const uuidSchema = z.string().trim().toLowerCase().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'must be a UUID');
+
+export const bulkStartQuerySchema = z.object({
+  facilityId: z.string().trim().min(1).optional(),
+  dryRun: queryBoolean.optional().default(false),
+});
+
+export const metadataBodySchema = z.object({ metadata: z.unknown().optional() }).passthrough().optional();
+
+export const settingsUpdateSchema = z.object({ webhookUrl: z.string().trim().max(2048) });

@@ -1,0 +1,96 @@
+import { parse, type Options as CsvParseOptions } from 'csv-parse';
+import { CoreError } from '../errors.js';
+
+/** PRODUCT: Limits — patients per bulk batch. */
+export const MAX_BULK_ROWS = 100_000;
+
+const PARSER_OPTIONS: CsvParseOptions = {
+  // Real-world exports: a UTF-8 BOM, CRLF or LF line ends, ragged rows, stray quotes inside unquoted cells.
+  bom: true,
+  record_delimiter: ['\r\n', '\n'],
+  relax_column_count: true,
+  relax_quotes: true,
+  skip_empty_lines: true,
+  // A runaway quoted cell must not swallow a 200 MB file into one field.
+  max_record_size: 1_000_000,
+};
+
+function isBlankRecord(record: readonly string[]): boolean {
+  return record.every((cell) => cell.trim() === '');
+}
+
+/**
+ * The records of a CSV byte stream, decoded as strict UTF-8. Rows whose every cell is blank are skipped
+ * (trailing `,,,` lines of spreadsheet exports). Throws CoreError CSV_INVALID for binary or non-UTF-8
+ * content and for unparseable CSV, naming the line. Streams: memory does not grow with the file.
+ */
+export async function* csvRecords(input: AsyncIterable<Uint8Array | string>): AsyncGenerator<string[]> {
+  const parser = parse(PARSER_OPTIONS);
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  let stopped = false;
+
+  const waitForDrain = () =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        parser.off('drain', done);
+        parser.off('close', done);
+        resolve();
+      };
+      parser.once('drain', done);
+      parser.once('close', done);
+    });
+
+  const feeding = (async () => {
+    try {
+      for await (const chunk of input) {
+        if (stopped) return;
+        let text: string;
+        try {
+          text = typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
+        } catch {
+          throw new CoreError('CSV_INVALID', 'The file is not UTF-8 text; save it as CSV UTF-8 and upload it again');
+        }
+        if (text.includes('\u0000')) {
+          throw new CoreError('CSV_INVALID', 'The file is binary, not CSV text');
+        }
+        if (!parser.write(text)) await waitForDrain();
+      }
+      const tail = decoder.decode();
+      if (tail) parser.write(tail);
+      parser.end();
+    } catch (error) {
+      parser.destroy(error instanceof Error ? error : new Error(String(error)));
+    }
+  })();
+
+  try {
+    for await (const record of parser as AsyncIterable<string[]>) {
+      if (isBlankRecord(record)) continue;
+      yield record;
+    }
+  } catch (error) {
+    throw toCsvError(error);
+  } finally {
+    stopped = true;
+    if (!parser.destroyed) parser.destroy();
+    await feeding;
+  }
+}
+
+function toCsvError(error: unknown): CoreError {
+  if (error instanceof CoreError) return error;
+  const parserError = error as { code?: string; lines?: number; message?: string };
+  if (typeof parserError.code === 'string' && parserError.code.startsWith('CSV_')) {
+    const where = parserError.lines ? ` near line ${parserError.lines}` : '';
+    const what =
+      parserError.code === 'CSV_QUOTE_NOT_CLOSED'
+        ? 'a quoted cell is never closed'
+        : parserError.code === 'CSV_MAX_RECORD_SIZE'
+          ? 'a row is larger than 1 MB'
+          : 'the text is not valid CSV';
+    return new CoreError('CSV_INVALID', `The file could not be read as CSV: ${what}${where}`, {
+      details: { parserCode: parserError.code },
+    });
+  }
+  return new CoreError('CSV_INVALID', 'The file could not be read as CSV', { cause: error });
+}

@@ -1,0 +1,323 @@
+import type { CoreDeps } from '../deps.js';
+import type { BulkRequest, BulkRowOutcome, Contact, Patient, PersonalIdentifier } from '../domain/types.js';
+import { CoreError, isCoreError } from '../errors.js';
+import { layoutHeader } from '../csv/header.js';
+import type { HeaderLayout, ParsedRow } from '../csv/types.js';
+import { formatReason, validateRow } from '../csv/validate-row.js';
+import { matchKeysFor } from '../matching/block.js';
+import { decideMatch, demographicsOfPatient, demographicsOfRow } from '../matching/decide.js';
+import { nowIso, todayIso } from '../time.js';
+import { csvRecords } from './csv-stream.js';
+import { nextStatus } from './machine.js';
+import { notifyBulkStatus } from './notify.js';
+import { resultDownloadUrl, writeResultCsv } from './result.js';
+
+/** Rows applied per transaction: large enough to amortise a commit, small enough to resume cheaply. */
+export const BULK_BATCH_SIZE = 1_000;
+
+interface PendingRow {
+  rowIndex: number;
+  cells: string[];
+}
+
+/**
+ * Imports the rows of a `processing` request, in file order, in batches that each commit patients and
+ * row outcomes together. Resumable: it starts after the last committed row, so a crash (or a retried
+ * job) never applies a row twice. Then writes the result CSV and completes the request.
+ * A request that is not `processing` is left alone (the job is idempotent).
+ */
+export async function processBulkRequest(deps: CoreDeps, requestId: string): Promise<void> {
+  let request = await deps.storage.bulkRequests.getById(requestId);
+  if (!request || request.status !== 'processing') return;
+
+  const source = await deps.blob.stream(request.uploadKey);
+  if (!source) {
+    await failBulkRequest(deps, request, 'The uploaded file is no longer stored; start a new bulk request');
+    return;
+  }
+
+  const importer = new RowImporter(deps, request);
+  let layout: HeaderLayout | undefined;
+  let rowIndex = 0;
+  const resumeAt = await deps.storage.bulkRows.nextRowIndex(request.id);
+  let batch: PendingRow[] = [];
+  try {
+    for await (const cells of csvRecords(source)) {
+      if (!layout) {
+        layout = layoutHeader(cells);
+        continue;
+      }
+      if (rowIndex >= resumeAt) batch.push({ rowIndex, cells });
+      rowIndex++;
+      if (batch.length === BULK_BATCH_SIZE) {
+        request = await importer.apply(batch, layout);
+        batch = [];
+      }
+    }
+    if (layout && batch.length > 0) request = await importer.apply(batch, layout);
+  } catch (error) {
+    // The file passed the upload check, so a CSV error here means the stored bytes changed: unrecoverable.
+    if (isCoreError(error) && (error.code === 'CSV_INVALID' || error.code === 'CSV_TOO_MANY_ROWS')) {
+      await failBulkRequest(deps, request, error.message);
+      return;
+    }
+    throw error;
+  }
+  await completeBulkRequest(deps, request);
+}
+
+/** Applies batches of rows of one request; caches what does not change between batches. */
+class RowImporter {
+  private readonly knownFacilities = new Map<string, boolean>();
+  private readonly knownCohorts = new Map<string, boolean>();
+  private readonly today: string;
+
+  constructor(
+    private readonly deps: CoreDeps,
+    private request: BulkRequest,
+  ) {
+    this.today = todayIso(deps.clock);
+    this.knownFacilities.set(request.facilityId, true);
+  }
+
+  async apply(rows: readonly PendingRow[], layout: HeaderLayout): Promise<BulkRequest> {
+    const { deps } = this;
+    const accountId = this.request.accountId;
+    const outcomes: BulkRowOutcome[] = [];
+    const valid: { rowIndex: number; row: ParsedRow }[] = [];
+
+    for (const { rowIndex, cells } of rows) {
+      const validation = validateRow(cells, layout, this.today);
+      if (validation.ok) valid.push({ rowIndex, row: validation.row });
+      else outcomes.push(this.failed(rowIndex, formatReason(validation.problems)));
+    }
+
+    await this.learnReferences(valid.map((v) => v.row));
+    const candidates = await this.candidatesFor(valid.map((v) => v.row));
+    const now = nowIso(deps.clock);
+    const created = new Map<string, Patient>();
+    const updated = new Map<string, Patient>();
+
+    for (const { rowIndex, row } of valid) {
+      const referenceProblem = this.referenceProblem(row);
+      if (referenceProblem) {
+        outcomes.push(this.failed(rowIndex, referenceProblem));
+        continue;
+      }
+      const keys = matchKeysFor({ lastName: row.lastName, dob: row.dob, genderAtBirth: row.gender });
+      const decision = decideMatch(demographicsOfRow(row), candidates.around(keys).map(demographicsOfPatient));
+      if (decision.kind === 'ambiguous') {
+        outcomes.push(
+          this.failed(
+            rowIndex,
+            `matches ${decision.count} existing patients (same first name, last name, dob, gender and a shared zip); ` +
+              'remove the duplicates or add details that tell them apart',
+          ),
+        );
+        continue;
+      }
+      const facilityId = row.facilityId ?? this.request.facilityId;
+      if (decision.kind === 'created') {
+        const patient = newPatientFromRow(row, { id: deps.ids.next(), accountId, facilityId, now });
+        candidates.add(patient);
+        if (!this.request.dryRun) created.set(patient.id, patient);
+        outcomes.push(this.succeeded(rowIndex, 'created', patient.id));
+      } else {
+        const existing = candidates.get(decision.patientId)!;
+        const patient = updatePatientFromRow(existing, row, { facilityId, now });
+        candidates.replace(existing, patient);
+        if (!this.request.dryRun) {
+          if (created.has(patient.id)) created.set(patient.id, patient);
+          else updated.set(patient.id, patient);
+        }
+        outcomes.push(this.succeeded(rowIndex, 'updated', patient.id));
+      }
+    }
+
+    outcomes.sort((a, b) => a.rowIndex - b.rowIndex);
+    const failedCount = outcomes.filter((o) => o.status === 'failed').length;
+    const next: BulkRequest = {
+      ...this.request,
+      processed: this.request.processed + outcomes.length,
+      succeeded: this.request.succeeded + outcomes.length - failedCount,
+      failed: this.request.failed + failedCount,
+      updatedAt: now,
+    };
+    const stored = await deps.storage.transaction(async (tx) => {
+      if (created.size > 0) await tx.patients.insertMany([...created.values()]);
+      if (updated.size > 0) await tx.patients.updateMany([...updated.values()]);
+      await tx.bulkRows.putMany(outcomes);
+      return tx.bulkRequests.updateIfStatus(next, 'processing');
+    });
+    if (!stored) throw new CoreError('CONFLICT', `Bulk request ${this.request.id} left processing while rows were applied`);
+    this.request = stored;
+    return stored;
+  }
+
+  private failed(rowIndex: number, reason: string): BulkRowOutcome {
+    return { requestId: this.request.id, rowIndex, status: 'failed', reason };
+  }
+
+  private succeeded(rowIndex: number, action: 'created' | 'updated', patientId: string): BulkRowOutcome {
+    // A dry run creates nothing, so it hands out no patient id (PRODUCT: metriportId only when created).
+    return this.request.dryRun
+      ? { requestId: this.request.id, rowIndex, status: 'succeeded', action: 'validated' }
+      : { requestId: this.request.id, rowIndex, status: 'succeeded', action, patientId };
+  }
+
+  /** Looks up, once per import, whether the facilities and cohorts the rows name exist in the account. */
+  private async learnReferences(rows: readonly ParsedRow[]): Promise<void> {
+    const accountId = this.request.accountId;
+    const cohortIds = new Set<string>();
+    const facilityIds = new Set<string>();
+    for (const row of rows) {
+      for (const id of row.cohortIds) if (!this.knownCohorts.has(id)) cohortIds.add(id);
+      if (row.facilityId && !this.knownFacilities.has(row.facilityId)) facilityIds.add(row.facilityId);
+    }
+    if (cohortIds.size > 0) {
+      const existing = new Set(await this.deps.storage.cohorts.existingIds(accountId, [...cohortIds]));
+      for (const id of cohortIds) this.knownCohorts.set(id, existing.has(id));
+    }
+    for (const id of facilityIds) {
+      this.knownFacilities.set(id, (await this.deps.storage.facilities.get(accountId, id)) !== undefined);
+    }
+  }
+
+  private referenceProblem(row: ParsedRow): string | undefined {
+    const problems: string[] = [];
+    if (row.facilityId && !this.knownFacilities.get(row.facilityId)) {
+      problems.push('facilityId: no facility with this id in your account');
+    }
+    const missingCohorts = row.cohortIds.filter((id) => !this.knownCohorts.get(id));
+    if (missingCohorts.length > 0) {
+      problems.push(`cohort: no cohort with id ${missingCohorts.join(', ')} in your account`);
+    }
+    return problems.length > 0 ? problems.join('; ') : undefined;
+  }
+
+  private async candidatesFor(rows: readonly ParsedRow[]): Promise<CandidateIndex> {
+    const keys = new Set<string>();
+    for (const row of rows) {
+      for (const key of matchKeysFor({ lastName: row.lastName, dob: row.dob, genderAtBirth: row.gender })) keys.add(key);
+    }
+    const found = keys.size > 0 ? await this.deps.storage.patients.findByMatchKeys(this.request.accountId, [...keys]) : [];
+    const index = new CandidateIndex();
+    for (const patient of found) index.add(patient);
+    return index;
+  }
+}
+
+/**
+ * The patients a batch may match, by blocking key. Rows apply in file order, so a patient created or
+ * changed by an earlier row is what a later row sees (DESIGN: domain rules).
+ */
+class CandidateIndex {
+  private readonly byKey = new Map<string, Map<string, Patient>>();
+  private readonly byId = new Map<string, Patient>();
+
+  get(id: string): Patient | undefined {
+    return this.byId.get(id);
+  }
+
+  around(keys: readonly string[]): Patient[] {
+    const seen = new Map<string, Patient>();
+    for (const key of keys) for (const [id, patient] of this.byKey.get(key) ?? []) seen.set(id, patient);
+    return [...seen.values()];
+  }
+
+  add(patient: Patient): void {
+    this.byId.set(patient.id, patient);
+    for (const key of patient.matchKeys) {
+      let bucket = this.byKey.get(key);
+      if (!bucket) this.byKey.set(key, (bucket = new Map()));
+      bucket.set(patient.id, patient);
+    }
+  }
+
+  replace(previous: Patient, next: Patient): void {
+    for (const key of previous.matchKeys) this.byKey.get(key)?.delete(previous.id);
+    this.add(next);
+  }
+}
+
+function contactsOf(row: ParsedRow): Contact[] {
+  const contacts: Contact[] = [];
+  const count = Math.max(row.phones.length, row.emails.length);
+  for (let i = 0; i < count; i++) {
+    const contact: Contact = {};
+    if (row.phones[i] !== undefined) contact.phone = row.phones[i];
+    if (row.emails[i] !== undefined) contact.email = row.emails[i];
+    contacts.push(contact);
+  }
+  return contacts;
+}
+
+function identifiersOf(row: ParsedRow): PersonalIdentifier[] {
+  const identifiers: PersonalIdentifier[] = [];
+  if (row.ssn) identifiers.push({ type: 'ssn', value: row.ssn });
+  if (row.driversLicence) identifiers.push({ type: 'driversLicense', value: row.driversLicence.value, state: row.driversLicence.state });
+  return identifiers;
+}
+
+function demographicFields(row: ParsedRow) {
+  return {
+    firstName: row.firstName,
+    lastName: row.lastName,
+    dob: row.dob,
+    genderAtBirth: row.gender,
+    address: row.addresses,
+    contact: contactsOf(row),
+    personalIdentifiers: identifiersOf(row),
+    matchKeys: matchKeysFor({ lastName: row.lastName, dob: row.dob, genderAtBirth: row.gender }),
+  };
+}
+
+export function newPatientFromRow(row: ParsedRow, at: { id: string; accountId: string; facilityId: string; now: string }): Patient {
+  return {
+    id: at.id,
+    accountId: at.accountId,
+    facilityIds: [at.facilityId],
+    cohortIds: [...new Set(row.cohortIds)],
+    ...(row.externalId ? { externalId: row.externalId } : {}),
+    ...demographicFields(row),
+    // DESIGN: an empty hieOptOut cell opts a new patient in.
+    hieOptOut: row.hieOptOut ?? false,
+    createdAt: at.now,
+    updatedAt: at.now,
+  };
+}
+
+/**
+ * DESIGN: a matching row replaces the demographics with its own, adds its facility and cohorts, and
+ * changes hieOptOut only when the cell says true or false.
+ */
+export function updatePatientFromRow(existing: Patient, row: ParsedRow, at: { facilityId: string; now: string }): Patient {
+  const externalId = row.externalId ?? existing.externalId;
+  return {
+    ...existing,
+    ...demographicFields(row),
+    ...(externalId ? { externalId } : {}),
+    facilityIds: existing.facilityIds.includes(at.facilityId) ? existing.facilityIds : [...existing.facilityIds, at.facilityId],
+    cohortIds: [...new Set([...existing.cohortIds, ...row.cohortIds])],
+    hieOptOut: row.hieOptOut ?? existing.hieOptOut,
+    updatedAt: at.now,
+  };
+}
+
+async function completeBulkRequest(deps: CoreDeps, request: BulkRequest): Promise<void> {
+  const resultKey = await writeResultCsv(deps, request);
+  const completed: BulkRequest = { ...request, status: await nextStatus(request.status, 'complete'), resultKey, updatedAt: nowIso(deps.clock) };
+  await deps.storage.transaction(async (tx) => {
+    const stored = await tx.bulkRequests.updateIfStatus(completed, 'processing');
+    if (stored) await notifyBulkStatus(tx, deps, stored, { status: 'completed', result: resultDownloadUrl(deps, stored) });
+  });
+}
+
+/** processing -> failed with a reason and the `failed` webhook, atomically. A no-op if it already left processing. */
+export async function failBulkRequest(deps: CoreDeps, request: BulkRequest, reason: string): Promise<void> {
+  const failed: BulkRequest = { ...request, status: await nextStatus(request.status, 'fail'), reason, updatedAt: nowIso(deps.clock) };
+  await deps.storage.transaction(async (tx) => {
+    const stored = await tx.bulkRequests.updateIfStatus(failed, 'processing');
+    if (stored) await notifyBulkStatus(tx, deps, stored, { status: 'failed', reason });
+  });
+}

@@ -1,0 +1,89 @@
+import type { CoreDeps } from '../deps.js';
+import type { Account, BulkRequest, Facility } from '../domain/types.js';
+import { CoreError } from '../errors.js';
+import { nextStatus } from './machine.js';
+import { issueSignedUrl } from '../signed-urls.js';
+import { MINUTE_MS, nowIso } from '../time.js';
+
+/** PRODUCT: Upload the CSV — the URL is valid 10 minutes and single-use. */
+export const UPLOAD_URL_VALIDITY_MS = 10 * MINUTE_MS;
+
+export const BULK_JOB = { process: 'bulk.process', expire: 'bulk.expire' } as const;
+
+export function uploadPath(requestId: string): string {
+  return `/medical/v1/patient/bulk/${requestId}/upload`;
+}
+
+/**
+ * The facility a request (or a patient) belongs to (PRODUCT: Start Bulk Patient Create — Errors):
+ * a given id must be one of the account's facilities (else FACILITY_NOT_FOUND, 404, whether it is missing
+ * or another account's); with none given, the account's only facility is used, and an account with
+ * several (or none) must name one (FACILITY_REQUIRED, 400).
+ */
+export async function resolveFacility(deps: Pick<CoreDeps, 'storage'>, accountId: string, facilityId: string | undefined): Promise<Facility> {
+  if (facilityId !== undefined) {
+    const facility = await deps.storage.facilities.get(accountId, facilityId);
+    if (!facility) throw new CoreError('FACILITY_NOT_FOUND', 'No facility with this id in your account');
+    return facility;
+  }
+  const facilities = await deps.storage.facilities.list(accountId);
+  if (facilities.length === 1) return facilities[0]!;
+  if (facilities.length === 0) {
+    throw new CoreError('FACILITY_REQUIRED', 'Your account has no facility yet; create one first');
+  }
+  throw new CoreError('FACILITY_REQUIRED', `Your account has ${facilities.length} facilities; pass facilityId to choose one`);
+}
+
+export interface StartBulkInput {
+  facilityId?: string;
+  dryRun: boolean;
+  metadata?: Record<string, string>;
+}
+
+export interface StartedBulk {
+  request: BulkRequest;
+  uploadUrl: string;
+}
+
+export async function startBulkCreate(deps: CoreDeps, account: Account, input: StartBulkInput): Promise<StartedBulk> {
+  const facility = await resolveFacility(deps, account.id, input.facilityId);
+  const id = deps.ids.next();
+  const now = nowIso(deps.clock);
+  const { url, expiresAt } = issueSignedUrl(deps, { method: 'PUT', path: uploadPath(id), accountId: account.id }, UPLOAD_URL_VALIDITY_MS);
+  const request: BulkRequest = {
+    id,
+    accountId: account.id,
+    facilityId: facility.id,
+    dryRun: input.dryRun,
+    status: 'waiting',
+    processed: 0,
+    succeeded: 0,
+    failed: 0,
+    uploadKey: '',
+    expiresAt: expiresAt.toISOString(),
+    createdAt: now,
+    updatedAt: now,
+    ...(input.metadata ? { metadata: input.metadata } : {}),
+  };
+  await deps.storage.bulkRequests.insert(request);
+  // The scheduler expires it even if nobody ever looks at it again (issue 5: not only lazily).
+  await deps.queue.enqueue({ type: BULK_JOB.expire, payload: { requestId: id }, runAt: request.expiresAt, key: `${BULK_JOB.expire}:${id}` });
+  return { request, uploadUrl: url };
+}
+
+/**
+ * Moves a `waiting` request whose upload window has passed to `expired`. Returns the request as stored
+ * afterwards (unchanged when it was not due or not waiting). PRODUCT: no webhook for expiry.
+ */
+export async function expireIfDue(deps: Pick<CoreDeps, 'storage' | 'clock'>, request: BulkRequest): Promise<BulkRequest> {
+  if (request.status !== 'waiting' || deps.clock.now().getTime() < Date.parse(request.expiresAt)) return request;
+  const expired: BulkRequest = { ...request, status: await nextStatus(request.status, 'expire'), updatedAt: nowIso(deps.clock) };
+  const stored = await deps.storage.bulkRequests.updateIfStatus(expired, 'waiting');
+  return stored ?? (await deps.storage.bulkRequests.getById(request.id)) ?? request;
+}
+
+export async function getBulkRequest(deps: Pick<CoreDeps, 'storage' | 'clock'>, accountId: string, requestId: string): Promise<BulkRequest> {
+  const request = await deps.storage.bulkRequests.get(accountId, requestId);
+  if (!request) throw new CoreError('BULK_REQUEST_NOT_FOUND', 'No bulk request with this id in your account');
+  return expireIfDue(deps, request);
+}

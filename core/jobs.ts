@@ -1,0 +1,56 @@
+import { processBulkRequest, failBulkRequest } from './bulk/process.js';
+import { BULK_JOB, expireIfDue } from './bulk/start.js';
+import { enqueueBulkProcessing } from './bulk/upload.js';
+import type { CoreDeps } from './deps.js';
+import type { ClaimedJob, JsonValue } from './ports/queue.port.js';
+
+export type JobHandler = (payload: JsonValue, job: ClaimedJob) => Promise<void>;
+
+function requestIdOf(payload: JsonValue): string {
+  const requestId = (payload as { requestId?: unknown } | null)?.requestId;
+  if (typeof requestId !== 'string') throw new Error('job payload has no requestId');
+  return requestId;
+}
+
+/**
+ * The background work of the core, by job type. Handlers are idempotent: the queue delivers at least
+ * once, and a retried or resumed job picks up where the last one stopped.
+ */
+export function coreJobHandlers(deps: CoreDeps): Record<string, JobHandler> {
+  return {
+    async [BULK_JOB.process](payload, job) {
+      const requestId = requestIdOf(payload);
+      try {
+        await processBulkRequest(deps, requestId);
+      } catch (error) {
+        // Transient failures are retried by the queue; on the last attempt the request fails visibly
+        // rather than sitting in `processing` forever.
+        if (job.attempt >= job.maxAttempts) {
+          const request = await deps.storage.bulkRequests.getById(requestId);
+          if (request?.status === 'processing') {
+            await failBulkRequest(deps, request, 'The import stopped on an internal error; start a new bulk request');
+          }
+        }
+        throw error;
+      }
+    },
+    async [BULK_JOB.expire](payload) {
+      const request = await deps.storage.bulkRequests.getById(requestIdOf(payload));
+      if (request) await expireIfDue(deps, request);
+    },
+  };
+}
+
+/**
+ * Re-queues work a stopped process left behind (issue 3: crash safety): every `processing` request gets
+ * its import job again (deduplicated by key, so a job still queued is not doubled) and resumes after its
+ * last committed batch. Hosts call this once on start.
+ */
+export async function resumeInterruptedWork(deps: CoreDeps): Promise<{ resumed: number }> {
+  let resumed = 0;
+  for (const request of await deps.storage.bulkRequests.listByStatus('processing', 10_000)) {
+    await enqueueBulkProcessing(deps, request.id);
+    resumed++;
+  }
+  return { resumed };
+}

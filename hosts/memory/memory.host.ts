@@ -1,0 +1,112 @@
+import 'reflect-metadata';
+import { Container } from 'inversify';
+import { createAccount } from '../../core/accounts.js';
+import { createApiHandler, type ApiHandler } from '../../core/api/handler.js';
+import type { ApiRequest, ApiResponse } from '../../core/api/types.js';
+import type { CoreConfig, CoreDeps } from '../../core/deps.js';
+import { coreJobHandlers } from '../../core/jobs.js';
+import type { ClockPort, IdsPort, WebhookSenderPort } from '../../core/ports/index.js';
+import { deliverDueMessages } from '../../core/webhooks/deliver.js';
+import { MemoryBlob } from '../../adapters/blob/memory/memory.blob.js';
+import { MedplumCcdaConverter } from '../../adapters/ccda/medplum.ccda.js';
+import { SystemClock } from '../../adapters/clock/system.clock.js';
+import { resolveCoreDeps } from '../../adapters/container/core-deps.js';
+import { TOKENS } from '../../adapters/container/tokens.js';
+import { webhookModule } from '../../adapters/container/webhook.module.js';
+import { HmacUrlSigner } from '../../adapters/crypto/hmac.url-signer.js';
+import { NodeSecrets } from '../../adapters/crypto/node.secrets.js';
+import { SandboxHieNetwork } from '../../adapters/hie/sandbox.hie.js';
+import { Uuid7Ids } from '../../adapters/ids/uuid7.ids.js';
+import { MemoryQueue } from '../../adapters/queue/memory/memory.queue.js';
+import { QueueRunner } from '../../adapters/queue/runner.js';
+import { BundleRenderer } from '../../adapters/render/bundle.renderer.js';
+import { MiniSearchIndex } from '../../adapters/search/minisearch.search-index.js';
+import { MemoryStorage } from '../../adapters/storage/memory/memory.storage.js';
+import { sandboxDocumentsDir } from '../sandbox-documents.js';
+import { randomBytes } from 'node:crypto';
+
+export interface MemoryHostOptions {
+  /** A stepped clock in tests; the system clock otherwise. */
+  clock?: ClockPort;
+  ids?: IdsPort;
+  /** Base of the URLs handed out; they are fetched back through `fetchUrl`. */
+  publicUrl?: string;
+  /** Where sandbox HIE documents come from (the C-CDA fixtures). */
+  fixturesDir?: string;
+  /** Replaces the HTTP webhook sender (e.g. to record deliveries in a test). */
+  webhookSender?: WebhookSenderPort;
+  /** Secret for pre-signed URLs; random per host when absent. */
+  urlSecret?: string;
+  webhookAllowPrivate?: boolean;
+}
+
+/**
+ * The in-process sandbox: every adapter in memory, the same handler the HTTP service uses, and explicit
+ * control of background work (`settle`) so integration tests are deterministic. Nothing is persisted.
+ */
+export class MemoryHost {
+  private constructor(
+    readonly deps: CoreDeps,
+    readonly handler: ApiHandler,
+    private readonly runner: QueueRunner,
+    private readonly container: Container,
+  ) {}
+
+  static async create(options: MemoryHostOptions = {}): Promise<MemoryHost> {
+    const container = new Container();
+    const config: CoreConfig = {
+      publicUrl: (options.publicUrl ?? 'http://sandbox.carebridge.local').replace(/\/+$/, ''),
+      webhookAllowPrivate: options.webhookAllowPrivate ?? true,
+    };
+    const clock = options.clock ?? new SystemClock();
+    const ids = options.ids ?? new Uuid7Ids();
+    container.bind(TOKENS.config).toConstantValue(config);
+    container.bind(TOKENS.clock).toConstantValue(clock);
+    container.bind(TOKENS.ids).toConstantValue(ids);
+    container.bind(TOKENS.secrets).toConstantValue(new NodeSecrets());
+    container.bind(TOKENS.urlSigner).toConstantValue(new HmacUrlSigner(options.urlSecret ?? randomBytes(32).toString('hex')));
+    container.bind(TOKENS.storage).toConstantValue(new MemoryStorage());
+    container.bind(TOKENS.blob).toConstantValue(new MemoryBlob());
+    container.bind(TOKENS.queue).toConstantValue(new MemoryQueue({ clock, ids }));
+    container.bind(TOKENS.hie).toConstantValue(new SandboxHieNetwork({ fixturesDir: options.fixturesDir ?? sandboxDocumentsDir() }));
+    container.bind(TOKENS.ccda).toConstantValue(new MedplumCcdaConverter());
+    container.bind(TOKENS.search).toConstantValue(new MiniSearchIndex());
+    container.bind(TOKENS.renderer).toConstantValue(new BundleRenderer());
+    if (options.webhookSender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhookSender);
+    else container.load(webhookModule);
+
+    const deps = await resolveCoreDeps(container);
+    const handler = createApiHandler(deps);
+    const runner = new QueueRunner({ queue: deps.queue, clock, handlers: coreJobHandlers(deps), workerId: 'memory-host', concurrency: 1, leaseMs: 60_000, pollMs: 50 });
+    return new MemoryHost(deps, handler, runner, container);
+  }
+
+  /** Operator call: a new account and its API key (shown once). */
+  async createAccount(name: string): Promise<{ accountId: string; apiKey: string }> {
+    const { account, apiKey } = await createAccount(this.deps, { name });
+    return { accountId: account.id, apiKey };
+  }
+
+  /** One API call, exactly as the HTTP service would handle it. */
+  request(request: Partial<ApiRequest> & Pick<ApiRequest, 'method' | 'path'>): Promise<ApiResponse> {
+    return this.handler({ query: {}, headers: {}, ...request });
+  }
+
+  /**
+   * Runs background work until nothing is due at the current time: queued jobs, then webhook deliveries.
+   * Never advances the clock: time-based work (expiry, retries) waits for the test to step it.
+   */
+  async settle(): Promise<void> {
+    for (let round = 0; round < 1_000; round++) {
+      const ran = await this.runner.drain();
+      const delivered = await deliverDueMessages({ ...this.deps, random: Math.random }, { limit: 1_000 });
+      if (ran === 0 && delivered.delivered + delivered.failed + delivered.parked === 0) return;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.runner.stop();
+    await this.deps.storage.close();
+    await this.container.unbindAllAsync();
+  }
+}

@@ -1,0 +1,247 @@
+import { expect } from 'vitest';
+import type { HostSpecOptions } from '../host.suite.js';
+import { withHost } from '../host.suite.js';
+import { AccountApi, csvOf, HEADER, personRow } from '../support/api.js';
+
+const TEN_MINUTES = 10 * 60_000;
+
+export function defineBulkCreateGroup({ describe, test, makeHost }: HostSpecOptions): void {
+  describe('bulk patient create', () => {
+    test('start -> upload -> completed, with two webhooks and a result CSV', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        const facility = await api.createFacility();
+        const started = await api.startBulk();
+        expect(started.status, started.text).toBe(200);
+        expect(started.body).toMatchObject({ status: 'waiting', facilityId: facility.id, params: { dryRun: false } });
+        expect(started.body.uploadUrl).toMatch(/^https?:\/\/.+\/upload\?/);
+
+        const csv = csvOf([`${personRow(1)},blue`, `${personRow(2, { zip: '123' })},red`, personRow(3)], `${HEADER},favouriteColour`);
+        const uploaded = await api.upload(started.body.uploadUrl, csv);
+        expect(uploaded.status, uploaded.text).toBe(200);
+        expect(uploaded.body).toMatchObject({ status: 'processing', total: 3 });
+        await host.settle();
+
+        const status = (await api.bulkStatus(started.body.requestId)).body;
+        expect(status).toMatchObject({ status: 'completed', total: 3, processed: 3, succeeded: 2, failed: 1 });
+
+        const messages = (await api.webhooks()).filter((m) => m.meta.type === 'medical.bulk-patient-create');
+        expect(messages.map((m) => m.bulkPatientCreate.status)).toEqual(['processing', 'completed']);
+        for (const message of messages) {
+          expect(message.meta).toMatchObject({ requestId: started.body.requestId, type: 'medical.bulk-patient-create' });
+          expect(new Date(message.meta.when).toISOString()).toBe(message.meta.when);
+          expect(message.bulkPatientCreate.requestId).toBe(started.body.requestId);
+        }
+        const completed = messages[1]!.bulkPatientCreate;
+        expect(completed.result).toMatch(/^https?:\/\//);
+
+        const rows = await api.resultRows({ ...status, result: completed.result });
+        expect(rows[0]).toEqual([...HEADER.split(','), 'favouriteColour', 'metriportId', 'status', 'reason']);
+        expect(rows).toHaveLength(4);
+        const patients = await api.listAllPatients();
+        expect(patients).toHaveLength(2);
+        expect(rows[1]!.slice(-3)).toEqual([patients[0]!.id, 'succeeded', '']);
+        expect(rows[2]!.slice(-3, -1)).toEqual(['', 'failed']);
+        expect(rows[2]!.at(-1)).toMatch(/^zip-1: /);
+        expect(rows[3]!.slice(-2)).toEqual(['succeeded', '']);
+      });
+    });
+
+    test('re-importing the same file creates nothing new; a later duplicate row updates the earlier one', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        const csv = csvOf([personRow(1), personRow(2), personRow(1, { externalId: 'ext-1b' })]);
+        const first = await api.importCsv(csv);
+        expect(first).toMatchObject({ status: 'completed', succeeded: 3, failed: 0 });
+        const firstRows = await api.resultRows(first);
+        expect(firstRows[3]!.at(-3)).toBe(firstRows[1]!.at(-3));
+        const patients = await api.listAllPatients();
+        expect(patients).toHaveLength(2);
+
+        const second = await api.importCsv(csv);
+        expect(second).toMatchObject({ succeeded: 3, failed: 0 });
+        const secondRows = await api.resultRows(second);
+        expect(secondRows.slice(1).map((r) => r.at(-3))).toEqual(firstRows.slice(1).map((r) => r.at(-3)));
+        expect(await api.listAllPatients()).toHaveLength(2);
+      });
+    });
+
+    test('a row matching two existing patients fails with the count, never picking one', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        const body = { firstName: 'Jane', lastName: 'Doe', dob: '1980-01-15', genderAtBirth: 'F', address: { addressLine1: '1 Main St', city: 'Springfield', state: 'IL', zip: '62701' } };
+        for (let i = 0; i < 2; i++) expect((await api.call('POST', '/medical/v1/patient', { body })).status).toBe(201);
+        const status = await api.importCsv(csvOf([personRow(1, { firstName: 'JANE', lastName: 'doe' })]));
+        expect(status).toMatchObject({ succeeded: 0, failed: 1 });
+        expect((await api.resultRows(status))[1]!.at(-1)).toContain('matches 2 existing patients');
+      });
+    });
+
+    test('dryRun validates every row and creates nothing', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        const status = await api.importCsv(csvOf([personRow(1), personRow(2, { dob: '1980-02-30' })]), { dryRun: true });
+        expect(status).toMatchObject({ status: 'completed', succeeded: 1, failed: 1 });
+        const rows = await api.resultRows(status);
+        expect(rows[1]!.slice(-3)).toEqual(['', 'succeeded', '']);
+        expect(rows[2]!.at(-1)).toMatch(/^dob: /);
+        expect(await api.listAllPatients()).toEqual([]);
+      });
+    });
+
+    test('facility rules: unknown -> 404, several without facilityId -> 400, none -> 400', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        const none = await api.startBulk();
+        expect(none.status).toBe(400);
+        expect(none.body.code).toBe('FACILITY_REQUIRED');
+        const one = await api.createFacility('One');
+        expect((await api.startBulk()).body.facilityId).toBe(one.id);
+        await api.createFacility('Two');
+        const several = await api.startBulk();
+        expect(several.status).toBe(400);
+        expect(several.body.code).toBe('FACILITY_REQUIRED');
+        const unknown = await api.startBulk({ facilityId: '00000000-0000-4000-8000-000000000000' });
+        expect(unknown.status).toBe(404);
+        expect(unknown.body.code).toBe('FACILITY_NOT_FOUND');
+        expect((await api.startBulk({ dryRun: 'perhaps' })).status).toBe(400);
+      });
+    });
+
+    test('rows may name their own facility and cohorts; unknown ones fail the row', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        const main = await api.createFacility('Main');
+        const other = await api.createFacility('Other');
+        const cohort = await api.createCohort();
+        const header = 'firstName,lastName,dob,gender,addressLine1-1,city-1,state-1,zip-1,facilityId,cohort-1,cohort-2';
+        const base = 'Ann,Lee,1970-01-01,F,1 Main St,Springfield,IL,62701';
+        const csv = [
+          header,
+          `${base},${other.id},${cohort.id},`,
+          `Bo,Lee,1971-01-01,M,1 Main St,Springfield,IL,62701,,,`,
+          `Cy,Lee,1972-01-01,M,1 Main St,Springfield,IL,62701,${'00000000-0000-4000-8000-000000000000'},,`,
+          `Di,Lee,1973-01-01,F,1 Main St,Springfield,IL,62701,,${cohort.id},00000000-0000-4000-8000-000000000001`,
+        ].join('\r\n');
+        const status = await api.importCsv(csv, { facilityId: main.id });
+        expect(status).toMatchObject({ succeeded: 2, failed: 2 });
+        const rows = await api.resultRows(status);
+        expect(rows[3]!.at(-1)).toContain('facilityId');
+        expect(rows[4]!.at(-1)).toContain('cohort');
+        const patients = await api.listAllPatients();
+        expect(patients.find((p) => p.firstName === 'Ann')).toMatchObject({ facilityIds: [other.id], cohortIds: [cohort.id] });
+        expect(patients.find((p) => p.firstName === 'Bo')).toMatchObject({ facilityIds: [main.id], cohortIds: [] });
+      });
+    });
+
+    test('a file that is not CSV fails the request with a reason and a failed webhook; nothing is created', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        const cases: [string | Uint8Array, string][] = [
+          [new Uint8Array([0x50, 0x4b, 0x03, 0x04, 0x00, 0x00, 0xff, 0xfe]), 'CSV_INVALID'],
+          ['', 'CSV_INVALID'],
+          ['name,age\nBob,4\n', 'CSV_INVALID'],
+          [HEADER + '\n', 'CSV_INVALID'],
+          [new Uint8Array([...new TextEncoder().encode(HEADER + '\n'), 0xc3, 0x28, 0x0a]), 'CSV_INVALID'],
+        ];
+        for (const [body, code] of cases) {
+          const started = await api.startBulk();
+          const uploaded = await api.upload(started.body.uploadUrl, body);
+          expect(uploaded.status, uploaded.text).toBe(400);
+          expect(uploaded.body.code).toBe(code);
+          const status = (await api.bulkStatus(started.body.requestId)).body;
+          expect(status.status).toBe('failed');
+          expect(status.reason).toBe(uploaded.body.detail);
+        }
+        await host.settle();
+        const failed = (await api.webhooks()).filter((m) => m.bulkPatientCreate?.status === 'failed');
+        expect(failed).toHaveLength(cases.length);
+        for (const message of failed) expect(message.bulkPatientCreate.reason).toBeTruthy();
+        expect(await api.listAllPatients()).toEqual([]);
+      });
+    });
+
+    test('more than 100,000 rows fails the request and creates nothing', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        const row = personRow(1);
+        const csv = `${HEADER}\n${`${row}\n`.repeat(100_001)}`;
+        const started = await api.startBulk();
+        const uploaded = await api.upload(started.body.uploadUrl, csv);
+        expect(uploaded.status).toBe(400);
+        expect(uploaded.body.code).toBe('CSV_TOO_MANY_ROWS');
+        await host.settle();
+        expect(await api.listAllPatients()).toEqual([]);
+      });
+    });
+
+    test('upload URL: single use, signed to its account and path, expires after 10 minutes', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        const csv = csvOf([personRow(1)]);
+        const started = await api.startBulk();
+        const url = new URL(started.body.uploadUrl);
+
+        const tampered = new URL(url);
+        tampered.searchParams.set('exp', String(Number(url.searchParams.get('exp')) + 3600));
+        expect((await api.upload(tampered.toString(), csv)).body.code).toBe('SIGNATURE_INVALID');
+        const unsigned = new URL(url);
+        unsigned.search = '';
+        expect((await api.upload(unsigned.toString(), csv)).status).toBe(403);
+        expect((await api.upload(url.toString(), csv, { apiKey: 'cb_wrong' })).status).toBe(401);
+        expect((await api.upload(url.toString(), csv, { contentType: 'application/json' })).status).toBe(415);
+
+        expect((await api.upload(url.toString(), csv)).status).toBe(200);
+        const again = await api.upload(url.toString(), csv);
+        expect(again.status).toBe(409);
+        expect(again.body.code).toBe('UPLOAD_URL_USED');
+
+        const late = await api.startBulk();
+        host.clock.advance(TEN_MINUTES);
+        await host.settle();
+        expect((await api.bulkStatus(late.body.requestId)).body.status).toBe('expired');
+        const expired = await api.upload(late.body.uploadUrl, csv);
+        expect(expired.status).toBe(410);
+        expect(expired.body.code).toBe('UPLOAD_URL_EXPIRED');
+      });
+    });
+
+    test('real-world mess: BOM, CRLF, quoted commas and newlines, trailing blank lines, any column order and case', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        const csv =
+          '\uFEFF Zip ,CITY,State,addressline1,Gender,DOB,LastName,FirstName,Notes\r\n' +
+          '62701,Springfield,il,"1 Main St, Apt 2",f,1980-01-15,"O\'Neil, Smith","Mary\nAnn","said ""hi"""\r\n' +
+          '10001,New York,NY,2 Broad St,M,1975-12-31,Müller,Jürgen,\r\n' +
+          ',,,,,,,,\r\n\r\n\r\n';
+        const status = await api.importCsv(csv);
+        expect(status).toMatchObject({ status: 'completed', total: 2, succeeded: 2, failed: 0 });
+        const rows = await api.resultRows(status);
+        expect(rows[0]).toEqual([' Zip ', 'CITY', 'State', 'addressline1', 'Gender', 'DOB', 'LastName', 'FirstName', 'Notes', 'metriportId', 'status', 'reason']);
+        expect(rows[1]![3]).toBe('1 Main St, Apt 2');
+        expect(rows[1]![8]).toBe('said "hi"');
+        const patients = await api.listAllPatients();
+        expect(patients.map((p) => p.lastName).sort()).toEqual(['Müller', "O'Neil, Smith"]);
+      });
+    });
+
+    test('1,000 rows through the host', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        const rows = Array.from({ length: 1_000 }, (_, i) => personRow(i, { dob: i % 50 === 0 ? 'bad' : '1980-01-15' }));
+        const status = await api.importCsv(csvOf(rows));
+        expect(status).toMatchObject({ status: 'completed', total: 1_000, processed: 1_000, succeeded: 980, failed: 20 });
+        expect(await api.listAllPatients()).toHaveLength(980);
+        expect(await api.resultRows(status)).toHaveLength(1_001);
+      });
+    });
+  });
+}

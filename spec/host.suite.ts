@@ -1,0 +1,40 @@
+import type { describe as Describe, test as Test } from 'vitest';
+import { defineBulkCreateGroup } from './groups/bulk-create.spec-group.js';
+import { defineBulkPropertiesGroup } from './groups/bulk-properties.spec-group.js';
+import { defineBulkStateMachineGroup } from './groups/bulk-state-machine.spec-group.js';
+import { defineEntitiesGroup } from './groups/entities.spec-group.js';
+import { defineOptOutGroup } from './groups/opt-out.spec-group.js';
+import { defineTenancyGroup } from './groups/tenancy.spec-group.js';
+import type { HostDriver, MakeHost } from './support/driver.js';
+
+export interface HostSpecOptions {
+  test: typeof Test;
+  describe: typeof Describe;
+  /** A fresh, isolated host per call. */
+  makeHost: MakeHost;
+  /** Runs per fast-check property; hosts over HTTP may ask for fewer. */
+  numRuns?: number;
+}
+
+/**
+ * The one behaviour suite (after abstract-level's and keyv's): every host runs it unchanged, so what
+ * passes in process passes over HTTP.
+ */
+export function defineHostSpec(options: HostSpecOptions): void {
+  defineEntitiesGroup(options);
+  defineTenancyGroup(options);
+  defineOptOutGroup(options);
+  defineBulkCreateGroup(options);
+  defineBulkPropertiesGroup(options);
+  defineBulkStateMachineGroup(options);
+}
+
+/** Runs `body` with a fresh host and always closes it. */
+export async function withHost<T>(makeHost: MakeHost, body: (host: HostDriver) => Promise<T>): Promise<T> {
+  const host = await makeHost();
+  try {
+    return await body(host);
+  } finally {
+    await host.close();
+  }
+}
