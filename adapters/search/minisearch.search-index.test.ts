@@ -1,0 +1,124 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { dedupeResources, resourceKey } from '../../core/documents/dedupe.js';
+import { searchTextOf, searchTextOfCcda } from '../../core/documents/search-text.js';
+import type { FhirResource } from '../../core/ports/ccda.port.js';
+import type { SearchDocument } from '../../core/ports/search-index.port.js';
+import { MedplumCcdaConverter } from '../ccda/medplum.ccda.js';
+import { editsAllowed, MiniSearchIndex, transpositionsOf } from './minisearch.search-index.js';
+
+const fixturesDir = fileURLToPath(new URL('../../../shared/fixtures/ccda/', import.meta.url));
+const A = 'acct';
+const P = 'pat';
+
+describe('helpers', () => {
+  test('edits allowed by term length', () => {
+    expect(['abc', 'abcd', 'abcdefg', 'abcdefgh'].map(editsAllowed)).toEqual([0, 1, 1, 2]);
+  });
+  test('transpositions swap each pair of different neighbours', () => {
+    expect(transpositionsOf('abca').sort()).toEqual(['abac', 'acba', 'baca']);
+    expect(transpositionsOf('aa')).toEqual([]);
+  });
+});
+
+describe('MiniSearchIndex', () => {
+  test('accents never matter', async () => {
+    const index = new MiniSearchIndex();
+    await index.upsert(A, P, [{ key: 'Organization/1', text: 'Hôpital Saint-Éloi' }]);
+    expect(await index.search(A, P, 'hopital eloi')).toEqual(['Organization/1']);
+    expect(await index.search(A, P, 'HÔPITAL')).toEqual(['Organization/1']);
+  });
+});
+
+describe('MiniSearchIndex over the converted HL7 examples', () => {
+  const index = new MiniSearchIndex();
+  const resources = new Map<string, FhirResource>();
+
+  beforeAll(async () => {
+    const converter = new MedplumCcdaConverter();
+    const converted: FhirResource[] = [];
+    const documents: SearchDocument[] = [];
+    for (const fileName of readdirSync(fixturesDir).filter((name) => name.endsWith('.xml'))) {
+      const xml = readFileSync(fixturesDir + fileName, 'utf8');
+      const bundle = await converter.convert(xml);
+      converted.push(...(bundle.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : [])));
+      documents.push({ key: `DocumentReference/${fileName}`, text: searchTextOfCcda(xml) });
+    }
+    // Compositions carry the whole narrative; leaving them out keeps the resource hits about the resources.
+    const deduped = dedupeResources(converted).resources.filter((resource) => resource.resourceType !== 'Composition');
+    for (const resource of deduped) resources.set(resourceKey(resource), resource);
+    await index.upsert(A, P, [...documents, ...deduped.map((resource) => ({ key: resourceKey(resource), text: searchTextOf(resource) }))]);
+  });
+
+  const typesOf = (keys: string[]) => new Set(keys.map((key) => key.split('/')[0]));
+  const textsOf = (keys: string[]) => keys.filter((key) => resources.has(key)).map((key) => searchTextOf(resources.get(key)!));
+
+  test('a misspelt medication is found (atenlol, albuteral)', async () => {
+    for (const [typo, drug] of [['atenlol', 'atenolol'], ['albuteral', 'albuterol']] as const) {
+      const found = await index.search(A, P, typo);
+      const requests = found.filter((key) => key.startsWith('MedicationRequest/'));
+      expect(requests).toHaveLength(1);
+      expect(textsOf(requests)[0]!.toLowerCase()).toContain(drug);
+    }
+  });
+
+  test('a misspelt problem is found once, deduplicated across documents (pnuemonia)', async () => {
+    const found = await index.search(A, P, 'pnuemonia');
+    const conditions = found.filter((key) => key.startsWith('Condition/'));
+    expect(conditions).toHaveLength(1);
+    expect(textsOf(conditions)[0]).toContain('Pneumonia');
+    expect(found).toEqual(expect.arrayContaining(['DocumentReference/ccd-1.xml', 'DocumentReference/progress-note.xml']));
+  });
+
+  test('a term of one document finds that document (cardiomegally, pacemaker, propofol)', async () => {
+    expect((await index.search(A, P, 'cardiomegally')).filter((key) => key.startsWith('DocumentReference/'))).toEqual(['DocumentReference/progress-note.xml']);
+    expect((await index.search(A, P, 'pacemaker')).filter((key) => key.startsWith('DocumentReference/'))).toEqual(['DocumentReference/ccd-1.xml']);
+    expect(await index.search(A, P, 'propofol')).toContain('DocumentReference/procedure-note.xml');
+  });
+
+  test('more terms narrow the result', async () => {
+    const tablet = await index.search(A, P, 'oral tablet');
+    const atenolol = await index.search(A, P, 'oral tablet atenolol');
+    expect(atenolol.length).toBeGreaterThan(0);
+    expect(atenolol.length).toBeLessThan(tablet.length);
+    expect(atenolol.every((key) => tablet.includes(key))).toBe(true);
+    expect(typesOf(atenolol)).toContain('MedicationRequest');
+  });
+
+  test('an unrelated word finds nothing', async () => {
+    expect(await index.search(A, P, 'zebra')).toEqual([]);
+    expect(await index.search(A, P, 'pneumonia zebra')).toEqual([]);
+  });
+});
+
+describe('MiniSearchIndex speed', () => {
+  test('a patient with 5,000 resources answers in well under 20 ms at the median', async () => {
+    const converter = new MedplumCcdaConverter();
+    const texts: string[] = [];
+    for (const fileName of readdirSync(fixturesDir).filter((name) => name.endsWith('.xml'))) {
+      const bundle = await converter.convert(readFileSync(fixturesDir + fileName, 'utf8'));
+      for (const entry of bundle.entry ?? []) if (entry.resource && entry.resource.resourceType !== 'Composition') texts.push(searchTextOf(entry.resource));
+    }
+    const documents = Array.from({ length: 5000 }, (_, i) => ({ key: `Observation/${i}`, text: `${texts[i % texts.length]} visit ${i % 97} batch${i % 13}` }));
+    const index = new MiniSearchIndex();
+    const built = performance.now();
+    await index.upsert(A, P, documents);
+    const buildMs = performance.now() - built;
+
+    const queries = ['pneumonia', 'pnuemonia', 'atenolol oral tablet', 'blod presure', 'glucose 2012', 'hepatitis vaccine', 'penicilin hives', 'metf', 'zebra', 'cardiomegally'];
+    const timings: number[] = [];
+    for (let round = 0; round < 30; round++) {
+      for (const query of queries) {
+        const start = performance.now();
+        await index.search(A, P, query);
+        timings.push(performance.now() - start);
+      }
+    }
+    timings.sort((a, b) => a - b);
+    const p50 = timings[Math.floor(timings.length * 0.5)]!;
+    const p99 = timings[Math.floor(timings.length * 0.99)]!;
+    console.info(`search over 5,000 resources: build ${buildMs.toFixed(0)} ms, p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms`);
+    expect(p50).toBeLessThan(20);
+  });
+});
