@@ -14,5 +14,9 @@ export function cellAt(cells: readonly string[], position: number): string {
   if (position < 0) return '';
   const raw = cells[position];
   if (raw === undefined || raw === '') return '';
+  // most cells carry no padding: skip trim's scan and copy when both ends are visible ASCII
+  const first = raw.charCodeAt(0);
+  const last = raw.charCodeAt(raw.length - 1);
+  if (first > 32 && first < 127 && last > 32 && last < 127) return raw;
   return raw.trim();
 }

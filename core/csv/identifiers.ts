@@ -17,5 +17,5 @@ export function normaliseSsn(value: string): string | undefined {
 
 /** A UUID of any version, lower-cased; else `undefined`. */
 export function normaliseUuid(value: string): string | undefined {
-  return UUID.test(value) ? value.toLowerCase() : undefined;
+  return value.length === 36 && UUID.test(value) ? value.toLowerCase() : undefined;
 }

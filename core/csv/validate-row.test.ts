@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { asCsvRow, type CellMap } from '../../spec/arbitraries/rows.js';
+import { US_STATE_CODES } from './addresses.js';
 import { layoutHeader } from './header.js';
 import type { ParsedRow, RowProblem } from './types.js';
 import { formatReason, validateRow } from './validate-row.js';
@@ -163,6 +164,13 @@ describe('addresses', () => {
     for (const state of ['ny', 'DC', 'pr', 'GU', 'vi', 'AS', 'MP', 'AE', 'aa', 'AP']) expect(parsed({ ...BASE, 'state-1': state }).addresses[0]!.state).toBe(state.toUpperCase());
     expect(reason({ ...BASE, 'state-1': 'XX' })).toBe('state-1: must be a 2-letter US state code (e.g. NY)');
     expect(reason({ ...BASE, 'state-1': 'Illinois' })).toBe('state-1: must be a 2-letter US state code (e.g. NY)');
+  });
+
+  test('the state list is the 50 states, DC, 5 territories and 3 military codes', () => {
+    const states =
+      'AL AK AZ AR CA CO CT DE FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY'.split(' ');
+    expect(states).toHaveLength(50);
+    expect([...US_STATE_CODES].sort()).toEqual([...states, 'DC', 'AS', 'GU', 'MP', 'PR', 'VI', 'AA', 'AE', 'AP'].sort());
   });
 
   test('zip: 5 digits; ZIP+4 with or without the dash reduces to 5', () => {
