@@ -5,6 +5,7 @@ import { defineBulkStateMachineGroup } from './groups/bulk-state-machine.spec-gr
 import { defineEntitiesGroup } from './groups/entities.spec-group.js';
 import { defineOptOutGroup } from './groups/opt-out.spec-group.js';
 import { defineTenancyGroup } from './groups/tenancy.spec-group.js';
+import { defineWebhooksGroup } from './groups/webhooks.spec-group.js';
 import type { HostDriver, MakeHost } from './support/driver.js';
 
 export interface HostSpecOptions {
@@ -27,6 +28,7 @@ export function defineHostSpec(options: HostSpecOptions): void {
   defineBulkCreateGroup(options);
   defineBulkPropertiesGroup(options);
   defineBulkStateMachineGroup(options);
+  defineWebhooksGroup(options);
 }
 
 /** Runs `body` with a fresh host and always closes it. */

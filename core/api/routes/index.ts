@@ -2,6 +2,7 @@ import type { RouteDefinition } from '../router.js';
 import { bulkRoutes } from './bulk.routes.js';
 import { cohortRoutes, facilityRoutes, organizationRoutes, patientRoutes } from './entities.routes.js';
 import { notYetRoutes } from './not-yet.routes.js';
+import { settingsRoutes } from './settings.routes.js';
 
 export const apiRoutes: readonly RouteDefinition[] = [
   ...organizationRoutes,
@@ -9,5 +10,6 @@ export const apiRoutes: readonly RouteDefinition[] = [
   ...cohortRoutes,
   ...patientRoutes,
   ...bulkRoutes,
+  ...settingsRoutes,
   ...notYetRoutes,
 ];

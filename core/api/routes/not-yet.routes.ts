@@ -17,10 +17,6 @@ const PENDING: readonly [HttpMethod, string, string][] = [
   ['GET', '/medical/v1/patient/:id/consolidated/query', 'Consolidated'],
   ['GET', '/medical/v1/patient/:id/consolidated', 'Consolidated'],
   ['GET', '/medical/v1/patient/:id/consolidated/search', 'Consolidated'],
-  ['GET', '/settings', 'Settings'],
-  ['POST', '/settings', 'Settings'],
-  ['GET', '/settings/webhook', 'Settings'],
-  ['POST', '/settings/webhook/retry', 'Settings'],
 ];
 
 export const notYetRoutes = PENDING.map(([method, path, tag]) =>

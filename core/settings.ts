@@ -1,0 +1,69 @@
+import type { CoreDeps } from './deps.js';
+import type { WebhookSettings } from './domain/types.js';
+import { nowIso } from './time.js';
+import { pingWebhook, resumePendingMessages, retryParked, webhookStatus } from './webhooks/deliver.js';
+import { validateWebhookUrl } from './webhooks/url.js';
+
+export function settingsToWire(settings: WebhookSettings) {
+  return {
+    id: settings.accountId,
+    webhookUrl: settings.webhookUrl,
+    webhookKey: settings.webhookKey,
+    webhookEnabled: settings.webhookEnabled,
+    webhookStatusDetail: settings.webhookStatusDetail,
+  };
+}
+
+async function currentSettings(deps: Pick<CoreDeps, 'storage' | 'secrets' | 'clock'>, accountId: string): Promise<WebhookSettings> {
+  const stored = await deps.storage.webhookSettings.get(accountId);
+  if (stored) return stored;
+  // Accounts created before settings existed get theirs on first use.
+  const created: WebhookSettings = {
+    accountId,
+    webhookUrl: null,
+    webhookKey: deps.secrets.randomToken(32),
+    webhookEnabled: false,
+    webhookStatusDetail: null,
+    updatedAt: nowIso(deps.clock),
+  };
+  await deps.storage.webhookSettings.put(created);
+  return created;
+}
+
+export async function getSettings(deps: Pick<CoreDeps, 'storage' | 'secrets' | 'clock'>, accountId: string): Promise<WebhookSettings> {
+  return currentSettings(deps, accountId);
+}
+
+/**
+ * Sets (or with an empty string, clears) the webhook URL. A new URL is pinged at once (issue 7: expects
+ * `{pong}` within 2 s); the endpoint is enabled only when it answers, and the outcome is the status detail.
+ * Messages stored meanwhile stay pending, never lost, and become due at once when the endpoint works.
+ */
+export async function updateSettings(deps: CoreDeps, accountId: string, input: { webhookUrl: string }): Promise<WebhookSettings> {
+  const current = await currentSettings(deps, accountId);
+  if (input.webhookUrl.trim() === '') {
+    const cleared: WebhookSettings = { ...current, webhookUrl: null, webhookEnabled: false, webhookStatusDetail: null, updatedAt: nowIso(deps.clock) };
+    await deps.storage.webhookSettings.put(cleared);
+    return cleared;
+  }
+  const webhookUrl = validateWebhookUrl(input.webhookUrl, { allowPrivate: deps.config.webhookAllowPrivate });
+  const ping = await pingWebhook(deps, { url: webhookUrl, key: current.webhookKey, token: deps.secrets.randomToken(16) });
+  const updated: WebhookSettings = {
+    ...current,
+    webhookUrl,
+    webhookEnabled: ping.ok,
+    webhookStatusDetail: ping.detail,
+    updatedAt: nowIso(deps.clock),
+  };
+  await deps.storage.webhookSettings.put(updated);
+  if (ping.ok) await resumePendingMessages(deps, accountId);
+  return updated;
+}
+
+export async function getWebhookStatus(deps: Pick<CoreDeps, 'storage'>, accountId: string) {
+  return webhookStatus(deps, accountId);
+}
+
+export async function retryWebhookMessages(deps: Pick<CoreDeps, 'storage' | 'clock'>, accountId: string) {
+  return retryParked(deps, accountId);
+}
