@@ -152,6 +152,19 @@ function normalised(
   return result;
 }
 
+function requiredNormalised(
+  value: string,
+  column: string,
+  required: string,
+  normalise: (value: string) => string | undefined,
+  invalid: string,
+  problems: RowProblem[],
+): string | undefined {
+  if (value !== '') return normalised(value, column, normalise, invalid, problems);
+  problems.push({ column, message: required });
+  return undefined;
+}
+
 function addressOf(cells: readonly string[], group: AddressGroupPlan, problems: RowProblem[]): Address | undefined {
   const line1 = cellAt(cells, group.line1);
   const line2 = cellAt(cells, group.line2);
@@ -165,12 +178,8 @@ function addressOf(cells: readonly string[], group: AddressGroupPlan, problems: 
   const validLine1 = requiredText(line1, group.line1Column, group.requiredMessage, problems);
   if (line2.length > MAX_CELL_LENGTH) problems.push({ column: group.line2Column, message: TOO_LONG });
   const validCity = requiredText(city, group.cityColumn, group.requiredMessage, problems);
-  const validState =
-    state === '' ? void problems.push({ column: group.stateColumn, message: group.requiredMessage })
-    : normalised(state, group.stateColumn, normaliseState, STATE_INVALID, problems);
-  const validZip =
-    zip === '' ? void problems.push({ column: group.zipColumn, message: group.requiredMessage })
-    : normalised(zip, group.zipColumn, normaliseZip, ZIP_INVALID, problems);
+  const validState = requiredNormalised(state, group.stateColumn, group.requiredMessage, normaliseState, STATE_INVALID, problems);
+  const validZip = requiredNormalised(zip, group.zipColumn, group.requiredMessage, normaliseZip, ZIP_INVALID, problems);
   if (problems.length !== before) return undefined;
   return {
     addressLine1: validLine1!,
