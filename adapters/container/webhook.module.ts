@@ -5,7 +5,7 @@ import { TOKENS } from './tokens.js';
 /**
  * Binds the HTTP webhook sender. Whether private destinations are allowed comes from the bound CoreConfig
  * (`WEBHOOK_ALLOW_PRIVATE`). One sender per container, so connections are kept alive across deliveries;
- * unbinding (container shutdown) closes them.
+ * `unbindAllAsync()` (container shutdown) closes them; the deactivation is async, so the sync `unbindAll()` refuses.
  */
 export const webhookModule = new ContainerModule(({ bind }) => {
   bind(TOKENS.webhookSender)

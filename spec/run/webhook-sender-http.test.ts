@@ -141,3 +141,31 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter(['60', '30'], now)).toBe(60_000);
   });
 });
+
+describe('webhookModule', () => {
+  test('binds one HTTP sender per container, honouring webhookAllowPrivate, and closes it on unbindAllAsync', async () => {
+    const { Container } = await import('inversify');
+    const { webhookModule } = await import('../../adapters/container/webhook.module.js');
+    const { TOKENS } = await import('../../adapters/container/tokens.js');
+    const receiver = await startReceiver();
+    try {
+      for (const allowPrivate of [true, false]) {
+        const container = new Container();
+        container.bind(TOKENS.config).toConstantValue({ publicUrl: 'http://localhost:8080', webhookAllowPrivate: allowPrivate });
+        await container.load(webhookModule);
+        const sender = container.get(TOKENS.webhookSender);
+        expect(sender).toBeInstanceOf(HttpWebhookSender);
+        expect(container.get(TOKENS.webhookSender)).toBe(sender);
+        const result = await sender.send({ url: `${receiver.url}/x`, messageId: 'm', body: '{}', signingKey: 'k', timestamp: 1, timeoutMs: 1_000 });
+        expect(result.outcome).toBe(allowPrivate ? 'delivered' : 'failed');
+        await container.unbindAllAsync();
+        // Deactivation closed its connection pool: the sender refuses instead of leaking sockets.
+        const after = await sender.send({ url: `${receiver.url}/x`, messageId: 'm', body: '{}', signingKey: 'k', timestamp: 1, timeoutMs: 1_000 });
+        expect(after.outcome).toBe('failed');
+      }
+      expect(receiver.requests).toHaveLength(1);
+    } finally {
+      await receiver.close();
+    }
+  });
+});

@@ -19,6 +19,9 @@ export type ReceiverBehaviour =
   /** Closes the connection without answering. */
   | { kind: 'hang-up' };
 
+/** Chooses a behaviour from what was received. */
+export type BehaviourRule = (request: { path: string; headers: IncomingHttpHeaders; body: string }) => ReceiverBehaviour;
+
 export interface RecordedRequest {
   index: number;
   method: string;
@@ -38,7 +41,8 @@ export interface Receiver {
   readonly requests: RecordedRequest[];
   /** Behaviours for the next requests, in order; then the default applies. */
   enqueue(...behaviours: ReceiverBehaviour[]): void;
-  setDefault(behaviour: ReceiverBehaviour): void;
+  /** What requests get once the queue is empty: a fixed behaviour, or one chosen from the request (e.g. by `webhook-id`). */
+  setDefault(behaviour: ReceiverBehaviour | BehaviourRule): void;
   /** Stops listening and drops open connections: new requests are refused. */
   down(): Promise<void>;
   /** Listens again on the same port. */
@@ -67,7 +71,7 @@ function pongBody(requestBody: string): string {
 
 export async function startReceiver(options: { port?: number } = {}): Promise<Receiver> {
   const queued: ReceiverBehaviour[] = [];
-  let fallback: ReceiverBehaviour = { kind: 'ok' };
+  let fallback: ReceiverBehaviour | BehaviourRule = { kind: 'ok' };
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
@@ -110,11 +114,12 @@ export async function startReceiver(options: { port?: number } = {}): Promise<Re
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const body = await readBody(req);
-    const behaviour = queued.shift() ?? fallback;
+    const path = req.url ?? '';
+    const behaviour = queued.shift() ?? (typeof fallback === 'function' ? fallback({ path, headers: req.headers, body }) : fallback);
     const record: RecordedRequest = {
       index: requests.length,
       method: req.method ?? '',
-      path: req.url ?? '',
+      path,
       headers: req.headers,
       body,
       behaviour,

@@ -1,0 +1,459 @@
+import fc from 'fast-check';
+import { afterEach, describe, expect, test } from 'vitest';
+import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
+import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
+import { MemoryStorage } from '../../adapters/storage/memory/memory.storage.js';
+import { HttpWebhookSender } from '../../adapters/webhook/http.webhook-sender.js';
+import { verifyStandardWebhook, verifyWebhookSignature } from '../../adapters/webhook/signature.js';
+import type { OutboxMessage, WebhookSettings } from '../../core/domain/types.js';
+import type { WebhookDelivery, WebhookSenderPort } from '../../core/ports/webhook-sender.port.js';
+import {
+  DEFAULT_DELIVERY_TIMEOUT_MS,
+  deliverDueMessages,
+  enqueueMessage,
+  pingWebhook,
+  resumePendingMessages,
+  retryParked,
+  webhookStatus,
+  type DeliveryDeps,
+  type DeliveryReport,
+} from '../../core/webhooks/deliver.js';
+import { bulkPatientCreateMessage } from '../../core/webhooks/envelope.js';
+import { createRetrySchedule, DEFAULT_RETRY_DELAYS_MS } from '../../core/webhooks/retry-schedule.js';
+import { startReceiver, type Receiver, type ReceiverBehaviour } from '../support/receiver.js';
+
+const START = '2024-05-01T00:00:00.000Z';
+const KEY = 'whk_test-key-of-account';
+
+interface World {
+  storage: MemoryStorage;
+  clock: SteppedClock;
+  ids: SequentialIds;
+  receiver: Receiver;
+  sender: HttpWebhookSender;
+  /** Every delivery handed to the sender, failed attempts included. */
+  attempts: WebhookDelivery[];
+  deps: DeliveryDeps;
+  setEndpoint(accountId: string, settings?: Partial<WebhookSettings>): Promise<void>;
+  /** Stores `count` messages for the account in one transaction, as a use case would. */
+  enqueue(accountId: string, count?: number): Promise<OutboxMessage[]>;
+  pass(limit?: number, accountId?: string): Promise<DeliveryReport>;
+  /** Moves the clock to the earliest pending next attempt; false when nothing is pending. */
+  stepToNextAttempt(...accountIds: string[]): Promise<boolean>;
+  messages(accountId: string): Promise<OutboxMessage[]>;
+  /** webhook-ids of the requests the receiver acknowledged with a 2xx, in order. */
+  acknowledged(): string[];
+}
+
+const worlds: World[] = [];
+afterEach(async () => {
+  for (const world of worlds.splice(0)) {
+    await world.sender.close();
+    await world.receiver.close();
+  }
+});
+
+async function makeWorld(overrides: Partial<DeliveryDeps> = {}): Promise<World> {
+  const storage = new MemoryStorage();
+  const clock = new SteppedClock(START);
+  const ids = new SequentialIds();
+  const receiver = await startReceiver();
+  const sender = new HttpWebhookSender({ allowPrivate: true });
+  const attempts: WebhookDelivery[] = [];
+  const recordingSender: WebhookSenderPort = {
+    send: (delivery) => {
+      attempts.push(delivery);
+      return sender.send(delivery);
+    },
+  };
+  // random 0.5 cancels the jitter, so the schedule can be checked to the millisecond.
+  const deps: DeliveryDeps = { storage, clock, webhookSender: recordingSender, random: () => 0.5, ...overrides };
+
+  const world: World = {
+    storage,
+    clock,
+    ids,
+    receiver,
+    sender,
+    attempts,
+    deps,
+    async setEndpoint(accountId, settings = {}) {
+      await storage.webhookSettings.put({
+        accountId,
+        webhookUrl: `${receiver.url}/hook/${accountId}`,
+        webhookKey: `${KEY}-${accountId}`,
+        webhookEnabled: true,
+        webhookStatusDetail: null,
+        updatedAt: clock.now().toISOString(),
+        ...settings,
+      });
+    },
+    async enqueue(accountId, count = 1) {
+      return storage.transaction(async (tx) => {
+        const stored: OutboxMessage[] = [];
+        for (let i = 0; i < count; i += 1) {
+          const requestId = ids.next();
+          const message = bulkPatientCreateMessage(
+            { messageId: ids.next(), requestId, when: clock.now(), data: { seq: String(i) } },
+            { requestId, status: 'processing' },
+          );
+          stored.push(await enqueueMessage(tx, accountId, message));
+        }
+        return stored;
+      });
+    },
+    pass: (limit = 100, accountId) => deliverDueMessages(world.deps, accountId === undefined ? { limit } : { limit, accountId }),
+    async stepToNextAttempt(...accountIds) {
+      const pending = (await Promise.all(accountIds.map((a) => storage.outbox.list(a, 'pending')))).flat();
+      if (pending.length === 0) return false;
+      const earliest = pending.map((m) => m.nextAttemptAt).sort()[0]!;
+      if (earliest > clock.now().toISOString()) clock.set(earliest);
+      return true;
+    },
+    messages: (accountId) => storage.outbox.list(accountId),
+    acknowledged: () =>
+      receiver.requests.filter((r) => r.answeredStatus !== undefined && r.answeredStatus < 300).map((r) => String(r.headers['webhook-id'])),
+  };
+  worlds.push(world);
+  return world;
+}
+
+const byId = (messages: OutboxMessage[]) => new Map(messages.map((m) => [m.id, m]));
+
+describe('deliverDueMessages against a real receiver, with a stepped clock', () => {
+  test('receiver down for a while, then up: nothing lost, order kept, the same messageId and bytes on every attempt', async () => {
+    const w = await makeWorld();
+    await w.setEndpoint('acct-1');
+    const enqueued = await w.enqueue('acct-1', 3);
+    await w.receiver.down();
+
+    // The oldest fails; the two later ones wait behind it instead of overtaking.
+    expect(await w.pass()).toEqual({ delivered: 0, failed: 1, parked: 0, deferred: 2 });
+    await w.stepToNextAttempt('acct-1');
+    expect(await w.pass()).toEqual({ delivered: 0, failed: 1, parked: 0, deferred: 2 });
+    expect(w.attempts.map((a) => a.messageId)).toEqual([enqueued[0]!.id, enqueued[0]!.id]);
+
+    await w.receiver.up();
+    await w.stepToNextAttempt('acct-1');
+    expect(await w.pass()).toEqual({ delivered: 3, failed: 0, parked: 0, deferred: 0 });
+
+    expect(w.acknowledged()).toEqual(enqueued.map((m) => m.id));
+    const stored = byId(await w.messages('acct-1'));
+    for (const original of enqueued) {
+      expect(stored.get(original.id)).toMatchObject({ status: 'delivered', body: original.body });
+      for (const attempt of w.attempts.filter((a) => a.messageId === original.id)) expect(attempt.body).toBe(original.body);
+    }
+    expect(stored.get(enqueued[0]!.id)!.attempts).toBe(3);
+    for (const request of w.receiver.requests) {
+      const id = String(request.headers['webhook-id']);
+      expect(JSON.parse(request.body).meta.messageId).toBe(id);
+      expect(verifyWebhookSignature(request.body, String(request.headers['x-metriport-signature']), `${KEY}-acct-1`)).toBe(true);
+      const timestamp = Number(request.headers['webhook-timestamp']);
+      expect(timestamp).toBe(Math.floor(w.clock.now().getTime() / 1000));
+      expect(verifyStandardWebhook(request.body, request.headers, `${KEY}-acct-1`, { nowSeconds: timestamp })).toBe(true);
+    }
+    expect(await webhookStatus(w.deps, 'acct-1')).toEqual({ webhookEnabled: true, webhookStatusDetail: null, processing: 0, failed: 0 });
+  });
+
+  test('always 500: the 10 attempts follow the default schedule, then the message is parked and the endpoint unhealthy; retry redelivers it', async () => {
+    const w = await makeWorld();
+    await w.setEndpoint('acct-1');
+    const [message] = await w.enqueue('acct-1');
+    w.receiver.setDefault({ kind: 'status', status: 500 });
+
+    const reports: DeliveryReport[] = [];
+    do reports.push(await w.pass());
+    while ((await w.stepToNextAttempt('acct-1')) && reports.length < 50);
+
+    expect(w.attempts).toHaveLength(10);
+    const times = w.attempts.map((a) => a.timestamp * 1000);
+    const waits = times.slice(1).map((t, i) => t - times[i]!);
+    expect(waits).toEqual(DEFAULT_RETRY_DELAYS_MS.slice(1));
+    expect(reports.reduce((n, r) => n + r.failed, 0)).toBe(9);
+    expect(reports.at(-1)).toMatchObject({ parked: 1 });
+    expect(new Set(w.attempts.map((a) => a.messageId))).toEqual(new Set([message!.id]));
+    expect(new Set(w.receiver.requests.map((r) => r.body))).toEqual(new Set([message!.body]));
+
+    const parked = (await w.messages('acct-1'))[0]!;
+    expect(parked).toMatchObject({ status: 'parked', attempts: 10 });
+    expect(parked.lastError).toContain('500');
+    const status = await webhookStatus(w.deps, 'acct-1');
+    expect(status).toMatchObject({ webhookEnabled: true, processing: 0, failed: 1 });
+    expect(status.webhookStatusDetail).toMatch(/^Unhealthy: message .* parked after 10 failed attempts/);
+
+    // Nothing happens to a parked message until someone asks.
+    w.clock.advance(7 * 86_400_000);
+    expect(await w.pass()).toEqual({ delivered: 0, failed: 0, parked: 0, deferred: 0 });
+
+    w.receiver.setDefault({ kind: 'ok' });
+    expect(await retryParked(w.deps, 'acct-1')).toEqual({ retried: 1 });
+    expect(await webhookStatus(w.deps, 'acct-1')).toMatchObject({ processing: 1, failed: 0 });
+    expect(await w.pass()).toMatchObject({ delivered: 1 });
+    const last = w.receiver.requests.at(-1)!;
+    expect(last.headers['webhook-id']).toBe(message!.id);
+    expect(last.body).toBe(message!.body);
+    expect(await webhookStatus(w.deps, 'acct-1')).toEqual({ webhookEnabled: true, webhookStatusDetail: null, processing: 0, failed: 0 });
+  });
+
+  test('a receiver slower than the timeout is a failed attempt (aborted); the default timeout is the product 4 s', async () => {
+    const w = await makeWorld({ timeoutMs: 150 });
+    await w.setEndpoint('acct-1');
+    const [message] = await w.enqueue('acct-1');
+    w.receiver.enqueue({ kind: 'slow', delayMs: 5_000 });
+    const started = Date.now();
+    expect(await w.pass()).toMatchObject({ failed: 1, delivered: 0 });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    const stored = (await w.messages('acct-1'))[0]!;
+    expect(stored).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(stored.lastError).toMatch(/no answer within 150 ms/);
+
+    delete w.deps.timeoutMs;
+    await w.stepToNextAttempt('acct-1');
+    expect(await w.pass()).toMatchObject({ delivered: 1 });
+    expect(w.attempts.map((a) => a.timeoutMs)).toEqual([150, DEFAULT_DELIVERY_TIMEOUT_MS]);
+    expect(DEFAULT_DELIVERY_TIMEOUT_MS).toBe(4_000);
+    expect(w.acknowledged()).toEqual([message!.id]);
+  });
+
+  test('a redirect is a failure and is not followed; the retry goes to the configured URL', async () => {
+    const w = await makeWorld();
+    await w.setEndpoint('acct-1');
+    const [message] = await w.enqueue('acct-1');
+    w.receiver.enqueue({ kind: 'redirect', status: 302, location: `${w.receiver.url}/moved` });
+    expect(await w.pass()).toMatchObject({ failed: 1 });
+    expect((await w.messages('acct-1'))[0]!.lastError).toMatch(/302.*redirect/);
+    await w.stepToNextAttempt('acct-1');
+    expect(await w.pass()).toMatchObject({ delivered: 1 });
+    expect(w.receiver.requests.map((r) => r.path)).toEqual(['/hook/acct-1', '/hook/acct-1']);
+    expect(w.acknowledged()).toEqual([message!.id]);
+  });
+
+  test('410 disables the endpoint and parks the message; later messages stay pending, not lost, until the URL is set again', async () => {
+    const w = await makeWorld();
+    await w.setEndpoint('acct-1');
+    const [gone, second, third] = await w.enqueue('acct-1', 3);
+    w.receiver.enqueue({ kind: 'status', status: 410 });
+
+    expect(await w.pass()).toEqual({ delivered: 0, failed: 0, parked: 1, deferred: 2 });
+    let status = await webhookStatus(w.deps, 'acct-1');
+    expect(status).toMatchObject({ webhookEnabled: false, processing: 2, failed: 1 });
+    expect(status.webhookStatusDetail).toMatch(/^Disabled: the receiver answered 410/);
+
+    // Days pass; nothing is sent to a disabled endpoint and nothing is lost.
+    for (let i = 0; i < 5; i += 1) {
+      w.clock.advance(86_400_000);
+      await w.pass();
+    }
+    expect(w.receiver.requests).toHaveLength(1);
+    expect((await w.storage.outbox.list('acct-1', 'pending')).map((m) => m.id)).toEqual([second!.id, third!.id]);
+
+    // The customer sets the URL again (the settings use case re-enables and resumes).
+    await w.setEndpoint('acct-1');
+    expect(await resumePendingMessages(w.deps, 'acct-1')).toEqual({ resumed: 2 });
+    expect(await w.pass()).toMatchObject({ delivered: 2 });
+    expect(await retryParked(w.deps, 'acct-1')).toEqual({ retried: 1 });
+    expect(await w.pass()).toMatchObject({ delivered: 1 });
+    expect(w.acknowledged()).toEqual([second!.id, third!.id, gone!.id]);
+    status = await webhookStatus(w.deps, 'acct-1');
+    expect(status).toMatchObject({ webhookEnabled: true, processing: 0, failed: 0 });
+  });
+
+  test('429 and 503 Retry-After are honoured when longer than the schedule step, not when shorter', async () => {
+    const w = await makeWorld();
+    await w.setEndpoint('acct-1');
+    const [message] = await w.enqueue('acct-1');
+    w.receiver.enqueue(
+      { kind: 'status', status: 429, headers: { 'retry-after': '3600' } },
+      { kind: 'status', status: 503, headers: { 'retry-after': '1' } },
+    );
+    const t0 = w.clock.now().getTime();
+    expect(await w.pass()).toMatchObject({ failed: 1 });
+    expect(Date.parse((await w.messages('acct-1'))[0]!.nextAttemptAt) - t0).toBe(3_600_000);
+
+    w.clock.advance(60_000); // the schedule's own step has passed, the receiver's wait has not
+    expect(await w.pass()).toEqual({ delivered: 0, failed: 0, parked: 0, deferred: 0 });
+    expect(w.receiver.requests).toHaveLength(1);
+
+    w.clock.set(new Date(t0 + 3_600_000));
+    const t1 = w.clock.now().getTime();
+    expect(await w.pass()).toMatchObject({ failed: 1 });
+    expect(Date.parse((await w.messages('acct-1'))[0]!.nextAttemptAt) - t1).toBe(DEFAULT_RETRY_DELAYS_MS[2]);
+    await w.stepToNextAttempt('acct-1');
+    expect(await w.pass()).toMatchObject({ delivered: 1 });
+    expect(w.acknowledged()).toEqual([message!.id]);
+  });
+
+  test('an account without a usable endpoint keeps its messages pending and does not starve other accounts', async () => {
+    const w = await makeWorld();
+    await w.setEndpoint('acct-1');
+    await w.setEndpoint('acct-3', { webhookEnabled: false });
+    const orphaned = await w.enqueue('acct-2', 4); // never saved settings
+    const disabled = await w.enqueue('acct-3', 2);
+    const served = await w.enqueue('acct-1', 3);
+
+    for (let i = 0; i < 4; i += 1) await w.pass(3);
+    expect(w.acknowledged()).toEqual(served.map((m) => m.id));
+    expect((await w.storage.outbox.list('acct-2', 'pending')).map((m) => m.id)).toEqual(orphaned.map((m) => m.id));
+    expect((await w.storage.outbox.list('acct-3', 'pending')).map((m) => m.id)).toEqual(disabled.map((m) => m.id));
+    expect(await webhookStatus(w.deps, 'acct-2')).toEqual({ webhookEnabled: false, webhookStatusDetail: null, processing: 4, failed: 0 });
+
+    await w.setEndpoint('acct-2');
+    await resumePendingMessages(w.deps, 'acct-2');
+    await w.pass(10);
+    expect(w.acknowledged()).toEqual([...served, ...orphaned].map((m) => m.id));
+  });
+
+  test('head of line: a failing oldest message holds its account back (new messages included) for holdBackAttempts, then the others flow', async () => {
+    const w = await makeWorld({ holdBackAttempts: 3 });
+    await w.setEndpoint('acct-1');
+    await w.setEndpoint('acct-2');
+    const [poison, second] = await w.enqueue('acct-1', 2);
+    w.receiver.setDefault(({ headers }) => (headers['webhook-id'] === poison!.id ? { kind: 'status', status: 500 } : { kind: 'ok' }));
+
+    expect(await w.pass()).toMatchObject({ failed: 1, deferred: 1 });
+    w.clock.advance(10_000);
+    const [third] = await w.enqueue('acct-1');
+    const [other] = await w.enqueue('acct-2');
+    // The new acct-1 message does not overtake the failing one; acct-2 is not held up.
+    expect(await w.pass()).toEqual({ delivered: 1, failed: 0, parked: 0, deferred: 1 });
+    expect(w.acknowledged()).toEqual([other!.id]);
+
+    for (let failures = 2; failures <= 3; failures += 1) {
+      await w.stepToNextAttempt('acct-1');
+      expect(await w.pass()).toMatchObject({ delivered: 0, failed: 1, deferred: 2 });
+    }
+    // Fourth failure: past the allowance, the later messages go in the same pass, in order.
+    await w.stepToNextAttempt('acct-1');
+    expect(await w.pass()).toMatchObject({ delivered: 2, failed: 1, deferred: 0 });
+    expect(w.acknowledged()).toEqual([other!.id, second!.id, third!.id]);
+    const elapsed = w.clock.now().getTime() - Date.parse(START);
+    expect(elapsed).toBe(DEFAULT_RETRY_DELAYS_MS[1]! + DEFAULT_RETRY_DELAYS_MS[2]! + DEFAULT_RETRY_DELAYS_MS[3]!);
+
+    // The poison message keeps its own schedule and is parked in the end; nothing else waits on it.
+    while (await w.stepToNextAttempt('acct-1')) await w.pass();
+    expect((await w.messages('acct-1')).map((m) => m.status)).toEqual(['parked', 'delivered', 'delivered']);
+  });
+
+  test('the ping expects its pong within 2 s and reports what happened', async () => {
+    const w = await makeWorld();
+    const deps = { webhookSender: w.deps.webhookSender, clock: w.clock, ids: w.ids };
+    const url = `${w.receiver.url}/hook`;
+    w.receiver.enqueue({ kind: 'ok', pong: true }, { kind: 'ok', body: '{"pong":"something else"}' }, { kind: 'status', status: 404 });
+    const ok = await pingWebhook(deps, { url, key: KEY, token: 'tok-1' });
+    expect(ok.ok).toBe(true);
+    const request = w.receiver.requests[0]!;
+    expect(JSON.parse(request.body)).toEqual({ ping: 'tok-1', meta: { messageId: ok.messageId, when: START, type: 'ping' } });
+    expect(verifyWebhookSignature(request.body, String(request.headers['x-metriport-signature']), KEY)).toBe(true);
+    expect(w.attempts[0]!.timeoutMs).toBe(2_000);
+
+    const wrong = await pingWebhook(deps, { url, key: KEY, token: 'tok-2' });
+    expect(wrong).toMatchObject({ ok: false });
+    expect(wrong.detail).toMatch(/pong/);
+    const missing = await pingWebhook(deps, { url, key: KEY, token: 'tok-3' });
+    expect(missing).toMatchObject({ ok: false });
+    expect(missing.detail).toMatch(/404/);
+    w.receiver.enqueue({ kind: 'slow', delayMs: 3_000, then: { kind: 'ok', pong: true } });
+    const slow = await pingWebhook(deps, { url, key: KEY, token: 'tok-4', timeoutMs: 100 });
+    expect(slow.detail).toMatch(/no answer within 100 ms/);
+  });
+});
+
+const behaviourArbitrary: fc.Arbitrary<ReceiverBehaviour> = fc.oneof(
+  { weight: 6, arbitrary: fc.constant<ReceiverBehaviour>({ kind: 'ok' }) },
+  {
+    weight: 5,
+    arbitrary: fc.constantFrom<ReceiverBehaviour>({ kind: 'status', status: 500 }, { kind: 'status', status: 400 }, { kind: 'status', status: 404 }),
+  },
+  { weight: 1, arbitrary: fc.constant<ReceiverBehaviour>({ kind: 'status', status: 410 }) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom<ReceiverBehaviour>(
+      { kind: 'status', status: 429, headers: { 'retry-after': '30' } },
+      { kind: 'status', status: 503, headers: { 'retry-after': '2' } },
+    ),
+  },
+  { weight: 1, arbitrary: fc.constant<ReceiverBehaviour>({ kind: 'redirect', location: 'http://127.0.0.1:9/elsewhere' }) },
+  { weight: 1, arbitrary: fc.constant<ReceiverBehaviour>({ kind: 'hang-up' }) },
+  { weight: 1, arbitrary: fc.constant<ReceiverBehaviour>({ kind: 'slow', delayMs: 400 }) },
+);
+
+describe('property', () => {
+  test('for any sequence of receiver behaviours, every message ends delivered or parked, never both, never neither', async () => {
+    await fc.assert(
+      fc
+        .asyncProperty(
+          fc.array(behaviourArbitrary, { maxLength: 30 }),
+          fc.uniqueArray(fc.nat(25), { maxLength: 6 }),
+          fc.array(fc.constantFrom('acct-1', 'acct-2'), { minLength: 1, maxLength: 6 }),
+          // Half the runs never give up waiting behind a failing message, so order can be checked.
+          fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constant(4)),
+          fc.integer({ min: 1, max: 4 }),
+          fc.infiniteStream(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true })),
+          async (behaviours, downPasses, owners, holdBackAttempts, limit, randoms) => {
+            const schedule = createRetrySchedule({ delaysMs: [0, 1_000, 5_000, 20_000], jitter: 0.2 });
+            const random = randoms[Symbol.iterator]();
+            const w = await makeWorld({ schedule, holdBackAttempts, timeoutMs: 100, random: () => random.next().value as number });
+            try {
+              await w.setEndpoint('acct-1');
+              await w.setEndpoint('acct-2');
+              const enqueued: OutboxMessage[] = [];
+              for (const owner of owners) enqueued.push(...(await w.enqueue(owner)));
+              // Behaviours answer the requests in order, then 200; during the passes in `downPasses` the receiver is down.
+              w.receiver.enqueue(...behaviours);
+              let passes = 0;
+              for (;;) {
+                passes += 1;
+                expect(passes, 'delivery never settles').toBeLessThan(400);
+                const down = downPasses.includes(passes);
+                if (down) await w.receiver.down();
+                await w.pass(limit);
+                if (down) await w.receiver.up();
+                for (const account of ['acct-1', 'acct-2']) {
+                  const settings = await w.storage.webhookSettings.get(account);
+                  if (settings && !settings.webhookEnabled) {
+                    // A 410 disabled it: the customer sets the URL again, which re-enables and resumes.
+                    await w.setEndpoint(account);
+                    await resumePendingMessages(w.deps, account);
+                  }
+                }
+                const pending = [...(await w.storage.outbox.list('acct-1', 'pending')), ...(await w.storage.outbox.list('acct-2', 'pending'))];
+                if (pending.length === 0) break;
+                if (!pending.some((m) => m.nextAttemptAt <= w.clock.now().toISOString())) await w.stepToNextAttempt('acct-1', 'acct-2');
+              }
+
+              const stored = byId([...(await w.messages('acct-1')), ...(await w.messages('acct-2'))]);
+              expect(stored.size).toBe(enqueued.length);
+              const acknowledged = w.acknowledged();
+              for (const original of enqueued) {
+                const message = stored.get(original.id)!;
+                // Never neither: a final state. Never both: delivered iff the receiver acknowledged it, exactly once.
+                expect(['delivered', 'parked']).toContain(message.status);
+                const acks = acknowledged.filter((id) => id === original.id).length;
+                expect(acks).toBe(message.status === 'delivered' ? 1 : 0);
+                expect(message.body).toBe(original.body);
+                expect(message.attempts).toBeLessThanOrEqual(schedule.maxAttempts);
+              }
+              for (const request of w.receiver.requests) {
+                const id = String(request.headers['webhook-id']);
+                expect(stored.has(id)).toBe(true);
+                expect(request.body).toBe(stored.get(id)!.body);
+              }
+              // With an allowance as long as the schedule, no message ever overtakes an older one of its account.
+              if (holdBackAttempts >= schedule.maxAttempts) {
+                for (const account of ['acct-1', 'acct-2']) {
+                  const order = enqueued.filter((m) => m.accountId === account).map((m) => m.id);
+                  const delivered = acknowledged.filter((id) => stored.get(id)!.accountId === account);
+                  expect(delivered).toEqual(order.filter((id) => delivered.includes(id)));
+                }
+              }
+            } finally {
+              await w.sender.close();
+              await w.receiver.close();
+              worlds.splice(worlds.indexOf(w), 1);
+            }
+          },
+        ),
+      { numRuns: 60 },
+    );
+  }, 120_000);
+});
