@@ -1,0 +1,553 @@
+import { CoreError } from '../../../core/errors.js';
+import type {
+  Account,
+  BulkRequest,
+  BulkRowOutcome,
+  Cohort,
+  ConsolidatedQuery,
+  DocumentQuery,
+  DocumentRecord,
+  Facility,
+  FhirResourceRecord,
+  Organization,
+  OutboxMessage,
+  Patient,
+  WebhookSettings,
+} from '../../../core/domain/types.js';
+import type {
+  AccountRepository,
+  BulkRequestRepository,
+  BulkRowRepository,
+  CohortRepository,
+  ConsolidatedQueryRepository,
+  DocumentQueryRepository,
+  DocumentRepository,
+  FacilityRepository,
+  FhirResourceRepository,
+  OrganizationRepository,
+  OutboxRepository,
+  PatientListOptions,
+  PatientRepository,
+  StoragePort,
+  WebhookSettingsRepository,
+} from '../../../core/ports/storage.port.js';
+import { Mutex } from '../mutex.js';
+import { Table, TableOverlay, type IndexSpec, type TableView } from './table.js';
+
+/** Joins key parts; NUL never occurs in ids, so the joined key is unambiguous. */
+const key = (...parts: (string | number)[]): string => parts.join('\u0000');
+
+const copy = <T>(value: T): T => structuredClone(value);
+
+interface Timestamped {
+  id: string;
+  createdAt: string;
+}
+
+const byId = (a: { id: string }, b: { id: string }): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const oldestFirst = (a: Timestamped, b: Timestamped): number =>
+  a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : byId(a, b);
+const newestFirst = (a: Timestamped, b: Timestamped): number => oldestFirst(b, a);
+
+const byAccount = (row: { accountId: string }) => [row.accountId];
+const byPatient = (row: { accountId: string; patientId: string }) => [key(row.accountId, row.patientId)];
+
+const INDEXES = {
+  accounts: { all: () => [''], byApiKeyHash: (row: Account) => [row.apiKeyHash] } satisfies IndexSpec<Account>,
+  webhookSettings: {} satisfies IndexSpec<WebhookSettings>,
+  organizations: { byAccount } satisfies IndexSpec<Organization>,
+  facilities: { byAccount } satisfies IndexSpec<Facility>,
+  cohorts: { byAccount } satisfies IndexSpec<Cohort>,
+  patients: {
+    byAccount,
+    byExternalId: (row: Patient) => (row.externalId === undefined ? [] : [key(row.accountId, row.externalId)]),
+    byMatchKey: (row: Patient) => [...new Set(row.matchKeys)].map((matchKey) => key(row.accountId, matchKey)),
+  } satisfies IndexSpec<Patient>,
+  bulkRequests: { byAccount, byStatus: (row: BulkRequest) => [row.status] } satisfies IndexSpec<BulkRequest>,
+  bulkRows: { byRequest: (row: BulkRowOutcome) => [row.requestId] } satisfies IndexSpec<BulkRowOutcome>,
+  documents: {
+    byPatient,
+    byFileName: (row: DocumentRecord) => [key(row.accountId, row.fileName)],
+  } satisfies IndexSpec<DocumentRecord>,
+  documentQueries: { byPatient } satisfies IndexSpec<DocumentQuery>,
+  fhirResources: { byPatient } satisfies IndexSpec<FhirResourceRecord>,
+  consolidatedQueries: { byPatient } satisfies IndexSpec<ConsolidatedQuery>,
+  outbox: { byAccount, byStatus: (row: OutboxMessage) => [row.status] } satisfies IndexSpec<OutboxMessage>,
+};
+
+type TableName = keyof typeof INDEXES;
+type RowOf = {
+  accounts: Account;
+  webhookSettings: WebhookSettings;
+  organizations: Organization;
+  facilities: Facility;
+  cohorts: Cohort;
+  patients: Patient;
+  bulkRequests: BulkRequest;
+  bulkRows: BulkRowOutcome;
+  documents: DocumentRecord;
+  documentQueries: DocumentQuery;
+  fhirResources: FhirResourceRecord;
+  consolidatedQueries: ConsolidatedQuery;
+  outbox: OutboxMessage;
+};
+type TableSet = { [N in TableName]: Table<RowOf[N]> };
+type OverlaySet = { [N in TableName]: TableOverlay<RowOf[N]> };
+type ViewSet = { [N in TableName]: TableView<RowOf[N]> };
+
+const TABLE_NAMES = Object.keys(INDEXES) as TableName[];
+
+function createTables(): TableSet {
+  return Object.fromEntries(TABLE_NAMES.map((name) => [name, new Table(INDEXES[name] as IndexSpec<never>)])) as unknown as TableSet;
+}
+
+function createOverlays(tables: TableSet): OverlaySet {
+  return Object.fromEntries(TABLE_NAMES.map((name) => [name, new TableOverlay(tables[name] as unknown as Table<never>)])) as unknown as OverlaySet;
+}
+
+function rowsOf<T>(view: TableView<T>, keys: Iterable<string>): T[] {
+  const rows: T[] = [];
+  for (const k of keys) {
+    const row = view.get(k);
+    if (row !== undefined) rows.push(row);
+  }
+  return rows;
+}
+
+function alreadyExists(entity: string, id: string): CoreError {
+  return new CoreError('CONFLICT', `${entity} ${id} already exists`, { details: { id } });
+}
+
+/** The account's row with this id, or undefined when missing or another account's. */
+function owned<T extends { accountId: string }>(view: TableView<T>, accountId: string, id: string): T | undefined {
+  const row = view.get(id);
+  return row !== undefined && row.accountId === accountId ? row : undefined;
+}
+
+function insertNew<T extends { id: string }>(view: TableView<T>, entity: string, row: T): void {
+  if (view.get(row.id) !== undefined) throw alreadyExists(entity, row.id);
+  view.set(row.id, copy(row));
+}
+
+/** Replaces the account's row; undefined when missing or another account's. */
+function replaceOwned<T extends { id: string; accountId: string }>(view: TableView<T>, row: T): T | undefined {
+  if (owned(view, row.accountId, row.id) === undefined) return undefined;
+  view.set(row.id, copy(row));
+  return copy(row);
+}
+
+/**
+ * The `limit` smallest ids greater than `after`, without sorting the whole account: a page costs one pass
+ * over the account's keys plus a small sorted buffer.
+ */
+function smallestIds(ids: Iterable<string>, after: string | undefined, limit: number): string[] {
+  const page: string[] = [];
+  for (const id of ids) {
+    if (after !== undefined && id <= after) continue;
+    if (page.length === limit && id >= page[limit - 1]!) continue;
+    let low = 0;
+    let high = page.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (page[middle]! < id) low = middle + 1;
+      else high = middle;
+    }
+    page.splice(low, 0, id);
+    if (page.length > limit) page.pop();
+  }
+  return page;
+}
+
+function repositories(views: ViewSet): Omit<StoragePort, 'transaction' | 'close'> {
+  const accounts: AccountRepository = {
+    async insert(account) {
+      // One key hash per account: a key that authenticated as two accounts would be ambiguous.
+      if (views.accounts.countBy('byApiKeyHash', account.apiKeyHash) > 0) {
+        throw new CoreError('CONFLICT', 'an account with this API key hash already exists', { details: { id: account.id } });
+      }
+      insertNew(views.accounts, 'account', account);
+    },
+    async get(id) {
+      const row = views.accounts.get(id);
+      return row && copy(row);
+    },
+    async getByApiKeyHash(apiKeyHash) {
+      const [row] = rowsOf(views.accounts, views.accounts.keysBy('byApiKeyHash', apiKeyHash));
+      return row && copy(row);
+    },
+    async list() {
+      return rowsOf(views.accounts, views.accounts.keysBy('all', '')).sort(oldestFirst).map(copy);
+    },
+  };
+
+  const webhookSettings: WebhookSettingsRepository = {
+    async get(accountId) {
+      const row = views.webhookSettings.get(accountId);
+      return row && copy(row);
+    },
+    async put(settings) {
+      views.webhookSettings.set(settings.accountId, copy(settings));
+    },
+  };
+
+  const organizations: OrganizationRepository = {
+    async insert(org) {
+      if (views.organizations.countBy('byAccount', org.accountId) > 0) {
+        throw new CoreError('CONFLICT', `account ${org.accountId} already has an organization`, { details: { id: org.id } });
+      }
+      insertNew(views.organizations, 'organization', org);
+    },
+    async getByAccount(accountId) {
+      const [row] = rowsOf(views.organizations, views.organizations.keysBy('byAccount', accountId));
+      return row && copy(row);
+    },
+    async update(org) {
+      return replaceOwned(views.organizations, org);
+    },
+  };
+
+  const facilities: FacilityRepository = {
+    async insert(facility) {
+      insertNew(views.facilities, 'facility', facility);
+    },
+    async get(accountId, id) {
+      const row = owned(views.facilities, accountId, id);
+      return row && copy(row);
+    },
+    async list(accountId) {
+      return rowsOf(views.facilities, views.facilities.keysBy('byAccount', accountId)).sort(oldestFirst).map(copy);
+    },
+    async count(accountId) {
+      return views.facilities.countBy('byAccount', accountId);
+    },
+    async update(facility) {
+      return replaceOwned(views.facilities, facility);
+    },
+    async remove(accountId, id) {
+      return owned(views.facilities, accountId, id) !== undefined && views.facilities.delete(id);
+    },
+  };
+
+  const cohorts: CohortRepository = {
+    async insert(cohort) {
+      insertNew(views.cohorts, 'cohort', cohort);
+    },
+    async get(accountId, id) {
+      const row = owned(views.cohorts, accountId, id);
+      return row && copy(row);
+    },
+    async existingIds(accountId, ids) {
+      return [...new Set(ids)].filter((id) => owned(views.cohorts, accountId, id) !== undefined);
+    },
+    async list(accountId) {
+      return rowsOf(views.cohorts, views.cohorts.keysBy('byAccount', accountId)).sort(oldestFirst).map(copy);
+    },
+    async update(cohort) {
+      return replaceOwned(views.cohorts, cohort);
+    },
+    async remove(accountId, id) {
+      return owned(views.cohorts, accountId, id) !== undefined && views.cohorts.delete(id);
+    },
+  };
+
+  const patients: PatientRepository = {
+    async insert(patient) {
+      insertNew(views.patients, 'patient', patient);
+    },
+    async insertMany(batch) {
+      // Check the whole batch first, so a failure leaves nothing behind.
+      const seen = new Set<string>();
+      for (const patient of batch) {
+        if (seen.has(patient.id) || views.patients.get(patient.id) !== undefined) throw alreadyExists('patient', patient.id);
+        seen.add(patient.id);
+      }
+      for (const patient of batch) views.patients.set(patient.id, copy(patient));
+    },
+    async get(accountId, id) {
+      const row = owned(views.patients, accountId, id);
+      return row && copy(row);
+    },
+    async findByExternalId(accountId, externalId) {
+      return rowsOf(views.patients, views.patients.keysBy('byExternalId', key(accountId, externalId))).sort(oldestFirst).map(copy);
+    },
+    async findByMatchKeys(accountId, matchKeys) {
+      const ids = new Set<string>();
+      for (const matchKey of new Set(matchKeys)) {
+        for (const id of views.patients.keysBy('byMatchKey', key(accountId, matchKey))) ids.add(id);
+      }
+      return rowsOf(views.patients, ids).sort(oldestFirst).map(copy);
+    },
+    async list(accountId, options: PatientListOptions = {}) {
+      const { facilityId, cohortId, after, limit } = options;
+      let ids: Iterable<string> = views.patients.keysBy('byAccount', accountId);
+      if (facilityId !== undefined || cohortId !== undefined) {
+        ids = rowsOf(views.patients, ids)
+          .filter((p) => (facilityId === undefined || p.facilityIds.includes(facilityId)) && (cohortId === undefined || p.cohortIds.includes(cohortId)))
+          .map((p) => p.id);
+      }
+      const page = limit === undefined ? [...ids].filter((id) => after === undefined || id > after).sort() : smallestIds(ids, after, limit);
+      return rowsOf(views.patients, page).map(copy);
+    },
+    async count(accountId) {
+      return views.patients.countBy('byAccount', accountId);
+    },
+    async update(patient) {
+      return replaceOwned(views.patients, patient);
+    },
+    async updateMany(batch) {
+      for (const patient of batch) {
+        if (owned(views.patients, patient.accountId, patient.id) === undefined) {
+          throw new CoreError('PATIENT_NOT_FOUND', `patient ${patient.id} not found`, { details: { id: patient.id } });
+        }
+      }
+      for (const patient of batch) views.patients.set(patient.id, copy(patient));
+    },
+    async remove(accountId, id) {
+      return owned(views.patients, accountId, id) !== undefined && views.patients.delete(id);
+    },
+  };
+
+  const bulkRequests: BulkRequestRepository = {
+    async insert(request) {
+      insertNew(views.bulkRequests, 'bulk request', request);
+    },
+    async get(accountId, id) {
+      const row = owned(views.bulkRequests, accountId, id);
+      return row && copy(row);
+    },
+    async getById(id) {
+      const row = views.bulkRequests.get(id);
+      return row && copy(row);
+    },
+    async update(request) {
+      return replaceOwned(views.bulkRequests, request);
+    },
+    async updateIfStatus(request, expected) {
+      // Check and write happen in one synchronous step, so no other caller can interleave between them.
+      const stored = owned(views.bulkRequests, request.accountId, request.id);
+      if (stored === undefined || stored.status !== expected) return undefined;
+      views.bulkRequests.set(request.id, copy(request));
+      return copy(request);
+    },
+    async listByStatus(status, limit) {
+      return rowsOf(views.bulkRequests, views.bulkRequests.keysBy('byStatus', status)).sort(oldestFirst).slice(0, limit).map(copy);
+    },
+    async list(accountId, limit) {
+      const rows = rowsOf(views.bulkRequests, views.bulkRequests.keysBy('byAccount', accountId)).sort(newestFirst);
+      return (limit === undefined ? rows : rows.slice(0, limit)).map(copy);
+    },
+  };
+
+  const bulkRows: BulkRowRepository = {
+    async putMany(outcomes) {
+      for (const outcome of outcomes) views.bulkRows.set(key(outcome.requestId, outcome.rowIndex), copy(outcome));
+    },
+    async range(requestId, from, to) {
+      const stored = views.bulkRows.countBy('byRequest', requestId);
+      // Probe each index of a narrow range directly; a wide one is cheaper as a pass over the request's rows.
+      if (to - from <= stored) {
+        const keys: string[] = [];
+        for (let rowIndex = Math.max(0, from); rowIndex < to; rowIndex++) keys.push(key(requestId, rowIndex));
+        return rowsOf(views.bulkRows, keys).map(copy);
+      }
+      return rowsOf(views.bulkRows, views.bulkRows.keysBy('byRequest', requestId))
+        .filter((row) => row.rowIndex >= from && row.rowIndex < to)
+        .sort((a, b) => a.rowIndex - b.rowIndex)
+        .map(copy);
+    },
+    async counts(requestId) {
+      const rows = rowsOf(views.bulkRows, views.bulkRows.keysBy('byRequest', requestId));
+      return { total: rows.length, failed: rows.filter((row) => row.status === 'failed').length };
+    },
+    async nextRowIndex(requestId) {
+      let next = 0;
+      for (const row of rowsOf(views.bulkRows, views.bulkRows.keysBy('byRequest', requestId))) next = Math.max(next, row.rowIndex + 1);
+      return next;
+    },
+  };
+
+  const documents: DocumentRepository = {
+    async insert(document) {
+      insertNew(views.documents, 'document', document);
+    },
+    async get(accountId, id) {
+      const row = owned(views.documents, accountId, id);
+      return row && copy(row);
+    },
+    async getByFileName(accountId, fileName) {
+      const [row] = rowsOf(views.documents, views.documents.keysBy('byFileName', key(accountId, fileName))).sort(oldestFirst);
+      return row && copy(row);
+    },
+    async listByPatient(accountId, patientId) {
+      return rowsOf(views.documents, views.documents.keysBy('byPatient', key(accountId, patientId))).sort(oldestFirst).map(copy);
+    },
+    async update(document) {
+      return replaceOwned(views.documents, document);
+    },
+  };
+
+  const documentQueries: DocumentQueryRepository = {
+    async insert(query) {
+      insertNew(views.documentQueries, 'document query', query);
+    },
+    async get(accountId, id) {
+      const row = owned(views.documentQueries, accountId, id);
+      return row && copy(row);
+    },
+    async latestForPatient(accountId, patientId) {
+      const [row] = rowsOf(views.documentQueries, views.documentQueries.keysBy('byPatient', key(accountId, patientId))).sort(newestFirst);
+      return row && copy(row);
+    },
+    async update(query) {
+      return replaceOwned(views.documentQueries, query);
+    },
+  };
+
+  const fhirKey = (r: { accountId: string; patientId: string; resourceType: string; id: string }) =>
+    key(r.accountId, r.patientId, r.resourceType, r.id);
+
+  const fhirResources: FhirResourceRepository = {
+    async putMany(resources) {
+      for (const resource of resources) views.fhirResources.set(fhirKey(resource), copy(resource));
+    },
+    async listByPatient(accountId, patientId, resourceTypes) {
+      const wanted = resourceTypes && new Set(resourceTypes);
+      return rowsOf(views.fhirResources, views.fhirResources.keysBy('byPatient', key(accountId, patientId)))
+        .filter((row) => wanted === undefined || wanted.has(row.resourceType))
+        .sort((a, b) => (a.resourceType < b.resourceType ? -1 : a.resourceType > b.resourceType ? 1 : byId(a, b)))
+        .map(copy);
+    },
+    async removeMany(accountId, patientId, keys) {
+      for (const k of keys) views.fhirResources.delete(fhirKey({ accountId, patientId, ...k }));
+    },
+  };
+
+  const consolidatedQueries: ConsolidatedQueryRepository = {
+    async insert(query) {
+      insertNew(views.consolidatedQueries, 'consolidated query', query);
+    },
+    async get(accountId, id) {
+      const row = owned(views.consolidatedQueries, accountId, id);
+      return row && copy(row);
+    },
+    async listProcessing(accountId, patientId) {
+      return rowsOf(views.consolidatedQueries, views.consolidatedQueries.keysBy('byPatient', key(accountId, patientId)))
+        .filter((row) => row.status === 'processing')
+        .sort(oldestFirst)
+        .map(copy);
+    },
+    async listByPatient(accountId, patientId) {
+      return rowsOf(views.consolidatedQueries, views.consolidatedQueries.keysBy('byPatient', key(accountId, patientId))).sort(newestFirst).map(copy);
+    },
+    async update(query) {
+      return replaceOwned(views.consolidatedQueries, query);
+    },
+  };
+
+  const outbox: OutboxRepository = {
+    async add(message) {
+      insertNew(views.outbox, 'outbox message', message);
+    },
+    async get(accountId, id) {
+      const row = owned(views.outbox, accountId, id);
+      return row && copy(row);
+    },
+    async due(now, limit, accountId) {
+      return rowsOf(views.outbox, views.outbox.keysBy('byStatus', 'pending'))
+        .filter((row) => row.nextAttemptAt <= now && (accountId === undefined || row.accountId === accountId))
+        .sort(oldestFirst)
+        .slice(0, limit)
+        .map(copy);
+    },
+    async update(message) {
+      replaceOwned(views.outbox, message);
+    },
+    async list(accountId, status) {
+      return rowsOf(views.outbox, views.outbox.keysBy('byAccount', accountId))
+        .filter((row) => status === undefined || row.status === status)
+        .sort(oldestFirst)
+        .map(copy);
+    },
+    async counts(accountId) {
+      const counts: Record<OutboxMessage['status'], number> = { pending: 0, delivered: 0, parked: 0 };
+      for (const row of rowsOf(views.outbox, views.outbox.keysBy('byAccount', accountId))) counts[row.status] += 1;
+      return counts;
+    },
+  };
+
+  return {
+    accounts,
+    webhookSettings,
+    organizations,
+    facilities,
+    cohorts,
+    patients,
+    bulkRequests,
+    bulkRows,
+    documents,
+    documentQueries,
+    fhirResources,
+    consolidatedQueries,
+    outbox,
+  };
+}
+
+/** What a storage and the transactions opened from it share. */
+interface Engine {
+  tables: TableSet;
+  /** One transaction at a time, so two never interleave their reads and writes. */
+  transactions: Mutex;
+}
+
+/**
+ * The storage port on in-process Maps: the sandbox host's storage and the reference the contract suite is
+ * written against. Every record goes in and out as a structured clone.
+ *
+ * `transaction(work)` runs `work` against a copy-on-write overlay of every table: nothing it writes is
+ * visible outside until it returns, and a throw drops the overlay, so rollback costs nothing. Transactions
+ * are serialised; writes outside a transaction are not blocked (as on a database with row locks).
+ */
+export class MemoryStorage implements StoragePort {
+  readonly accounts!: AccountRepository;
+  readonly webhookSettings!: WebhookSettingsRepository;
+  readonly organizations!: OrganizationRepository;
+  readonly facilities!: FacilityRepository;
+  readonly cohorts!: CohortRepository;
+  readonly patients!: PatientRepository;
+  readonly bulkRequests!: BulkRequestRepository;
+  readonly bulkRows!: BulkRowRepository;
+  readonly documents!: DocumentRepository;
+  readonly documentQueries!: DocumentQueryRepository;
+  readonly fhirResources!: FhirResourceRepository;
+  readonly consolidatedQueries!: ConsolidatedQueryRepository;
+  readonly outbox!: OutboxRepository;
+
+  private readonly engine: Engine;
+  /** Set on the storage handed to a transaction's work: nested calls join it. */
+  private readonly inTransaction: boolean;
+
+  /** Call with no argument; the argument is how a transaction builds its own view of the same engine. */
+  constructor(internal?: { engine: Engine; views: ViewSet }) {
+    this.engine = internal?.engine ?? { tables: createTables(), transactions: new Mutex() };
+    this.inTransaction = internal !== undefined;
+    Object.assign(this, repositories(internal?.views ?? this.engine.tables));
+  }
+
+  async transaction<T>(work: (tx: StoragePort) => Promise<T>): Promise<T> {
+    if (this.inTransaction) return work(this);
+    return this.engine.transactions.run(async () => {
+      const overlays = createOverlays(this.engine.tables);
+      const result = await work(new MemoryStorage({ engine: this.engine, views: overlays }));
+      const conflicts = TABLE_NAMES.flatMap((name) => overlays[name].insertConflicts());
+      if (conflicts.length > 0) {
+        throw new CoreError('CONFLICT', 'records created in the transaction were created outside it meanwhile', {
+          details: { count: conflicts.length },
+        });
+      }
+      for (const name of TABLE_NAMES) overlays[name].commit();
+      return result;
+    });
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,576 @@
+import { Op, QueryTypes, UniqueConstraintError, literal, type Sequelize, type Transaction, type WhereOptions } from 'sequelize';
+import { CoreError } from '../../../core/errors.js';
+import type { BulkRowOutcome, FhirResourceRecord, OutboxMessage, Patient } from '../../../core/domain/types.js';
+import type {
+  AccountRepository,
+  BulkRequestRepository,
+  BulkRowRepository,
+  CohortRepository,
+  ConsolidatedQueryRepository,
+  DocumentQueryRepository,
+  DocumentRepository,
+  FacilityRepository,
+  FhirResourceRepository,
+  OrganizationRepository,
+  OutboxRepository,
+  PatientRepository,
+  StoragePort,
+  WebhookSettingsRepository,
+} from '../../../core/ports/storage.port.js';
+import { openSequelize, runTransaction, type SequelizeConnectionOptions } from './connection.js';
+import { RowMapper } from './mappers.js';
+import { migrateStorage } from './migrations/index.js';
+import { defineStorageModels, type Row, type StorageModel, type StorageModels } from './models.js';
+
+export interface SequelizeStorageOptions extends SequelizeConnectionOptions {
+  /**
+   * An instance to use instead of opening one (e.g. shared with the durable queue). The storage then does
+   * not close it; whoever opened it does. Exclusive with url, dataDir and schema.
+   */
+  sequelize?: Sequelize;
+}
+
+/**
+ * Rows per multi-row statement. SQLite allows 32,766 bound variables per statement; the widest table has
+ * 17 columns, so 1,000 rows (17,000 values) stay well under it, and a batch of ~1,000 patients is one
+ * statement per table.
+ */
+const ROWS_PER_STATEMENT = 1_000;
+/** Values per `IN (...)` list. */
+const IDS_PER_STATEMENT = 500;
+
+const OLDEST_FIRST: [string, string][] = [
+  ['created_at', 'ASC'],
+  ['id', 'ASC'],
+];
+const NEWEST_FIRST: [string, string][] = [
+  ['created_at', 'DESC'],
+  ['id', 'DESC'],
+];
+
+/** What a storage shares with the storages its transactions hand out. */
+interface Context {
+  sequelize: Sequelize;
+  models: StorageModels;
+  map: RowMapper;
+  postgres: boolean;
+  /** Whether `close` closes the Sequelize instance (it opened it). */
+  owned: boolean;
+  closed: boolean;
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const result: T[][] = [];
+  for (let start = 0; start < items.length; start += size) result.push(items.slice(start, start + size));
+  return result;
+}
+
+/** The last item of each key: a batch that names a record twice stores its last version, as sequential writes would. */
+function lastByKey<T>(items: readonly T[], keyOf: (item: T) => string): T[] {
+  return [...new Map(items.map((item) => [keyOf(item), item] as const)).values()];
+}
+
+const copy = <T>(value: T): T => structuredClone(value);
+
+/**
+ * The storage port on Sequelize 6, over SQLite (the embedded default) or PostgreSQL. `open` runs the
+ * migrations. Every query of tenant data is scoped by account in its WHERE clause.
+ *
+ * A transaction hands `work` a storage bound to a managed Sequelize transaction: every query it makes
+ * passes `{ transaction }`. On SQLite, transactions are serialised (see `runTransaction`).
+ */
+export class SequelizeStorage implements StoragePort {
+  readonly accounts: AccountRepository;
+  readonly webhookSettings: WebhookSettingsRepository;
+  readonly organizations: OrganizationRepository;
+  readonly facilities: FacilityRepository;
+  readonly cohorts: CohortRepository;
+  readonly patients: PatientRepository;
+  readonly bulkRequests: BulkRequestRepository;
+  readonly bulkRows: BulkRowRepository;
+  readonly documents: DocumentRepository;
+  readonly documentQueries: DocumentQueryRepository;
+  readonly fhirResources: FhirResourceRepository;
+  readonly consolidatedQueries: ConsolidatedQueryRepository;
+  readonly outbox: OutboxRepository;
+
+  /** Opens (or adopts) a Sequelize instance and brings its schema up to date. */
+  static async open(options: SequelizeStorageOptions = {}): Promise<SequelizeStorage> {
+    const { sequelize: given, ...connection } = options;
+    if (given && (connection.url !== undefined || connection.dataDir !== undefined || connection.schema !== undefined)) {
+      throw new Error('pass either a Sequelize instance or connection options (url, dataDir, schema), not both');
+    }
+    const sequelize = given ?? (await openSequelize(connection));
+    try {
+      await migrateStorage(sequelize);
+    } catch (error) {
+      if (!given) await sequelize.close();
+      throw error;
+    }
+    const postgres = sequelize.getDialect() === 'postgres';
+    return new SequelizeStorage({
+      sequelize,
+      models: defineStorageModels(sequelize),
+      map: new RowMapper(postgres),
+      postgres,
+      owned: given === undefined,
+      closed: false,
+    });
+  }
+
+  private constructor(
+    private readonly context: Context,
+    private readonly tx?: Transaction,
+  ) {
+    const repositories = new Repositories(context, tx, (work) => this.atomic(work));
+    this.accounts = repositories.accounts();
+    this.webhookSettings = repositories.webhookSettings();
+    this.organizations = repositories.organizations();
+    this.facilities = repositories.facilities();
+    this.cohorts = repositories.cohorts();
+    this.patients = repositories.patients();
+    this.bulkRequests = repositories.bulkRequests();
+    this.bulkRows = repositories.bulkRows();
+    this.documents = repositories.documents();
+    this.documentQueries = repositories.documentQueries();
+    this.fhirResources = repositories.fhirResources();
+    this.consolidatedQueries = repositories.consolidatedQueries();
+    this.outbox = repositories.outbox();
+  }
+
+  /** The underlying instance, for adapters that share the database (they create their own tables). */
+  get sequelize(): Sequelize {
+    return this.context.sequelize;
+  }
+
+  async transaction<T>(work: (tx: StoragePort) => Promise<T>): Promise<T> {
+    if (this.tx) return work(this);
+    return runTransaction(this.context.sequelize, (transaction) => work(new SequelizeStorage(this.context, transaction)));
+  }
+
+  async close(): Promise<void> {
+    if (this.tx || this.context.closed) return;
+    this.context.closed = true;
+    if (this.context.owned) await this.context.sequelize.close();
+  }
+
+  /** Runs multi-statement writes in the current transaction, or in a new one. */
+  private atomic<T>(work: (transaction: Transaction) => Promise<T>): Promise<T> {
+    if (this.tx) return work(this.tx);
+    return runTransaction(this.context.sequelize, work);
+  }
+}
+
+class Repositories {
+  private readonly sequelize: Sequelize;
+  private readonly models: StorageModels;
+  private readonly map: RowMapper;
+
+  constructor(
+    private readonly context: Context,
+    private readonly transaction: Transaction | undefined,
+    private readonly atomic: <T>(work: (transaction: Transaction) => Promise<T>) => Promise<T>,
+  ) {
+    this.sequelize = context.sequelize;
+    this.models = context.models;
+    this.map = context.map;
+  }
+
+  private async findOne(model: StorageModel, where: WhereOptions, order?: [string, string][]): Promise<Row | undefined> {
+    const row = await model.findOne({ where, order, raw: true, transaction: this.transaction });
+    return (row as Row | null) ?? undefined;
+  }
+
+  private async findAll(model: StorageModel, where: WhereOptions, order?: [string, string][], limit?: number): Promise<Row[]> {
+    return (await model.findAll({ where, order, limit, raw: true, transaction: this.transaction })) as unknown as Row[];
+  }
+
+  private async select(sql: string, replacements: Record<string, unknown>, transaction = this.transaction): Promise<Row[]> {
+    return this.sequelize.query<Row>(sql, { replacements, type: QueryTypes.SELECT, transaction });
+  }
+
+  /** Inserts; a duplicate key becomes CONFLICT, the code every adapter of the port throws. */
+  private async insertRows(model: StorageModel, rows: readonly Row[], entity: string, transaction = this.transaction): Promise<void> {
+    try {
+      for (const chunk of chunks(rows, ROWS_PER_STATEMENT)) {
+        await model.bulkCreate(chunk, { transaction, validate: false, hooks: false, returning: false });
+      }
+    } catch (error) {
+      if (error instanceof UniqueConstraintError) {
+        throw new CoreError('CONFLICT', `${entity} already exists`, { cause: error });
+      }
+      throw error;
+    }
+  }
+
+  /** Inserts or replaces by primary key. */
+  private async upsertRows(model: StorageModel, rows: readonly Row[], transaction = this.transaction): Promise<void> {
+    const keys = new Set(model.primaryKeyAttributes);
+    const updateOnDuplicate = Object.keys(model.getAttributes()).filter((name) => !keys.has(name));
+    for (const chunk of chunks(rows, ROWS_PER_STATEMENT)) {
+      await model.bulkCreate(chunk, { transaction, validate: false, hooks: false, returning: false, updateOnDuplicate });
+    }
+  }
+
+  /** Replaces the account's row with this id; `false` when it is missing or another account's. */
+  private async replace(model: StorageModel, row: Row, extraWhere: WhereOptions = {}, transaction = this.transaction): Promise<boolean> {
+    const { id, account_id, ...values } = row;
+    const [affected] = await model.update(values, {
+      where: { id: id as string, account_id: account_id as string, ...extraWhere },
+      transaction,
+      validate: false,
+      hooks: false,
+      individualHooks: false,
+    });
+    return affected > 0;
+  }
+
+  private async destroy(model: StorageModel, where: WhereOptions, transaction = this.transaction): Promise<number> {
+    return model.destroy({ where, transaction, hooks: false, individualHooks: false });
+  }
+
+  accounts(): AccountRepository {
+    const { accounts: model } = this.models;
+    return {
+      insert: (account) => this.insertRows(model, [this.map.accountRow(account)], `account ${account.id}`),
+      get: async (id) => {
+        const row = await this.findOne(model, { id });
+        return row && this.map.account(row);
+      },
+      getByApiKeyHash: async (apiKeyHash) => {
+        const row = await this.findOne(model, { api_key_hash: apiKeyHash });
+        return row && this.map.account(row);
+      },
+      list: async () => (await this.findAll(model, {}, OLDEST_FIRST)).map((row) => this.map.account(row)),
+    };
+  }
+
+  webhookSettings(): WebhookSettingsRepository {
+    const { webhookSettings: model } = this.models;
+    return {
+      get: async (accountId) => {
+        const row = await this.findOne(model, { account_id: accountId });
+        return row && this.map.webhookSettings(row);
+      },
+      put: (settings) => this.upsertRows(model, [this.map.webhookSettingsRow(settings)]),
+    };
+  }
+
+  organizations(): OrganizationRepository {
+    const { organizations: model } = this.models;
+    return {
+      insert: (org) => this.insertRows(model, [this.map.organizationRow(org)], `organization ${org.id}`),
+      getByAccount: async (accountId) => {
+        const row = await this.findOne(model, { account_id: accountId });
+        return row && this.map.organization(row);
+      },
+      update: async (org) => ((await this.replace(model, this.map.organizationRow(org))) ? copy(org) : undefined),
+    };
+  }
+
+  facilities(): FacilityRepository {
+    const { facilities: model } = this.models;
+    return {
+      insert: (facility) => this.insertRows(model, [this.map.facilityRow(facility)], `facility ${facility.id}`),
+      get: async (accountId, id) => {
+        const row = await this.findOne(model, { account_id: accountId, id });
+        return row && this.map.facility(row);
+      },
+      list: async (accountId) => (await this.findAll(model, { account_id: accountId }, OLDEST_FIRST)).map((row) => this.map.facility(row)),
+      count: (accountId) => model.count({ where: { account_id: accountId }, transaction: this.transaction }),
+      update: async (facility) => ((await this.replace(model, this.map.facilityRow(facility))) ? copy(facility) : undefined),
+      remove: async (accountId, id) => (await this.destroy(model, { account_id: accountId, id })) > 0,
+    };
+  }
+
+  cohorts(): CohortRepository {
+    const { cohorts: model } = this.models;
+    return {
+      insert: (cohort) => this.insertRows(model, [this.map.cohortRow(cohort)], `cohort ${cohort.id}`),
+      get: async (accountId, id) => {
+        const row = await this.findOne(model, { account_id: accountId, id });
+        return row && this.map.cohort(row);
+      },
+      existingIds: async (accountId, ids) => {
+        const found: string[] = [];
+        for (const chunk of chunks([...new Set(ids)], IDS_PER_STATEMENT)) {
+          const rows = await model.findAll({
+            attributes: ['id'],
+            where: { account_id: accountId, id: chunk },
+            raw: true,
+            transaction: this.transaction,
+          });
+          for (const row of rows as unknown as Row[]) found.push(String(row.id));
+        }
+        return found;
+      },
+      list: async (accountId) => (await this.findAll(model, { account_id: accountId }, OLDEST_FIRST)).map((row) => this.map.cohort(row)),
+      update: async (cohort) => ((await this.replace(model, this.map.cohortRow(cohort))) ? copy(cohort) : undefined),
+      remove: async (accountId, id) => (await this.destroy(model, { account_id: accountId, id })) > 0,
+    };
+  }
+
+  patients(): PatientRepository {
+    const { patients: model, patientMatchKeys: keysModel } = this.models;
+    const toPatient = (row: Row) => this.map.patient(row);
+
+    const insertAll = (batch: readonly Patient[]) =>
+      this.atomic(async (transaction) => {
+        await this.insertRows(model, batch.map((patient) => this.map.patientRow(patient)), 'patient', transaction);
+        await this.insertRows(keysModel, batch.flatMap((patient) => this.map.matchKeyRows(patient)), 'patient match key', transaction);
+      });
+
+    const replaceKeys = async (batch: readonly Patient[], transaction: Transaction) => {
+      for (const chunk of chunks(batch.map((patient) => patient.id), IDS_PER_STATEMENT)) {
+        await this.destroy(keysModel, { patient_id: chunk }, transaction);
+      }
+      await this.insertRows(keysModel, batch.flatMap((patient) => this.map.matchKeyRows(patient)), 'patient match key', transaction);
+    };
+
+    /** A JSON array column holding `value`, as each dialect spells it. */
+    const arrayHolds = (column: 'facility_ids' | 'cohort_ids', value: string) =>
+      this.context.postgres
+        ? literal(`CAST(${column} AS jsonb) @> CAST(${this.sequelize.escape(JSON.stringify([value]))} AS jsonb)`)
+        : literal(`EXISTS (SELECT 1 FROM json_each(${column}) WHERE json_each.value = ${this.sequelize.escape(value)})`);
+
+    return {
+      insert: (patient) => insertAll([patient]),
+      insertMany: async (batch) => {
+        if (batch.length > 0) await insertAll(batch);
+      },
+      get: async (accountId, id) => {
+        const row = await this.findOne(model, { account_id: accountId, id });
+        return row && toPatient(row);
+      },
+      findByExternalId: async (accountId, externalId) =>
+        (await this.findAll(model, { account_id: accountId, external_id: externalId }, OLDEST_FIRST)).map(toPatient),
+      findByMatchKeys: async (accountId, matchKeys) => {
+        const keyChunks = chunks([...new Set(matchKeys)], IDS_PER_STATEMENT);
+        const found = new Map<string, Patient>();
+        for (const keys of keyChunks) {
+          const rows = await this.select(
+            `SELECT * FROM patients WHERE account_id = :accountId AND id IN (
+               SELECT patient_id FROM patient_match_keys WHERE account_id = :accountId AND match_key IN (:keys)
+             ) ORDER BY created_at ASC, id ASC`,
+            { accountId, keys },
+          );
+          for (const row of rows) found.set(String(row.id), toPatient(row));
+        }
+        const patients = [...found.values()];
+        // Several key chunks each come back ordered; merged, they need one more sort.
+        if (keyChunks.length > 1) {
+          patients.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+        }
+        return patients;
+      },
+      list: async (accountId, options = {}) => {
+        const conditions: WhereOptions[] = [{ account_id: accountId }];
+        if (options.after !== undefined) conditions.push({ id: { [Op.gt]: options.after } });
+        if (options.facilityId !== undefined) conditions.push(arrayHolds('facility_ids', options.facilityId));
+        if (options.cohortId !== undefined) conditions.push(arrayHolds('cohort_ids', options.cohortId));
+        return (await this.findAll(model, { [Op.and]: conditions }, [['id', 'ASC']], options.limit)).map(toPatient);
+      },
+      count: (accountId) => model.count({ where: { account_id: accountId }, transaction: this.transaction }),
+      update: (patient) =>
+        this.atomic(async (transaction) => {
+          if (!(await this.replace(model, this.map.patientRow(patient), {}, transaction))) return undefined;
+          await replaceKeys([patient], transaction);
+          return copy(patient);
+        }),
+      updateMany: async (batch) => {
+        if (batch.length === 0) return;
+        const patients = lastByKey(batch, (patient) => patient.id);
+        await this.atomic(async (transaction) => {
+          const stored = new Map<string, string>();
+          for (const chunk of chunks(patients.map((patient) => patient.id), IDS_PER_STATEMENT)) {
+            const rows = await model.findAll({ attributes: ['id', 'account_id'], where: { id: chunk }, raw: true, transaction });
+            for (const row of rows as unknown as Row[]) stored.set(String(row.id), String(row.account_id));
+          }
+          const missing = patients.find((patient) => stored.get(patient.id) !== patient.accountId);
+          if (missing) throw new CoreError('PATIENT_NOT_FOUND', `patient ${missing.id} not found`, { details: { id: missing.id } });
+          await this.upsertRows(model, patients.map((patient) => this.map.patientRow(patient)), transaction);
+          await replaceKeys(patients, transaction);
+        });
+      },
+      remove: (accountId, id) =>
+        this.atomic(async (transaction) => {
+          if ((await this.destroy(model, { account_id: accountId, id }, transaction)) === 0) return false;
+          await this.destroy(keysModel, { patient_id: id }, transaction);
+          return true;
+        }),
+    };
+  }
+
+  bulkRequests(): BulkRequestRepository {
+    const { bulkRequests: model } = this.models;
+    const toRequest = (row: Row) => this.map.bulkRequest(row);
+    return {
+      insert: (request) => this.insertRows(model, [this.map.bulkRequestRow(request)], `bulk request ${request.id}`),
+      get: async (accountId, id) => {
+        const row = await this.findOne(model, { account_id: accountId, id });
+        return row && toRequest(row);
+      },
+      getById: async (id) => {
+        const row = await this.findOne(model, { id });
+        return row && toRequest(row);
+      },
+      update: async (request) => ((await this.replace(model, this.map.bulkRequestRow(request))) ? copy(request) : undefined),
+      // One UPDATE ... WHERE status = expected: the database decides which of two racing callers wins.
+      updateIfStatus: async (request, expected) =>
+        (await this.replace(model, this.map.bulkRequestRow(request), { status: expected })) ? copy(request) : undefined,
+      listByStatus: async (status, limit) => (await this.findAll(model, { status }, OLDEST_FIRST, limit)).map(toRequest),
+      list: async (accountId, limit) => (await this.findAll(model, { account_id: accountId }, NEWEST_FIRST, limit)).map(toRequest),
+    };
+  }
+
+  bulkRows(): BulkRowRepository {
+    const { bulkRows: model } = this.models;
+    return {
+      putMany: async (outcomes) => {
+        if (outcomes.length === 0) return;
+        const rows = lastByKey(outcomes, (outcome: BulkRowOutcome) => `${outcome.requestId}\u0000${outcome.rowIndex}`).map((outcome) =>
+          this.map.bulkRowRow(outcome),
+        );
+        await this.atomic((transaction) => this.upsertRows(model, rows, transaction));
+      },
+      range: async (requestId, from, to) =>
+        (await this.findAll(model, { request_id: requestId, row_index: { [Op.gte]: from, [Op.lt]: to } }, [['row_index', 'ASC']])).map((row) =>
+          this.map.bulkRow(row),
+        ),
+      counts: async (requestId) => {
+        const [row] = await this.select(
+          `SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0) AS failed
+             FROM bulk_rows WHERE request_id = :requestId`,
+          { requestId },
+        );
+        // PostgreSQL returns COUNT and SUM as strings.
+        return { total: Number(row?.total ?? 0), failed: Number(row?.failed ?? 0) };
+      },
+      nextRowIndex: async (requestId) => {
+        const [row] = await this.select(`SELECT MAX(row_index) AS last FROM bulk_rows WHERE request_id = :requestId`, { requestId });
+        return row?.last === null || row?.last === undefined ? 0 : Number(row.last) + 1;
+      },
+    };
+  }
+
+  documents(): DocumentRepository {
+    const { documents: model } = this.models;
+    const toDocument = (row: Row) => this.map.document(row);
+    return {
+      insert: (document) => this.insertRows(model, [this.map.documentRow(document)], `document ${document.id}`),
+      get: async (accountId, id) => {
+        const row = await this.findOne(model, { account_id: accountId, id });
+        return row && toDocument(row);
+      },
+      getByFileName: async (accountId, fileName) => {
+        const row = await this.findOne(model, { account_id: accountId, file_name: fileName }, OLDEST_FIRST);
+        return row && toDocument(row);
+      },
+      listByPatient: async (accountId, patientId) =>
+        (await this.findAll(model, { account_id: accountId, patient_id: patientId }, OLDEST_FIRST)).map(toDocument),
+      update: async (document) => ((await this.replace(model, this.map.documentRow(document))) ? copy(document) : undefined),
+    };
+  }
+
+  documentQueries(): DocumentQueryRepository {
+    const { documentQueries: model } = this.models;
+    return {
+      insert: (query) => this.insertRows(model, [this.map.documentQueryRow(query)], `document query ${query.id}`),
+      get: async (accountId, id) => {
+        const row = await this.findOne(model, { account_id: accountId, id });
+        return row && this.map.documentQuery(row);
+      },
+      latestForPatient: async (accountId, patientId) => {
+        const row = await this.findOne(model, { account_id: accountId, patient_id: patientId }, NEWEST_FIRST);
+        return row && this.map.documentQuery(row);
+      },
+      update: async (query) => ((await this.replace(model, this.map.documentQueryRow(query))) ? copy(query) : undefined),
+    };
+  }
+
+  fhirResources(): FhirResourceRepository {
+    const { fhirResources: model } = this.models;
+    return {
+      putMany: async (resources) => {
+        if (resources.length === 0) return;
+        const rows = lastByKey(resources, (r: FhirResourceRecord) => [r.accountId, r.patientId, r.resourceType, r.id].join('\u0000')).map((resource) =>
+          this.map.fhirResourceRow(resource),
+        );
+        await this.atomic((transaction) => this.upsertRows(model, rows, transaction));
+      },
+      listByPatient: async (accountId, patientId, resourceTypes) => {
+        const where: WhereOptions = { account_id: accountId, patient_id: patientId };
+        if (resourceTypes !== undefined) where.resource_type = [...resourceTypes];
+        const order: [string, string][] = [
+          ['resource_type', 'ASC'],
+          ['id', 'ASC'],
+        ];
+        return (await this.findAll(model, where, order)).map((row) => this.map.fhirResource(row));
+      },
+      removeMany: async (accountId, patientId, keys) => {
+        if (keys.length === 0) return;
+        await this.atomic(async (transaction) => {
+          for (const chunk of chunks(keys, IDS_PER_STATEMENT)) {
+            await this.destroy(
+              model,
+              {
+                account_id: accountId,
+                patient_id: patientId,
+                [Op.or]: chunk.map(({ resourceType, id }) => ({ resource_type: resourceType, id })),
+              },
+              transaction,
+            );
+          }
+        });
+      },
+    };
+  }
+
+  consolidatedQueries(): ConsolidatedQueryRepository {
+    const { consolidatedQueries: model } = this.models;
+    const toQuery = (row: Row) => this.map.consolidatedQuery(row);
+    return {
+      insert: (query) => this.insertRows(model, [this.map.consolidatedQueryRow(query)], `consolidated query ${query.id}`),
+      get: async (accountId, id) => {
+        const row = await this.findOne(model, { account_id: accountId, id });
+        return row && toQuery(row);
+      },
+      listProcessing: async (accountId, patientId) =>
+        (await this.findAll(model, { account_id: accountId, patient_id: patientId, status: 'processing' }, OLDEST_FIRST)).map(toQuery),
+      listByPatient: async (accountId, patientId) =>
+        (await this.findAll(model, { account_id: accountId, patient_id: patientId }, NEWEST_FIRST)).map(toQuery),
+      update: async (query) => ((await this.replace(model, this.map.consolidatedQueryRow(query))) ? copy(query) : undefined),
+    };
+  }
+
+  outbox(): OutboxRepository {
+    const { outbox: model } = this.models;
+    const toMessage = (row: Row) => this.map.outbox(row);
+    return {
+      add: (message) => this.insertRows(model, [this.map.outboxRow(message)], `outbox message ${message.id}`),
+      get: async (accountId, id) => {
+        const row = await this.findOne(model, { account_id: accountId, id });
+        return row && toMessage(row);
+      },
+      due: async (now, limit, accountId) => {
+        const where: WhereOptions = { status: 'pending', next_attempt_at: { [Op.lte]: now } };
+        if (accountId !== undefined) where.account_id = accountId;
+        return (await this.findAll(model, where, OLDEST_FIRST, limit)).map(toMessage);
+      },
+      update: async (message) => {
+        await this.replace(model, this.map.outboxRow(message));
+      },
+      list: async (accountId, status) => {
+        const where: WhereOptions = { account_id: accountId };
+        if (status !== undefined) where.status = status;
+        return (await this.findAll(model, where, OLDEST_FIRST)).map(toMessage);
+      },
+      counts: async (accountId) => {
+        const rows = await this.select(`SELECT status, COUNT(*) AS n FROM outbox WHERE account_id = :accountId GROUP BY status`, { accountId });
+        const counts: Record<OutboxMessage['status'], number> = { pending: 0, delivered: 0, parked: 0 };
+        for (const row of rows) counts[String(row.status) as OutboxMessage['status']] = Number(row.n);
+        return counts;
+      },
+    };
+  }
+}

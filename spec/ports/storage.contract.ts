@@ -1,0 +1,1157 @@
+import fc from 'fast-check';
+import { expect } from 'vitest';
+import type {
+  Account,
+  Address,
+  BulkRequest,
+  BulkRowOutcome,
+  Cohort,
+  ConsolidatedQuery,
+  Contact,
+  DocumentQuery,
+  DocumentRecord,
+  Facility,
+  FhirResourceRecord,
+  Organization,
+  OutboxMessage,
+  Patient,
+  PersonalIdentifier,
+  WebhookSettings,
+} from '../../core/domain/types.js';
+import type { StoragePort } from '../../core/ports/storage.port.js';
+
+/**
+ * The contract of the storage port (core/ports/storage.port.ts), run against every adapter.
+ * `make` returns a fresh, isolated storage per test; nothing is shared between tests.
+ */
+export interface StorageUnderTest {
+  storage: StoragePort;
+  /** Closes the storage and removes whatever `make` created (file, schema). */
+  close(): Promise<void>;
+}
+
+export interface StorageContractOptions {
+  /** vitest's `test` (or `it`). */
+  test: (name: string, fn: () => Promise<void>, timeout?: number) => void;
+  make: () => Promise<StorageUnderTest>;
+  /**
+   * Transactions of one storage run one at a time (memory, SQLite), so a read-modify-write inside
+   * concurrent transactions loses no update. PostgreSQL runs them concurrently (READ COMMITTED).
+   */
+  serialisesTransactions: boolean;
+  /**
+   * Writes of an unfinished transaction are invisible to reads outside it. Not so for SQLite in memory,
+   * where every query shares the one connection that holds the database.
+   */
+  isolatesUncommittedWrites: boolean;
+  /** fast-check runs per property; fewer for slow backends. */
+  numRuns?: number;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Fixtures: every builder gives a complete, valid record; ids and times come from a per-test sequence.
+
+const BASE_TIME = Date.UTC(2024, 0, 1);
+
+/** An instant `seconds` after the fixtures' epoch, ISO as the clock port gives it. */
+const at = (seconds: number): string => new Date(BASE_TIME + seconds * 1000).toISOString();
+
+function sequence() {
+  let next = 0;
+  /** UUID-shaped, increasing in generation order, like the ids port. */
+  return () => `00000000-0000-7000-8000-${(++next).toString(16).padStart(12, '0')}`;
+}
+
+const ACCOUNT_A = '0a000000-0000-7000-8000-00000000000a';
+const ACCOUNT_B = '0b000000-0000-7000-8000-00000000000b';
+
+const address = (overrides: Partial<Address> = {}): Address => ({
+  addressLine1: '12 Rue de l’Église',
+  addressLine2: 'Apt 3',
+  city: 'São Paulo',
+  state: 'CA',
+  zip: '94110',
+  country: 'USA',
+  ...overrides,
+});
+
+function builders() {
+  const id = sequence();
+  return {
+    id,
+    account: (overrides: Partial<Account> = {}): Account => {
+      const accountId = overrides.id ?? id();
+      return { id: accountId, name: 'Clinic Ñandú', apiKeyHash: `hash-${accountId}`, apiKeyPrefix: 'cb_1234', createdAt: at(0), ...overrides };
+    },
+    webhookSettings: (accountId: string, overrides: Partial<WebhookSettings> = {}): WebhookSettings => ({
+      accountId,
+      webhookUrl: 'https://example.com/hook',
+      webhookKey: 'whsec_abc',
+      webhookEnabled: true,
+      webhookStatusDetail: null,
+      updatedAt: at(0),
+      ...overrides,
+    }),
+    organization: (accountId: string, overrides: Partial<Organization> = {}): Organization => ({
+      id: id(),
+      accountId,
+      oid: '2.16.840.1.113883.3.9621.1',
+      name: 'Acme Health',
+      type: 'healthcare_provider',
+      location: address(),
+      createdAt: at(0),
+      updatedAt: at(0),
+      ...overrides,
+    }),
+    facility: (accountId: string, overrides: Partial<Facility> = {}): Facility => ({
+      id: id(),
+      accountId,
+      oid: '2.16.840.1.113883.3.9621.1.1',
+      name: 'Downtown Clinic',
+      npi: '1234567893',
+      tin: '12-3456789',
+      active: true,
+      address: address(),
+      createdAt: at(0),
+      updatedAt: at(0),
+      ...overrides,
+    }),
+    cohort: (accountId: string, overrides: Partial<Cohort> = {}): Cohort => ({
+      id: id(),
+      accountId,
+      name: 'Diabetes',
+      description: 'Type 2',
+      createdAt: at(0),
+      updatedAt: at(0),
+      ...overrides,
+    }),
+    patient: (accountId: string, overrides: Partial<Patient> = {}): Patient => ({
+      id: id(),
+      accountId,
+      facilityIds: ['f0000000-0000-7000-8000-000000000001'],
+      cohortIds: [],
+      externalId: 'ext-1',
+      firstName: 'José María',
+      lastName: 'Núñez',
+      dob: '1980-02-29',
+      genderAtBirth: 'M',
+      address: [address(), address({ addressLine2: undefined, zip: '10001', state: 'NY' })],
+      contact: [{ phone: '4155550100', email: 'jose@example.com' }, { email: 'other@example.com' }],
+      personalIdentifiers: [
+        { type: 'ssn', value: '123456789' },
+        { type: 'driversLicense', value: 'D1234567', state: 'CA' },
+      ],
+      hieOptOut: false,
+      matchKeys: ['1980-02-29|M|nunez'],
+      createdAt: at(0),
+      updatedAt: at(0),
+      ...overrides,
+    }),
+    bulkRequest: (accountId: string, overrides: Partial<BulkRequest> = {}): BulkRequest => ({
+      id: id(),
+      accountId,
+      facilityId: 'f0000000-0000-7000-8000-000000000001',
+      dryRun: false,
+      status: 'waiting',
+      processed: 0,
+      succeeded: 0,
+      failed: 0,
+      uploadKey: 'uploads/a.csv',
+      expiresAt: at(600),
+      metadata: { batch: 'north', 'clé': 'välue' },
+      createdAt: at(0),
+      updatedAt: at(0),
+      ...overrides,
+    }),
+    document: (accountId: string, patientId: string, overrides: Partial<DocumentRecord> = {}): DocumentRecord => ({
+      id: id(),
+      accountId,
+      patientId,
+      queryId: 'q1',
+      source: 'hie',
+      fileName: `${id()}.xml`,
+      description: 'Summary of care',
+      status: 'current',
+      indexed: at(0),
+      mimeType: 'application/xml',
+      size: 3_000_000_000,
+      type: { coding: [{ system: 'http://loinc.org', code: '34133-9', display: 'Summarization of episode note' }], text: 'CCD' },
+      organizationIdentifiers: [{ name: 'Hospital', identifierValues: ['1.2.3'] }],
+      blobKey: 'documents/x.xml',
+      conversionStatus: 'processing',
+      createdAt: at(0),
+      ...overrides,
+    }),
+    documentQuery: (accountId: string, patientId: string, overrides: Partial<DocumentQuery> = {}): DocumentQuery => ({
+      id: id(),
+      accountId,
+      patientId,
+      facilityId: 'f0000000-0000-7000-8000-000000000001',
+      download: { status: 'processing', total: 3, successful: 1, errors: 0 },
+      convert: { status: 'processing', total: 0, successful: 0, errors: 0 },
+      metadata: { source: 'test' },
+      createdAt: at(0),
+      updatedAt: at(0),
+      ...overrides,
+    }),
+    fhirResource: (accountId: string, patientId: string, overrides: Partial<FhirResourceRecord> = {}): FhirResourceRecord => {
+      const resourceId = overrides.id ?? id();
+      const resourceType = overrides.resourceType ?? 'Condition';
+      return {
+        accountId,
+        patientId,
+        resourceType,
+        id: resourceId,
+        resource: { resourceType, id: resourceId, code: { text: 'Hypertension' }, note: [{ text: 'élevée' }], onsetAge: { value: 42.5 } },
+        sourceDocumentIds: ['d1'],
+        updatedAt: at(0),
+        ...overrides,
+      };
+    },
+    consolidatedQuery: (accountId: string, patientId: string, overrides: Partial<ConsolidatedQuery> = {}): ConsolidatedQuery => ({
+      id: id(),
+      accountId,
+      patientId,
+      status: 'processing',
+      filters: { resources: 'Condition,Observation', dateFrom: '2020-01-01' },
+      conversionType: 'json',
+      createdAt: at(0),
+      updatedAt: at(0),
+      ...overrides,
+    }),
+    outbox: (accountId: string, overrides: Partial<OutboxMessage> = {}): OutboxMessage => ({
+      id: id(),
+      accountId,
+      type: 'medical.bulk-patient-create',
+      body: '{"meta":{"type":"medical.bulk-patient-create"},"bulkPatientCreate":{"status":"processing"}}',
+      status: 'pending',
+      attempts: 0,
+      nextAttemptAt: at(0),
+      createdAt: at(0),
+      ...overrides,
+    }),
+  };
+}
+
+const row = (requestId: string, rowIndex: number, overrides: Partial<BulkRowOutcome> = {}): BulkRowOutcome => ({
+  requestId,
+  rowIndex,
+  status: 'succeeded',
+  action: 'created',
+  patientId: `p-${rowIndex}`,
+  ...overrides,
+});
+
+const ids = (records: readonly { id: string }[]) => records.map((record) => record.id);
+
+// ---------------------------------------------------------------------------------------------------------
+// Arbitraries for the property tests.
+
+const LETTERS = [...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZéèêëàâäåçñøßœæÉÈÀÇÑØÅÆíóúüÜ'];
+/** Printable, no control characters: what a person's name, city or note can hold. */
+const printable = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 10 }).filter((s) => !/[\u0000-\u001f\u007f]/.test(s));
+const word = fc.oneof(
+  { weight: 4, arbitrary: fc.string({ unit: fc.constantFrom(...LETTERS), minLength: 1, maxLength: 12 }) },
+  { weight: 1, arbitrary: printable },
+);
+const names = fc
+  .tuple(fc.array(word, { minLength: 1, maxLength: 3 }), fc.constantFrom(' ', ',', ', '))
+  .map(([parts, separator]) => parts.join(separator));
+const digits = (length: number) => fc.string({ unit: fc.constantFrom(...'0123456789'), minLength: length, maxLength: length });
+const isoInstant = fc.integer({ min: Date.UTC(2000, 0, 1), max: Date.UTC(2030, 0, 1) }).map((ms) => new Date(ms).toISOString());
+const isoDay = fc.integer({ min: Date.UTC(1900, 0, 1), max: Date.UTC(2024, 11, 31) }).map((ms) => new Date(ms).toISOString().slice(0, 10));
+const state = fc.constantFrom('CA', 'NY', 'TX', 'PR', 'DC', 'WA');
+
+const addressArb: fc.Arbitrary<Address> = fc.record(
+  {
+    addressLine1: names,
+    addressLine2: names,
+    city: names,
+    state,
+    zip: digits(5),
+    country: fc.constant('USA'),
+  },
+  { requiredKeys: ['addressLine1', 'city', 'state', 'zip', 'country'] },
+);
+const contactArb: fc.Arbitrary<Contact> = fc.record({ phone: digits(10), email: fc.emailAddress() }, { requiredKeys: [] });
+const identifierArb: fc.Arbitrary<PersonalIdentifier> = fc.oneof(
+  digits(9).map((value) => ({ type: 'ssn' as const, value })),
+  fc.tuple(fc.string({ minLength: 1, maxLength: 12 }), state).map(([value, st]) => ({ type: 'driversLicense' as const, value, state: st })),
+);
+const uuidArb = fc.uuid();
+
+/** Everything of a patient but its identity (id, account, creation time). */
+type Demographics = Omit<Patient, 'id' | 'accountId' | 'createdAt'>;
+
+const demographicsArb: fc.Arbitrary<Demographics> = fc.record(
+  {
+    facilityIds: fc.uniqueArray(uuidArb, { minLength: 1, maxLength: 3 }),
+    cohortIds: fc.uniqueArray(uuidArb, { maxLength: 3 }),
+    externalId: fc.oneof(fc.constantFrom('ext-1', 'ext-2'), printable),
+    firstName: names,
+    lastName: names,
+    dob: isoDay,
+    genderAtBirth: fc.constantFrom('M', 'F', 'O', 'U'),
+    address: fc.array(addressArb, { minLength: 1, maxLength: 10 }),
+    contact: fc.array(contactArb, { maxLength: 10 }),
+    personalIdentifiers: fc.array(identifierArb, { maxLength: 2 }),
+    hieOptOut: fc.boolean(),
+    // A small key space, so generated patients share keys and lookups have something to find.
+    matchKeys: fc.array(fc.constantFrom('k1', 'k2', 'k3', 'k4', '1980-01-01|F|müller'), { maxLength: 4 }),
+    updatedAt: isoInstant,
+  },
+  { requiredKeys: ['facilityIds', 'cohortIds', 'firstName', 'lastName', 'dob', 'genderAtBirth', 'address', 'contact', 'personalIdentifiers', 'hieOptOut', 'matchKeys', 'updatedAt'] },
+);
+
+// ---------------------------------------------------------------------------------------------------------
+
+export function defineStorageContract(options: StorageContractOptions): void {
+  const { make } = options;
+  const numRuns = options.numRuns ?? 30;
+
+  /** Registers a test that gets a fresh storage and always closes it. */
+  const test = (name: string, body: (storage: StoragePort, build: ReturnType<typeof builders>) => Promise<void>, timeout?: number) =>
+    options.test(
+      name,
+      async () => {
+        const subject = await make();
+        try {
+          await body(subject.storage, builders());
+        } finally {
+          await subject.close();
+        }
+      },
+      timeout,
+    );
+
+  // ----- accounts
+
+  test('accounts: a missing account is undefined', async (storage) => {
+    expect(await storage.accounts.get(ACCOUNT_A)).toBeUndefined();
+    expect(await storage.accounts.getByApiKeyHash('nope')).toBeUndefined();
+    expect(await storage.accounts.list()).toEqual([]);
+  });
+
+  test('accounts: insert, get, look up by key hash, list oldest first (ties by id)', async (storage, build) => {
+    const later = build.account({ id: ACCOUNT_B, createdAt: at(10) });
+    const earlier = build.account({ id: ACCOUNT_A, createdAt: at(5) });
+    const tieLow = build.account({ id: '00000000-0000-7000-8000-0000000000f1', createdAt: at(7) });
+    const tieHigh = build.account({ id: '00000000-0000-7000-8000-0000000000f2', createdAt: at(7) });
+    for (const account of [later, tieHigh, earlier, tieLow]) await storage.accounts.insert(account);
+    expect(await storage.accounts.get(ACCOUNT_A)).toEqual(earlier);
+    expect(await storage.accounts.getByApiKeyHash(later.apiKeyHash)).toEqual(later);
+    expect(ids(await storage.accounts.list())).toEqual([earlier.id, tieLow.id, tieHigh.id, later.id]);
+  });
+
+  test('accounts: inserting an existing id throws and keeps the first', async (storage, build) => {
+    const account = build.account({ id: ACCOUNT_A });
+    await storage.accounts.insert(account);
+    await expect(storage.accounts.insert({ ...account, name: 'Other', apiKeyHash: 'other-hash' })).rejects.toThrow();
+    expect(await storage.accounts.get(ACCOUNT_A)).toEqual(account);
+  });
+
+  test('accounts: records are copies, in and out', async (storage, build) => {
+    const account = build.account({ id: ACCOUNT_A });
+    await storage.accounts.insert(account);
+    account.name = 'changed after insert';
+    const read = await storage.accounts.get(ACCOUNT_A);
+    read!.name = 'changed after get';
+    expect((await storage.accounts.get(ACCOUNT_A))!.name).toBe('Clinic Ñandú');
+  });
+
+  // ----- webhook settings
+
+  test('webhookSettings: missing is undefined; put inserts then replaces; scoped by account', async (storage, build) => {
+    expect(await storage.webhookSettings.get(ACCOUNT_A)).toBeUndefined();
+    const first = build.webhookSettings(ACCOUNT_A);
+    await storage.webhookSettings.put(first);
+    expect(await storage.webhookSettings.get(ACCOUNT_A)).toEqual(first);
+    const second = build.webhookSettings(ACCOUNT_A, { webhookUrl: null, webhookEnabled: false, webhookStatusDetail: 'timed out', updatedAt: at(9) });
+    await storage.webhookSettings.put(second);
+    expect(await storage.webhookSettings.get(ACCOUNT_A)).toEqual(second);
+    expect(await storage.webhookSettings.get(ACCOUNT_B)).toBeUndefined();
+  });
+
+  // ----- organizations
+
+  test('organizations: one per account, scoped, updated whole', async (storage, build) => {
+    expect(await storage.organizations.getByAccount(ACCOUNT_A)).toBeUndefined();
+    const org = build.organization(ACCOUNT_A);
+    await storage.organizations.insert(org);
+    expect(await storage.organizations.getByAccount(ACCOUNT_A)).toEqual(org);
+    expect(await storage.organizations.getByAccount(ACCOUNT_B)).toBeUndefined();
+    await expect(storage.organizations.insert(build.organization(ACCOUNT_A))).rejects.toThrow();
+
+    const renamed = { ...org, name: 'Acme Santé', location: address({ city: 'Montréal' }), updatedAt: at(3) };
+    expect(await storage.organizations.update(renamed)).toEqual(renamed);
+    expect(await storage.organizations.getByAccount(ACCOUNT_A)).toEqual(renamed);
+    expect(await storage.organizations.update({ ...renamed, accountId: ACCOUNT_B, name: 'stolen' })).toBeUndefined();
+    expect(await storage.organizations.update(build.organization(ACCOUNT_A))).toBeUndefined();
+    expect(await storage.organizations.getByAccount(ACCOUNT_A)).toEqual(renamed);
+  });
+
+  // ----- facilities
+
+  test('facilities: insert, get, list oldest first, count, scoped by account', async (storage, build) => {
+    const second = build.facility(ACCOUNT_A, { createdAt: at(2), tin: undefined });
+    const first = build.facility(ACCOUNT_A, { createdAt: at(1) });
+    const foreign = build.facility(ACCOUNT_B);
+    for (const facility of [second, first, foreign]) await storage.facilities.insert(facility);
+    expect(await storage.facilities.get(ACCOUNT_A, first.id)).toEqual(first);
+    const { tin: _absent, ...withoutTin } = second;
+    expect(await storage.facilities.get(ACCOUNT_A, second.id)).toEqual(withoutTin);
+    expect(ids(await storage.facilities.list(ACCOUNT_A))).toEqual([first.id, second.id]);
+    expect(await storage.facilities.count(ACCOUNT_A)).toBe(2);
+    expect(await storage.facilities.count(ACCOUNT_B)).toBe(1);
+    expect(await storage.facilities.get(ACCOUNT_B, first.id)).toBeUndefined();
+    expect(await storage.facilities.get(ACCOUNT_A, foreign.id)).toBeUndefined();
+    expect(await storage.facilities.list('no-such-account')).toEqual([]);
+    expect(await storage.facilities.count('no-such-account')).toBe(0);
+  });
+
+  test('facilities: update replaces; missing or foreign is undefined and changes nothing', async (storage, build) => {
+    const facility = build.facility(ACCOUNT_A);
+    await storage.facilities.insert(facility);
+    const updated = { ...facility, name: 'Uptown', active: false, address: address({ zip: '02139' }), updatedAt: at(5) };
+    expect(await storage.facilities.update(updated)).toEqual(updated);
+    expect(await storage.facilities.get(ACCOUNT_A, facility.id)).toEqual(updated);
+    expect(await storage.facilities.update({ ...updated, accountId: ACCOUNT_B, name: 'stolen' })).toBeUndefined();
+    expect(await storage.facilities.update(build.facility(ACCOUNT_A))).toBeUndefined();
+    expect(await storage.facilities.get(ACCOUNT_A, facility.id)).toEqual(updated);
+    expect(await storage.facilities.count(ACCOUNT_A)).toBe(1);
+  });
+
+  test('facilities: remove is true once, false when missing or foreign', async (storage, build) => {
+    const facility = build.facility(ACCOUNT_A);
+    await storage.facilities.insert(facility);
+    expect(await storage.facilities.remove(ACCOUNT_B, facility.id)).toBe(false);
+    expect(await storage.facilities.get(ACCOUNT_A, facility.id)).toEqual(facility);
+    expect(await storage.facilities.remove(ACCOUNT_A, facility.id)).toBe(true);
+    expect(await storage.facilities.remove(ACCOUNT_A, facility.id)).toBe(false);
+    expect(await storage.facilities.get(ACCOUNT_A, facility.id)).toBeUndefined();
+  });
+
+  test('facilities: nested values are copies', async (storage, build) => {
+    const facility = build.facility(ACCOUNT_A);
+    await storage.facilities.insert(facility);
+    facility.address.city = 'mutated input';
+    const read = await storage.facilities.get(ACCOUNT_A, facility.id);
+    read!.address.city = 'mutated output';
+    expect((await storage.facilities.get(ACCOUNT_A, facility.id))!.address.city).toBe('São Paulo');
+  });
+
+  // ----- cohorts
+
+  test('cohorts: insert, get, list oldest first, update, remove, scoped', async (storage, build) => {
+    const later = build.cohort(ACCOUNT_A, { createdAt: at(2), description: undefined });
+    const earlier = build.cohort(ACCOUNT_A, { createdAt: at(1) });
+    await storage.cohorts.insert(later);
+    await storage.cohorts.insert(earlier);
+    await storage.cohorts.insert(build.cohort(ACCOUNT_B));
+    expect(await storage.cohorts.get(ACCOUNT_A, earlier.id)).toEqual(earlier);
+    expect(await storage.cohorts.get(ACCOUNT_B, earlier.id)).toBeUndefined();
+    expect(ids(await storage.cohorts.list(ACCOUNT_A))).toEqual([earlier.id, later.id]);
+    const renamed = { ...earlier, name: 'Hypertension', description: undefined, updatedAt: at(4) };
+    expect(await storage.cohorts.update(renamed)).toEqual(renamed);
+    expect(await storage.cohorts.get(ACCOUNT_A, earlier.id)).toEqual(renamed);
+    expect(await storage.cohorts.update({ ...renamed, accountId: ACCOUNT_B })).toBeUndefined();
+    expect(await storage.cohorts.remove(ACCOUNT_B, earlier.id)).toBe(false);
+    expect(await storage.cohorts.remove(ACCOUNT_A, earlier.id)).toBe(true);
+    expect(ids(await storage.cohorts.list(ACCOUNT_A))).toEqual([later.id]);
+  });
+
+  test('cohorts: existingIds gives the account’s own ids among those asked, once each', async (storage, build) => {
+    const mine = build.cohort(ACCOUNT_A);
+    const alsoMine = build.cohort(ACCOUNT_A);
+    const theirs = build.cohort(ACCOUNT_B);
+    for (const cohort of [mine, alsoMine, theirs]) await storage.cohorts.insert(cohort);
+    const found = await storage.cohorts.existingIds(ACCOUNT_A, [mine.id, theirs.id, 'missing', mine.id, alsoMine.id]);
+    expect([...found].sort()).toEqual([mine.id, alsoMine.id].sort());
+    expect(await storage.cohorts.existingIds(ACCOUNT_A, [])).toEqual([]);
+  });
+
+  // ----- patients
+
+  test('patients: round-trip with every optional field, and with none', async (storage, build) => {
+    const full = build.patient(ACCOUNT_A);
+    const { externalId: _absent, ...minimalFields } = build.patient(ACCOUNT_A, {
+      address: [address({ addressLine2: undefined })],
+      contact: [],
+      personalIdentifiers: [],
+      cohortIds: [],
+      matchKeys: [],
+    });
+    const minimal: Patient = minimalFields;
+    await storage.patients.insert(full);
+    await storage.patients.insert(minimal);
+    expect(await storage.patients.get(ACCOUNT_A, full.id)).toEqual(full);
+    expect(await storage.patients.get(ACCOUNT_A, minimal.id)).toEqual(minimal);
+    expect(await storage.patients.get(ACCOUNT_A, 'missing')).toBeUndefined();
+    expect(await storage.patients.get(ACCOUNT_B, full.id)).toBeUndefined();
+  });
+
+  test('patients: nested values are copies', async (storage, build) => {
+    const patient = build.patient(ACCOUNT_A);
+    await storage.patients.insert(patient);
+    patient.address[0]!.zip = '00000';
+    patient.matchKeys.push('injected');
+    const read = (await storage.patients.get(ACCOUNT_A, patient.id))!;
+    read.contact.pop();
+    read.facilityIds.push('injected');
+    const again = (await storage.patients.get(ACCOUNT_A, patient.id))!;
+    expect(again.address[0]!.zip).toBe('94110');
+    expect(again.matchKeys).toEqual(['1980-02-29|M|nunez']);
+    expect(again.contact).toHaveLength(2);
+    expect(again.facilityIds).toHaveLength(1);
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['injected'])).toEqual([]);
+  });
+
+  test('patients: inserting an existing id throws and keeps the first', async (storage, build) => {
+    const patient = build.patient(ACCOUNT_A);
+    await storage.patients.insert(patient);
+    await expect(storage.patients.insert({ ...patient, firstName: 'Other', matchKeys: ['other'] })).rejects.toThrow();
+    expect(await storage.patients.get(ACCOUNT_A, patient.id)).toEqual(patient);
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['other'])).toEqual([]);
+  });
+
+  test('patients: insertMany inserts all, keeping each id', async (storage, build) => {
+    const batch = Array.from({ length: 25 }, (_, i) => build.patient(ACCOUNT_A, { createdAt: at(i), matchKeys: [`k${i % 3}`] }));
+    await storage.patients.insertMany(batch);
+    await storage.patients.insertMany([]);
+    expect(await storage.patients.list(ACCOUNT_A)).toEqual(batch);
+    expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, ['k1']))).toEqual(ids(batch.filter((_, i) => i % 3 === 1)));
+  });
+
+  test('patients: insertMany is all or none (an existing id, or one repeated in the batch)', async (storage, build) => {
+    const existing = build.patient(ACCOUNT_A, { matchKeys: ['shared'] });
+    await storage.patients.insert(existing);
+    const fresh = build.patient(ACCOUNT_A, { matchKeys: ['shared', 'fresh'] });
+    const alsoFresh = build.patient(ACCOUNT_A, { matchKeys: ['fresh'] });
+    await expect(storage.patients.insertMany([fresh, { ...existing, firstName: 'Again' }, alsoFresh])).rejects.toThrow();
+    const twice = build.patient(ACCOUNT_A, { matchKeys: ['fresh'] });
+    await expect(storage.patients.insertMany([twice, alsoFresh, twice])).rejects.toThrow();
+    expect(await storage.patients.get(ACCOUNT_A, fresh.id)).toBeUndefined();
+    expect(await storage.patients.get(ACCOUNT_A, alsoFresh.id)).toBeUndefined();
+    expect(await storage.patients.get(ACCOUNT_A, twice.id)).toBeUndefined();
+    expect(await storage.patients.count(ACCOUNT_A)).toBe(1);
+    expect(await storage.patients.get(ACCOUNT_A, existing.id)).toEqual(existing);
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['fresh'])).toEqual([]);
+    expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, ['shared']))).toEqual([existing.id]);
+  });
+
+  test('patients: findByExternalId gives the account’s matches, oldest first', async (storage, build) => {
+    const later = build.patient(ACCOUNT_A, { externalId: 'MRN-1', createdAt: at(9) });
+    const earlier = build.patient(ACCOUNT_A, { externalId: 'MRN-1', createdAt: at(3) });
+    const other = build.patient(ACCOUNT_A, { externalId: 'MRN-2' });
+    const foreign = build.patient(ACCOUNT_B, { externalId: 'MRN-1' });
+    await storage.patients.insertMany([later, earlier, other, foreign]);
+    expect(ids(await storage.patients.findByExternalId(ACCOUNT_A, 'MRN-1'))).toEqual([earlier.id, later.id]);
+    expect(await storage.patients.findByExternalId(ACCOUNT_A, 'MRN-3')).toEqual([]);
+    expect(ids(await storage.patients.findByExternalId(ACCOUNT_B, 'MRN-1'))).toEqual([foreign.id]);
+  });
+
+  test('patients: findByMatchKeys gives patients sharing a key, each once, oldest first, in the account', async (storage, build) => {
+    const both = build.patient(ACCOUNT_A, { matchKeys: ['k1', 'k2', 'k1'], createdAt: at(5) });
+    const onlyK2 = build.patient(ACCOUNT_A, { matchKeys: ['k2'], createdAt: at(1) });
+    const tieLow = build.patient(ACCOUNT_A, { matchKeys: ['k1'], createdAt: at(7) });
+    const tieHigh = build.patient(ACCOUNT_A, { matchKeys: ['k1'], createdAt: at(7) });
+    const unrelated = build.patient(ACCOUNT_A, { matchKeys: ['k3'] });
+    const foreign = build.patient(ACCOUNT_B, { matchKeys: ['k1', 'k2'] });
+    await storage.patients.insertMany([tieHigh, both, unrelated, onlyK2, foreign, tieLow]);
+    expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, ['k1', 'k2', 'k1']))).toEqual([onlyK2.id, both.id, tieLow.id, tieHigh.id]);
+    expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, ['k2']))).toEqual([onlyK2.id, both.id]);
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['k9'])).toEqual([]);
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, [])).toEqual([]);
+    expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_B, ['k1', 'k3']))).toEqual([foreign.id]);
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['k1'])).toContainEqual(both);
+  });
+
+  test('patients: findByMatchKeys takes many keys at once', async (storage, build) => {
+    const keys = Array.from({ length: 1_200 }, (_, i) => `key-${i}`);
+    const patients = [0, 599, 600, 1_199].map((i, n) => build.patient(ACCOUNT_A, { matchKeys: [keys[i]!], createdAt: at(10 - n) }));
+    await storage.patients.insertMany(patients);
+    expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, keys))).toEqual(ids([...patients].reverse()));
+  });
+
+  test('patients: list orders by id, pages with after and limit, filters by facility and cohort', async (storage, build) => {
+    const facility = 'f0000000-0000-7000-8000-0000000000ff';
+    const cohort = 'c0000000-0000-7000-8000-0000000000cc';
+    const patients = Array.from({ length: 7 }, (_, i) =>
+      build.patient(ACCOUNT_A, {
+        // Creation order differs from id order: list follows ids.
+        createdAt: at(100 - i),
+        facilityIds: i % 2 === 0 ? [facility] : ['f-other', facility.toUpperCase()],
+        cohortIds: i % 3 === 0 ? [cohort, 'c-other'] : [],
+      }),
+    );
+    await storage.patients.insertMany([...patients].reverse());
+    await storage.patients.insert(build.patient(ACCOUNT_B, { facilityIds: [facility] }));
+    expect(ids(await storage.patients.list(ACCOUNT_A))).toEqual(ids(patients));
+    expect(ids(await storage.patients.list(ACCOUNT_A, { limit: 3 }))).toEqual(ids(patients.slice(0, 3)));
+    expect(ids(await storage.patients.list(ACCOUNT_A, { after: patients[2]!.id, limit: 3 }))).toEqual(ids(patients.slice(3, 6)));
+    expect(ids(await storage.patients.list(ACCOUNT_A, { after: patients[6]!.id }))).toEqual([]);
+    expect(ids(await storage.patients.list(ACCOUNT_A, { facilityId: facility }))).toEqual(ids(patients.filter((_, i) => i % 2 === 0)));
+    expect(ids(await storage.patients.list(ACCOUNT_A, { cohortId: cohort }))).toEqual(ids(patients.filter((_, i) => i % 3 === 0)));
+    expect(ids(await storage.patients.list(ACCOUNT_A, { facilityId: facility, cohortId: cohort, after: patients[0]!.id }))).toEqual([
+      patients[6]!.id,
+    ]);
+    expect(await storage.patients.list(ACCOUNT_A, { facilityId: 'f-none' })).toEqual([]);
+    expect(await storage.patients.count(ACCOUNT_A)).toBe(7);
+    expect(await storage.patients.count(ACCOUNT_B)).toBe(1);
+  });
+
+  test('patients: update replaces the whole record, blocking keys included', async (storage, build) => {
+    const patient = build.patient(ACCOUNT_A, { matchKeys: ['old', 'kept'] });
+    await storage.patients.insert(patient);
+    const { externalId: _dropped, ...rest } = patient;
+    const updated: Patient = { ...rest, firstName: 'Zoë', hieOptOut: true, matchKeys: ['kept', 'new'], address: [address({ zip: '73301' })], updatedAt: at(8) };
+    expect(await storage.patients.update(updated)).toEqual(updated);
+    expect(await storage.patients.get(ACCOUNT_A, patient.id)).toEqual(updated);
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['old'])).toEqual([]);
+    expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, ['new']))).toEqual([patient.id]);
+    expect(await storage.patients.findByExternalId(ACCOUNT_A, 'ext-1')).toEqual([]);
+  });
+
+  test('patients: update of a missing or foreign patient is undefined and changes nothing', async (storage, build) => {
+    const patient = build.patient(ACCOUNT_A);
+    await storage.patients.insert(patient);
+    expect(await storage.patients.update(build.patient(ACCOUNT_A))).toBeUndefined();
+    expect(await storage.patients.update({ ...patient, accountId: ACCOUNT_B, matchKeys: ['stolen'] })).toBeUndefined();
+    expect(await storage.patients.get(ACCOUNT_A, patient.id)).toEqual(patient);
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_B, ['stolen'])).toEqual([]);
+    expect(await storage.patients.count(ACCOUNT_A)).toBe(1);
+  });
+
+  test('patients: updateMany replaces each one', async (storage, build) => {
+    const batch = Array.from({ length: 5 }, (_, i) => build.patient(ACCOUNT_A, { matchKeys: [`before-${i}`] }));
+    await storage.patients.insertMany(batch);
+    const updated = batch.map((patient, i) => ({ ...patient, lastName: `Æsir ${i}`, matchKeys: [`after-${i}`], cohortIds: ['c1'] }));
+    await storage.patients.updateMany(updated);
+    await storage.patients.updateMany([]);
+    expect(await storage.patients.list(ACCOUNT_A)).toEqual(updated);
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['before-2'])).toEqual([]);
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['after-2'])).toEqual([updated[2]]);
+  });
+
+  test('patients: updateMany is all or none when one is missing or foreign', async (storage, build) => {
+    const first = build.patient(ACCOUNT_A);
+    const second = build.patient(ACCOUNT_A);
+    await storage.patients.insertMany([first, second]);
+    const foreign = build.patient(ACCOUNT_B);
+    await storage.patients.insert(foreign);
+    await expect(storage.patients.updateMany([{ ...first, firstName: 'Changed' }, build.patient(ACCOUNT_A)])).rejects.toThrow();
+    await expect(storage.patients.updateMany([{ ...second, firstName: 'Changed' }, { ...foreign, accountId: ACCOUNT_A }])).rejects.toThrow();
+    expect(await storage.patients.list(ACCOUNT_A)).toEqual([first, second]);
+    expect(await storage.patients.get(ACCOUNT_B, foreign.id)).toEqual(foreign);
+  });
+
+  test('patients: remove deletes the patient and its keys; missing or foreign is false', async (storage, build) => {
+    const patient = build.patient(ACCOUNT_A, { matchKeys: ['k'] });
+    await storage.patients.insert(patient);
+    expect(await storage.patients.remove(ACCOUNT_B, patient.id)).toBe(false);
+    expect(await storage.patients.remove(ACCOUNT_A, patient.id)).toBe(true);
+    expect(await storage.patients.remove(ACCOUNT_A, patient.id)).toBe(false);
+    expect(await storage.patients.get(ACCOUNT_A, patient.id)).toBeUndefined();
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['k'])).toEqual([]);
+    expect(await storage.patients.count(ACCOUNT_A)).toBe(0);
+    // The id is free again: nothing of the patient was left behind.
+    await storage.patients.insert(patient);
+    expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, ['k']))).toEqual([patient.id]);
+  });
+
+  // ----- bulk requests
+
+  test('bulkRequests: insert, get (scoped), getById, update replaces whole', async (storage, build) => {
+    const request = build.bulkRequest(ACCOUNT_A);
+    await storage.bulkRequests.insert(request);
+    expect(await storage.bulkRequests.get(ACCOUNT_A, request.id)).toEqual(request);
+    expect(await storage.bulkRequests.get(ACCOUNT_B, request.id)).toBeUndefined();
+    expect(await storage.bulkRequests.getById(request.id)).toEqual(request);
+    expect(await storage.bulkRequests.getById('missing')).toBeUndefined();
+    await expect(storage.bulkRequests.insert(request)).rejects.toThrow();
+
+    const { metadata: _dropped, ...rest } = request;
+    const completed: BulkRequest = { ...rest, status: 'completed', total: 0, resultKey: 'results/r.csv', processed: 3, succeeded: 2, failed: 1, updatedAt: at(60) };
+    expect(await storage.bulkRequests.update(completed)).toEqual(completed);
+    expect(await storage.bulkRequests.get(ACCOUNT_A, request.id)).toEqual(completed);
+    expect(await storage.bulkRequests.update({ ...completed, accountId: ACCOUNT_B })).toBeUndefined();
+    expect(await storage.bulkRequests.update(build.bulkRequest(ACCOUNT_A))).toBeUndefined();
+    expect(await storage.bulkRequests.getById(request.id)).toEqual(completed);
+  });
+
+  test('bulkRequests: updateIfStatus replaces only from the expected status', async (storage, build) => {
+    const request = build.bulkRequest(ACCOUNT_A);
+    await storage.bulkRequests.insert(request);
+    const processing: BulkRequest = { ...request, status: 'processing', total: 10, updatedAt: at(1) };
+    expect(await storage.bulkRequests.updateIfStatus(processing, 'waiting')).toEqual(processing);
+    expect(await storage.bulkRequests.updateIfStatus({ ...processing, status: 'expired' }, 'waiting')).toBeUndefined();
+    expect(await storage.bulkRequests.get(ACCOUNT_A, request.id)).toEqual(processing);
+    expect(await storage.bulkRequests.updateIfStatus({ ...processing, accountId: ACCOUNT_B, status: 'failed' }, 'processing')).toBeUndefined();
+    expect(await storage.bulkRequests.updateIfStatus(build.bulkRequest(ACCOUNT_A), 'waiting')).toBeUndefined();
+    expect(await storage.bulkRequests.get(ACCOUNT_A, request.id)).toEqual(processing);
+  });
+
+  test('bulkRequests: of racing updateIfStatus calls from one status, exactly one wins', async (storage, build) => {
+    const request = build.bulkRequest(ACCOUNT_A);
+    await storage.bulkRequests.insert(request);
+    const outcomes = ['processing', 'expired', 'failed', 'processing', 'expired'] as const;
+    const results = await Promise.all(
+      outcomes.map((status, i) => storage.bulkRequests.updateIfStatus({ ...request, status, reason: `racer ${i}` }, 'waiting')),
+    );
+    const winners = results.filter((result) => result !== undefined);
+    expect(winners).toHaveLength(1);
+    expect(await storage.bulkRequests.get(ACCOUNT_A, request.id)).toEqual(winners[0]);
+  });
+
+  test('bulkRequests: listByStatus spans accounts, oldest first, limited; list is the account’s, newest first', async (storage, build) => {
+    const a1 = build.bulkRequest(ACCOUNT_A, { status: 'processing', createdAt: at(3) });
+    const b1 = build.bulkRequest(ACCOUNT_B, { status: 'processing', createdAt: at(1) });
+    const a2 = build.bulkRequest(ACCOUNT_A, { status: 'waiting', createdAt: at(2) });
+    const a3 = build.bulkRequest(ACCOUNT_A, { status: 'processing', createdAt: at(5) });
+    for (const request of [a1, b1, a2, a3]) await storage.bulkRequests.insert(request);
+    expect(ids(await storage.bulkRequests.listByStatus('processing', 10))).toEqual([b1.id, a1.id, a3.id]);
+    expect(ids(await storage.bulkRequests.listByStatus('processing', 2))).toEqual([b1.id, a1.id]);
+    expect(await storage.bulkRequests.listByStatus('expired', 10)).toEqual([]);
+    expect(ids(await storage.bulkRequests.list(ACCOUNT_A))).toEqual([a3.id, a1.id, a2.id]);
+    expect(ids(await storage.bulkRequests.list(ACCOUNT_A, 2))).toEqual([a3.id, a1.id]);
+    expect(ids(await storage.bulkRequests.list(ACCOUNT_B))).toEqual([b1.id]);
+  });
+
+  // ----- bulk rows
+
+  test('bulkRows: empty request has no rows, zero counts, next index 0', async (storage) => {
+    expect(await storage.bulkRows.range('r', 0, 100)).toEqual([]);
+    expect(await storage.bulkRows.counts('r')).toEqual({ total: 0, failed: 0 });
+    expect(await storage.bulkRows.nextRowIndex('r')).toBe(0);
+  });
+
+  test('bulkRows: range is [from, to) by rowIndex; counts and nextRowIndex per request', async (storage) => {
+    const outcomes = [4, 0, 2, 1, 3].map((i) =>
+      row('r1', i, i % 2 === 1 ? { status: 'failed', action: undefined, patientId: undefined, reason: 'zip-1: must be 5 digits; dob: required' } : {}),
+    );
+    await storage.bulkRows.putMany(outcomes);
+    await storage.bulkRows.putMany([row('r2', 0), row('r2', 9)]);
+    await storage.bulkRows.putMany([]);
+    const sorted = [...outcomes].sort((a, b) => a.rowIndex - b.rowIndex);
+    expect(await storage.bulkRows.range('r1', 0, 5)).toEqual(sorted);
+    expect(await storage.bulkRows.range('r1', 1, 3)).toEqual(sorted.slice(1, 3));
+    expect(await storage.bulkRows.range('r1', 3, 1_000_000)).toEqual(sorted.slice(3));
+    expect(await storage.bulkRows.range('r1', 5, 10)).toEqual([]);
+    expect(await storage.bulkRows.counts('r1')).toEqual({ total: 5, failed: 2 });
+    expect(await storage.bulkRows.nextRowIndex('r1')).toBe(5);
+    expect(await storage.bulkRows.counts('r2')).toEqual({ total: 2, failed: 0 });
+    expect(await storage.bulkRows.nextRowIndex('r2')).toBe(10);
+    const failed = (await storage.bulkRows.range('r1', 1, 2))[0]!;
+    expect(failed).toEqual({ requestId: 'r1', rowIndex: 1, status: 'failed', reason: 'zip-1: must be 5 digits; dob: required' });
+  });
+
+  test('bulkRows: putMany replaces a stored outcome, so replaying a batch is harmless', async (storage) => {
+    await storage.bulkRows.putMany([row('r', 0), row('r', 1, { status: 'failed', action: undefined, patientId: undefined, reason: 'first' })]);
+    const replay = [row('r', 0, { action: 'updated', patientId: 'p-x' }), row('r', 1)];
+    await storage.bulkRows.putMany(replay);
+    await storage.bulkRows.putMany(replay);
+    expect(await storage.bulkRows.range('r', 0, 2)).toEqual(replay);
+    expect(await storage.bulkRows.counts('r')).toEqual({ total: 2, failed: 0 });
+    // A batch naming one row twice keeps the last, as two sequential puts would.
+    await storage.bulkRows.putMany([row('r', 2, { reason: 'first' }), row('r', 2, { status: 'failed', reason: 'second' })]);
+    expect((await storage.bulkRows.range('r', 2, 3))[0]).toMatchObject({ status: 'failed', reason: 'second' });
+    expect(await storage.bulkRows.counts('r')).toEqual({ total: 3, failed: 1 });
+  });
+
+  test('bulkRows: a large batch is stored whole', async (storage) => {
+    const outcomes = Array.from({ length: 2_500 }, (_, i) => row('big', i, i % 7 === 0 ? { status: 'failed', reason: 'bad' } : {}));
+    await storage.bulkRows.putMany(outcomes);
+    expect(await storage.bulkRows.counts('big')).toEqual({ total: 2_500, failed: outcomes.filter((o) => o.status === 'failed').length });
+    expect(await storage.bulkRows.nextRowIndex('big')).toBe(2_500);
+    expect(await storage.bulkRows.range('big', 1_000, 1_003)).toEqual(outcomes.slice(1_000, 1_003));
+  });
+
+  // ----- documents
+
+  test('documents: insert, get, by file name, list by patient oldest first, update, scoped', async (storage, build) => {
+    const later = build.document(ACCOUNT_A, 'p1', { createdAt: at(5) });
+    const { queryId: _q, ...upload } = build.document(ACCOUNT_A, 'p1', { source: 'upload', conversionStatus: 'waiting-upload', createdAt: at(1) });
+    const otherPatient = build.document(ACCOUNT_A, 'p2');
+    const foreign = build.document(ACCOUNT_B, 'p1', { fileName: later.fileName });
+    for (const document of [later, upload, otherPatient, foreign]) await storage.documents.insert(document);
+    expect(await storage.documents.get(ACCOUNT_A, later.id)).toEqual(later);
+    expect(await storage.documents.get(ACCOUNT_A, upload.id)).toEqual(upload);
+    expect(await storage.documents.get(ACCOUNT_B, later.id)).toBeUndefined();
+    expect(await storage.documents.getByFileName(ACCOUNT_A, later.fileName)).toEqual(later);
+    expect(await storage.documents.getByFileName(ACCOUNT_B, later.fileName)).toEqual(foreign);
+    expect(await storage.documents.getByFileName(ACCOUNT_A, 'missing.xml')).toBeUndefined();
+    expect(ids(await storage.documents.listByPatient(ACCOUNT_A, 'p1'))).toEqual([upload.id, later.id]);
+    expect(await storage.documents.listByPatient(ACCOUNT_B, 'p2')).toEqual([]);
+
+    const converted: DocumentRecord = { ...later, conversionStatus: 'failed', conversionError: 'CCDA_INVALID', size: 12 };
+    expect(await storage.documents.update(converted)).toEqual(converted);
+    expect(await storage.documents.get(ACCOUNT_A, later.id)).toEqual(converted);
+    expect(await storage.documents.update({ ...converted, accountId: ACCOUNT_B })).toBeUndefined();
+    expect(await storage.documents.update(build.document(ACCOUNT_A, 'p1'))).toBeUndefined();
+  });
+
+  // ----- document queries
+
+  test('documentQueries: insert, get, latest for patient, update, scoped', async (storage, build) => {
+    expect(await storage.documentQueries.latestForPatient(ACCOUNT_A, 'p1')).toBeUndefined();
+    const older = build.documentQuery(ACCOUNT_A, 'p1', { createdAt: at(1) });
+    const { metadata: _m, ...newer } = build.documentQuery(ACCOUNT_A, 'p1', { createdAt: at(2) });
+    const otherPatient = build.documentQuery(ACCOUNT_A, 'p2', { createdAt: at(3) });
+    for (const query of [newer, older, otherPatient]) await storage.documentQueries.insert(query);
+    expect(await storage.documentQueries.get(ACCOUNT_A, older.id)).toEqual(older);
+    expect(await storage.documentQueries.get(ACCOUNT_B, older.id)).toBeUndefined();
+    expect(await storage.documentQueries.latestForPatient(ACCOUNT_A, 'p1')).toEqual(newer);
+    expect(await storage.documentQueries.latestForPatient(ACCOUNT_B, 'p1')).toBeUndefined();
+    const done: DocumentQuery = { ...older, download: { status: 'completed', total: 3, successful: 3, errors: 0 }, updatedAt: at(9) };
+    expect(await storage.documentQueries.update(done)).toEqual(done);
+    expect(await storage.documentQueries.get(ACCOUNT_A, older.id)).toEqual(done);
+    expect(await storage.documentQueries.update({ ...done, accountId: ACCOUNT_B })).toBeUndefined();
+    expect(await storage.documentQueries.update(build.documentQuery(ACCOUNT_A, 'p1'))).toBeUndefined();
+  });
+
+  // ----- FHIR resources
+
+  test('fhirResources: putMany inserts or replaces; listByPatient orders by type then id, optionally filtered', async (storage, build) => {
+    const condition2 = build.fhirResource(ACCOUNT_A, 'p1', { resourceType: 'Condition', id: 'c2' });
+    const condition1 = build.fhirResource(ACCOUNT_A, 'p1', { resourceType: 'Condition', id: 'c1' });
+    const allergy = build.fhirResource(ACCOUNT_A, 'p1', { resourceType: 'AllergyIntolerance', id: 'z9' });
+    const observation = build.fhirResource(ACCOUNT_A, 'p1', { resourceType: 'Observation', id: 'a0' });
+    await storage.fhirResources.putMany([condition2, observation, condition1, allergy]);
+    await storage.fhirResources.putMany([build.fhirResource(ACCOUNT_A, 'p2', { id: 'c1' }), build.fhirResource(ACCOUNT_B, 'p1', { id: 'c1' })]);
+    await storage.fhirResources.putMany([]);
+    expect(await storage.fhirResources.listByPatient(ACCOUNT_A, 'p1')).toEqual([allergy, condition1, condition2, observation]);
+    expect(await storage.fhirResources.listByPatient(ACCOUNT_A, 'p1', ['Observation', 'Condition'])).toEqual([condition1, condition2, observation]);
+    expect(await storage.fhirResources.listByPatient(ACCOUNT_A, 'p1', [])).toEqual([]);
+    expect(await storage.fhirResources.listByPatient(ACCOUNT_A, 'p3')).toEqual([]);
+
+    const merged = { ...condition1, resource: { ...condition1.resource, note: [{ text: 'merged' }] }, sourceDocumentIds: ['d1', 'd2'], updatedAt: at(4) };
+    await storage.fhirResources.putMany([merged, { ...condition2, sourceDocumentIds: ['x'] }, condition2]);
+    expect(await storage.fhirResources.listByPatient(ACCOUNT_A, 'p1', ['Condition'])).toEqual([merged, condition2]);
+    expect(await storage.fhirResources.listByPatient(ACCOUNT_A, 'p2')).toHaveLength(1);
+    expect(await storage.fhirResources.listByPatient(ACCOUNT_B, 'p1')).toHaveLength(1);
+  });
+
+  test('fhirResources: resources come back exactly as written, key order included', async (storage, build) => {
+    const resource = build.fhirResource(ACCOUNT_A, 'p1', { id: 'r1' });
+    resource.resource = { resourceType: 'Observation', id: 'r1', status: 'final', valueQuantity: { value: 7.25, unit: 'mmol/L' }, zeta: null, alpha: [1, 'two', { three: true }] };
+    await storage.fhirResources.putMany([resource]);
+    const [read] = await storage.fhirResources.listByPatient(ACCOUNT_A, 'p1');
+    expect(JSON.stringify(read!.resource)).toBe(JSON.stringify(resource.resource));
+    (read!.resource as { status: string }).status = 'mutated';
+    expect((await storage.fhirResources.listByPatient(ACCOUNT_A, 'p1'))[0]!.resource.status).toBe('final');
+  });
+
+  test('fhirResources: removeMany removes the patient’s given keys only; missing ones are ignored', async (storage, build) => {
+    const keep = build.fhirResource(ACCOUNT_A, 'p1', { resourceType: 'Condition', id: 'keep' });
+    const drop = build.fhirResource(ACCOUNT_A, 'p1', { resourceType: 'Condition', id: 'drop' });
+    const sameIdOtherType = build.fhirResource(ACCOUNT_A, 'p1', { resourceType: 'Observation', id: 'drop' });
+    const otherPatient = build.fhirResource(ACCOUNT_A, 'p2', { resourceType: 'Condition', id: 'drop' });
+    const foreign = build.fhirResource(ACCOUNT_B, 'p1', { resourceType: 'Condition', id: 'drop' });
+    await storage.fhirResources.putMany([keep, drop, sameIdOtherType, otherPatient, foreign]);
+    await storage.fhirResources.removeMany(ACCOUNT_A, 'p1', [
+      { resourceType: 'Condition', id: 'drop' },
+      { resourceType: 'Condition', id: 'never-existed' },
+    ]);
+    await storage.fhirResources.removeMany(ACCOUNT_A, 'p1', []);
+    expect(await storage.fhirResources.listByPatient(ACCOUNT_A, 'p1')).toEqual([keep, sameIdOtherType]);
+    expect(await storage.fhirResources.listByPatient(ACCOUNT_A, 'p2')).toEqual([otherPatient]);
+    expect(await storage.fhirResources.listByPatient(ACCOUNT_B, 'p1')).toEqual([foreign]);
+  });
+
+  // ----- consolidated queries
+
+  test('consolidatedQueries: insert, get, processing oldest first, by patient newest first, update, scoped', async (storage, build) => {
+    const first = build.consolidatedQuery(ACCOUNT_A, 'p1', { createdAt: at(1), metadata: { k: 'v' } });
+    const second = build.consolidatedQuery(ACCOUNT_A, 'p1', { createdAt: at(2) });
+    const done = build.consolidatedQuery(ACCOUNT_A, 'p1', { createdAt: at(3), status: 'completed', conversionType: 'pdf', filters: {} });
+    const otherPatient = build.consolidatedQuery(ACCOUNT_A, 'p2');
+    for (const query of [done, second, otherPatient, first]) await storage.consolidatedQueries.insert(query);
+    expect(await storage.consolidatedQueries.get(ACCOUNT_A, first.id)).toEqual(first);
+    expect(await storage.consolidatedQueries.get(ACCOUNT_B, first.id)).toBeUndefined();
+    expect(ids(await storage.consolidatedQueries.listProcessing(ACCOUNT_A, 'p1'))).toEqual([first.id, second.id]);
+    expect(ids(await storage.consolidatedQueries.listByPatient(ACCOUNT_A, 'p1'))).toEqual([done.id, second.id, first.id]);
+    expect(await storage.consolidatedQueries.listByPatient(ACCOUNT_B, 'p1')).toEqual([]);
+    const failed: ConsolidatedQuery = { ...first, status: 'failed', updatedAt: at(7) };
+    expect(await storage.consolidatedQueries.update(failed)).toEqual(failed);
+    expect(ids(await storage.consolidatedQueries.listProcessing(ACCOUNT_A, 'p1'))).toEqual([second.id]);
+    expect(await storage.consolidatedQueries.update({ ...failed, accountId: ACCOUNT_B, status: 'processing' })).toBeUndefined();
+    expect(await storage.consolidatedQueries.get(ACCOUNT_A, first.id)).toEqual(failed);
+  });
+
+  // ----- outbox
+
+  test('outbox: add, get (scoped), update replaces the delivery fields', async (storage, build) => {
+    const message = build.outbox(ACCOUNT_A);
+    await storage.outbox.add(message);
+    expect(await storage.outbox.get(ACCOUNT_A, message.id)).toEqual(message);
+    expect(await storage.outbox.get(ACCOUNT_B, message.id)).toBeUndefined();
+    await expect(storage.outbox.add(message)).rejects.toThrow();
+    const retried: OutboxMessage = { ...message, attempts: 1, nextAttemptAt: at(30), lastError: 'HTTP 503' };
+    await storage.outbox.update(retried);
+    expect(await storage.outbox.get(ACCOUNT_A, message.id)).toEqual(retried);
+    const { lastError: _e, ...rest } = retried;
+    const delivered: OutboxMessage = { ...rest, status: 'delivered', attempts: 2, deliveredAt: at(31) };
+    await storage.outbox.update(delivered);
+    expect(await storage.outbox.get(ACCOUNT_A, message.id)).toEqual(delivered);
+    await storage.outbox.update({ ...delivered, accountId: ACCOUNT_B, status: 'parked' });
+    expect(await storage.outbox.get(ACCOUNT_A, message.id)).toEqual(delivered);
+  });
+
+  test('outbox: due gives pending messages due by now, oldest first (ties by id), limited, optionally one account', async (storage, build) => {
+    const old = build.outbox(ACCOUNT_A, { createdAt: at(1), nextAttemptAt: at(50) });
+    const sameTimeB = build.outbox(ACCOUNT_B, { createdAt: at(2), nextAttemptAt: at(10) });
+    const sameTimeA = build.outbox(ACCOUNT_A, { createdAt: at(2), nextAttemptAt: at(100) });
+    const notYet = build.outbox(ACCOUNT_A, { createdAt: at(0), nextAttemptAt: at(101) });
+    const delivered = build.outbox(ACCOUNT_A, { createdAt: at(0), status: 'delivered', deliveredAt: at(1) });
+    const parked = build.outbox(ACCOUNT_A, { createdAt: at(0), status: 'parked', attempts: 10 });
+    // Insert in an order that is neither creation nor id order.
+    for (const message of [sameTimeB, notYet, delivered, sameTimeA, parked, old]) await storage.outbox.add(message);
+    const [low, high] = [sameTimeA, sameTimeB].sort((a, b) => (a.id < b.id ? -1 : 1));
+    expect(ids(await storage.outbox.due(at(100), 10))).toEqual([old.id, low!.id, high!.id]);
+    expect(ids(await storage.outbox.due(at(100), 2))).toEqual([old.id, low!.id]);
+    expect(ids(await storage.outbox.due(at(100), 10, ACCOUNT_A))).toEqual([old.id, sameTimeA.id]);
+    expect(ids(await storage.outbox.due(at(49), 10))).toEqual([sameTimeB.id]);
+    expect(await storage.outbox.due(at(9), 10)).toEqual([]);
+  });
+
+  test('outbox: list oldest first, optionally by status; counts per status; scoped', async (storage, build) => {
+    expect(await storage.outbox.counts(ACCOUNT_A)).toEqual({ pending: 0, delivered: 0, parked: 0 });
+    const pending = build.outbox(ACCOUNT_A, { createdAt: at(3) });
+    const delivered = build.outbox(ACCOUNT_A, { createdAt: at(1), status: 'delivered', deliveredAt: at(2) });
+    const pending2 = build.outbox(ACCOUNT_A, { createdAt: at(2) });
+    const foreign = build.outbox(ACCOUNT_B);
+    for (const message of [pending, delivered, pending2, foreign]) await storage.outbox.add(message);
+    expect(ids(await storage.outbox.list(ACCOUNT_A))).toEqual([delivered.id, pending2.id, pending.id]);
+    expect(ids(await storage.outbox.list(ACCOUNT_A, 'pending'))).toEqual([pending2.id, pending.id]);
+    expect(await storage.outbox.list(ACCOUNT_A, 'parked')).toEqual([]);
+    expect(await storage.outbox.counts(ACCOUNT_A)).toEqual({ pending: 2, delivered: 1, parked: 0 });
+    expect(await storage.outbox.counts(ACCOUNT_B)).toEqual({ pending: 1, delivered: 0, parked: 0 });
+  });
+
+  // ----- transactions
+
+  /** Writes through several repositories, as a batch of the bulk import does. */
+  const writeBatch = async (tx: StoragePort, build: ReturnType<typeof builders>, requestId: string) => {
+    const patients = [build.patient(ACCOUNT_A, { matchKeys: ['tx-key'] }), build.patient(ACCOUNT_A, { matchKeys: ['tx-key'] })];
+    await tx.patients.insertMany(patients);
+    await tx.bulkRows.putMany(patients.map((patient, i) => row(requestId, i, { patientId: patient.id })));
+    const request = (await tx.bulkRequests.get(ACCOUNT_A, requestId))!;
+    await tx.bulkRequests.update({ ...request, processed: request.processed + 2, succeeded: request.succeeded + 2 });
+    const message = build.outbox(ACCOUNT_A);
+    await tx.outbox.add(message);
+    return { patients, message };
+  };
+
+  test('transaction: commits every write made through tx, and returns what work returns', async (storage, build) => {
+    const request = build.bulkRequest(ACCOUNT_A, { status: 'processing' });
+    await storage.bulkRequests.insert(request);
+    const { patients, message } = await storage.transaction(async (tx) => {
+      const written = await writeBatch(tx, build, request.id);
+      // Reads through tx see its own writes.
+      expect(await tx.patients.get(ACCOUNT_A, written.patients[0]!.id)).toEqual(written.patients[0]);
+      expect(ids(await tx.patients.findByMatchKeys(ACCOUNT_A, ['tx-key']))).toEqual(ids(written.patients));
+      expect(await tx.bulkRows.counts(request.id)).toEqual({ total: 2, failed: 0 });
+      return written;
+    });
+    expect(await storage.patients.list(ACCOUNT_A)).toEqual(patients);
+    expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, ['tx-key']))).toEqual(ids(patients));
+    expect(await storage.bulkRows.counts(request.id)).toEqual({ total: 2, failed: 0 });
+    expect((await storage.bulkRequests.get(ACCOUNT_A, request.id))!.processed).toBe(2);
+    expect(await storage.outbox.get(ACCOUNT_A, message.id)).toEqual(message);
+  });
+
+  test('transaction: a throw rolls back every write and rethrows the same error', async (storage, build) => {
+    const request = build.bulkRequest(ACCOUNT_A, { status: 'processing' });
+    await storage.bulkRequests.insert(request);
+    const survivor = build.patient(ACCOUNT_A, { matchKeys: ['tx-key'] });
+    await storage.patients.insert(survivor);
+    const failure = new Error('boom');
+    let written: Awaited<ReturnType<typeof writeBatch>> | undefined;
+    await expect(
+      storage.transaction(async (tx) => {
+        written = await writeBatch(tx, build, request.id);
+        await tx.patients.update({ ...survivor, firstName: 'Rolled Back', matchKeys: ['gone'] });
+        await tx.patients.remove(ACCOUNT_A, survivor.id);
+        await tx.fhirResources.putMany([build.fhirResource(ACCOUNT_A, survivor.id)]);
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+    expect(written).toBeDefined();
+    for (const patient of written!.patients) expect(await storage.patients.get(ACCOUNT_A, patient.id)).toBeUndefined();
+    expect(await storage.patients.list(ACCOUNT_A)).toEqual([survivor]);
+    expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, ['tx-key', 'gone']))).toEqual([survivor.id]);
+    expect(await storage.bulkRows.counts(request.id)).toEqual({ total: 0, failed: 0 });
+    expect(await storage.bulkRequests.get(ACCOUNT_A, request.id)).toEqual(request);
+    expect(await storage.outbox.list(ACCOUNT_A)).toEqual([]);
+    expect(await storage.fhirResources.listByPatient(ACCOUNT_A, survivor.id)).toEqual([]);
+    // The storage is usable afterwards.
+    await storage.transaction(async (tx) => tx.patients.insert(build.patient(ACCOUNT_A)));
+    expect(await storage.patients.count(ACCOUNT_A)).toBe(2);
+  });
+
+  test('transaction: a failed insertMany inside leaves the whole transaction to roll back', async (storage, build) => {
+    const existing = build.patient(ACCOUNT_A);
+    await storage.patients.insert(existing);
+    const first = build.patient(ACCOUNT_A);
+    await expect(
+      storage.transaction(async (tx) => {
+        await tx.patients.insert(first);
+        await tx.patients.insertMany([build.patient(ACCOUNT_A), existing]);
+      }),
+    ).rejects.toThrow();
+    expect(await storage.patients.list(ACCOUNT_A)).toEqual([existing]);
+  });
+
+  test('transaction: nested calls on tx join the outer transaction', async (storage, build) => {
+    const inner = build.patient(ACCOUNT_A);
+    const failure = new Error('outer fails after inner returned');
+    await expect(
+      storage.transaction(async (tx) => {
+        const value = await tx.transaction(async (nested) => {
+          await nested.patients.insert(inner);
+          return 42;
+        });
+        expect(value).toBe(42);
+        expect(await tx.patients.get(ACCOUNT_A, inner.id)).toEqual(inner);
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+    expect(await storage.patients.get(ACCOUNT_A, inner.id)).toBeUndefined();
+
+    const committed = build.patient(ACCOUNT_A);
+    await storage.transaction((tx) => tx.transaction((nested) => nested.patients.insert(committed)));
+    expect(await storage.patients.get(ACCOUNT_A, committed.id)).toEqual(committed);
+  });
+
+  test('transaction: concurrent transactions each commit or roll back on their own', async (storage, build) => {
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) =>
+        storage.transaction(async (tx) => {
+          await tx.patients.insert(build.patient(ACCOUNT_A, { externalId: `tx-${i}` }));
+          await tx.outbox.add(build.outbox(ACCOUNT_A));
+          if (i % 2 === 1) throw new Error(`fail ${i}`);
+          return i;
+        }),
+      ),
+    );
+    expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled', 'rejected']);
+    const kept = (await storage.patients.list(ACCOUNT_A)).map((patient) => patient.externalId).sort();
+    expect(kept).toEqual(['tx-0', 'tx-2', 'tx-4']);
+    expect(await storage.outbox.counts(ACCOUNT_A)).toEqual({ pending: 3, delivered: 0, parked: 0 });
+  });
+
+  if (options.serialisesTransactions) {
+    test('transaction: concurrent read-modify-write transactions lose no update (transactions are serialised)', async (storage, build) => {
+      const request = build.bulkRequest(ACCOUNT_A, { status: 'processing' });
+      await storage.bulkRequests.insert(request);
+      await Promise.all(
+        Array.from({ length: 8 }, () =>
+          storage.transaction(async (tx) => {
+            const current = (await tx.bulkRequests.get(ACCOUNT_A, request.id))!;
+            await new Promise((resolve) => setTimeout(resolve, 1));
+            await tx.bulkRequests.update({ ...current, processed: current.processed + 1 });
+          }),
+        ),
+      );
+      expect((await storage.bulkRequests.get(ACCOUNT_A, request.id))!.processed).toBe(8);
+    });
+  }
+
+  if (options.isolatesUncommittedWrites) {
+    test('transaction: writes are invisible outside until the commit', async (storage, build) => {
+      const patient = build.patient(ACCOUNT_A, { matchKeys: ['iso'] });
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let written!: () => void;
+      const insideWrote = new Promise<void>((resolve) => {
+        written = resolve;
+      });
+      const running = storage.transaction(async (tx) => {
+        await tx.patients.insert(patient);
+        written();
+        await gate;
+      });
+      await insideWrote;
+      expect(await storage.patients.get(ACCOUNT_A, patient.id)).toBeUndefined();
+      expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['iso'])).toEqual([]);
+      release();
+      await running;
+      expect(await storage.patients.get(ACCOUNT_A, patient.id)).toEqual(patient);
+    });
+  }
+
+  test('close: is idempotent', async (storage) => {
+    await storage.close();
+    await storage.close();
+  });
+
+  // ----- properties
+
+  test('property: any valid patient round-trips unchanged', async (storage) => {
+    const nextId = sequence();
+    await fc.assert(
+      fc.asyncProperty(demographicsArb, isoInstant, async (demographics, createdAt) => {
+        const accountId = `prop-${nextId()}`;
+        const patient: Patient = { ...demographics, id: nextId(), accountId, createdAt };
+        await storage.patients.insert(patient);
+        expect(await storage.patients.get(accountId, patient.id)).toEqual(patient);
+        expect(await storage.patients.list(accountId)).toEqual([patient]);
+        if (patient.externalId !== undefined) expect(await storage.patients.findByExternalId(accountId, patient.externalId)).toEqual([patient]);
+        expect(await storage.patients.findByMatchKeys(accountId, patient.matchKeys)).toEqual(patient.matchKeys.length > 0 ? [patient] : []);
+      }),
+      { numRuns },
+    );
+  });
+
+  type Op =
+    | { kind: 'insert'; demographics: Demographics[] }
+    | { kind: 'update'; picks: number[]; demographics: Demographics[] };
+  const opArb: fc.Arbitrary<Op> = fc.oneof(
+    fc.record({ kind: fc.constant('insert' as const), demographics: fc.array(demographicsArb, { minLength: 1, maxLength: 3 }) }),
+    fc.record({
+      kind: fc.constant('update' as const),
+      picks: fc.array(fc.nat(), { minLength: 1, maxLength: 3 }),
+      demographics: fc.array(demographicsArb, { minLength: 3, maxLength: 3 }),
+    }),
+  );
+
+  test('property: any sequence of inserts and updates leaves list, count and lookups equal to a simple model', async (storage) => {
+    const nextId = sequence();
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 8 }), async (ops) => {
+        const accountId = `model-${nextId()}`;
+        const model = new Map<string, Patient>();
+        let tick = 0;
+        for (const op of ops) {
+          if (op.kind === 'insert') {
+            const patients = op.demographics.map((demographics): Patient => ({ ...demographics, id: nextId(), accountId, createdAt: at(++tick) }));
+            if (patients.length === 1) await storage.patients.insert(patients[0]!);
+            else await storage.patients.insertMany(patients);
+            for (const patient of patients) model.set(patient.id, patient);
+          } else {
+            const existing = [...model.values()];
+            if (existing.length === 0) continue;
+            const targets = [...new Set(op.picks.map((pick) => existing[pick % existing.length]!))];
+            const updated = targets.map((target, i): Patient => ({ ...op.demographics[i]!, id: target.id, accountId, createdAt: target.createdAt }));
+            if (updated.length === 1) expect(await storage.patients.update(updated[0]!)).toEqual(updated[0]);
+            else await storage.patients.updateMany(updated);
+            for (const patient of updated) model.set(patient.id, patient);
+          }
+        }
+        const expected = [...model.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
+        expect(await storage.patients.list(accountId)).toEqual(expected);
+        expect(await storage.patients.count(accountId)).toBe(expected.length);
+        const byAge = [...expected].sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+        for (const key of new Set(expected.flatMap((patient) => patient.matchKeys))) {
+          expect(ids(await storage.patients.findByMatchKeys(accountId, [key]))).toEqual(ids(byAge.filter((p) => p.matchKeys.includes(key))));
+        }
+        for (const externalId of new Set(expected.flatMap((patient) => (patient.externalId === undefined ? [] : [patient.externalId])))) {
+          expect(ids(await storage.patients.findByExternalId(accountId, externalId))).toEqual(ids(byAge.filter((p) => p.externalId === externalId)));
+        }
+      }),
+      { numRuns },
+    );
+  });
+}
