@@ -10,7 +10,7 @@ import { nowIso, todayIso } from '../time.js';
 import { csvRecords } from './csv-stream.js';
 import { nextStatus } from './machine.js';
 import { notifyBulkStatus } from './notify.js';
-import { resultDownloadUrl, writeResultCsv } from './result.js';
+import { assembleResultCsv, resultDownloadUrl, resultLine, writeResultHeaderPart, writeResultPart } from './result.js';
 
 /** Rows applied per transaction: large enough to amortise a commit, small enough to resume cheaply. */
 export const BULK_BATCH_SIZE = 1_000;
@@ -41,15 +41,19 @@ export async function processBulkRequest(deps: CoreDeps, requestId: string): Pro
   let rowIndex = 0;
   const resumeAt = await deps.storage.bulkRows.nextRowIndex(request.id);
   let batch: PendingRow[] = [];
+  // Batches start at fixed row indexes (0, BATCH, 2*BATCH...), so a resumed import names its parts as the first run did.
+  const partStarts: number[] = [];
   try {
     for await (const cells of csvRecords(source)) {
       if (!layout) {
         layout = layoutHeader(cells);
+        await writeResultHeaderPart(deps, request, cells);
         continue;
       }
+      if (rowIndex % BULK_BATCH_SIZE === 0) partStarts.push(rowIndex);
       if (rowIndex >= resumeAt) batch.push({ rowIndex, cells });
       rowIndex++;
-      if (batch.length === BULK_BATCH_SIZE) {
+      if (rowIndex % BULK_BATCH_SIZE === 0 && batch.length > 0) {
         request = await importer.apply(batch, layout);
         batch = [];
       }
@@ -63,7 +67,7 @@ export async function processBulkRequest(deps: CoreDeps, requestId: string): Pro
     }
     throw error;
   }
-  await completeBulkRequest(deps, request);
+  await completeBulkRequest(deps, request, partStarts);
 }
 
 /** Applies batches of rows of one request; caches what does not change between batches. */
@@ -135,6 +139,13 @@ class RowImporter {
     }
 
     outcomes.sort((a, b) => a.rowIndex - b.rowIndex);
+    const width = layout.original.length;
+    await writeResultPart(
+      deps,
+      this.request,
+      rows[0]!.rowIndex,
+      rows.map((pending, i) => resultLine(pending.cells, width, outcomes[i])),
+    );
     const failedCount = outcomes.filter((o) => o.status === 'failed').length;
     const next: BulkRequest = {
       ...this.request,
@@ -304,8 +315,8 @@ export function updatePatientFromRow(existing: Patient, row: ParsedRow, at: { fa
   };
 }
 
-async function completeBulkRequest(deps: CoreDeps, request: BulkRequest): Promise<void> {
-  const resultKey = await writeResultCsv(deps, request);
+async function completeBulkRequest(deps: CoreDeps, request: BulkRequest, partStarts: readonly number[]): Promise<void> {
+  const resultKey = await assembleResultCsv(deps, request, partStarts);
   const completed: BulkRequest = { ...request, status: await nextStatus(request.status, 'complete'), resultKey, updatedAt: nowIso(deps.clock) };
   await deps.storage.transaction(async (tx) => {
     const stored = await tx.bulkRequests.updateIfStatus(completed, 'processing');

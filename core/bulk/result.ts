@@ -21,32 +21,88 @@ export function resultDownloadUrl(deps: Pick<CoreDeps, 'urlSigner' | 'clock' | '
   return issueSignedUrl(deps, { method: 'GET', path: resultPath(request.id), accountId: request.accountId }, RESULT_URL_VALIDITY_MS).url;
 }
 
+const encoder = new TextEncoder();
+
+function resultKeyOf(request: BulkRequest): string {
+  return `${request.accountId}/bulk/${request.id}/result.csv`;
+}
+
+function partKey(request: BulkRequest, part: 'header' | number): string {
+  const name = part === 'header' ? 'header' : String(part).padStart(9, '0');
+  return `${request.accountId}/bulk/${request.id}/result-parts/${name}.csv`;
+}
+
+/** One result row: the input cells (padded to the header's width), then metriportId, status and reason. */
+export function resultLine(cells: readonly string[], width: number, outcome: BulkRowOutcome | undefined): string[] {
+  const padded = cells.length >= width ? [...cells] : [...cells, ...Array<string>(width - cells.length).fill('')];
+  return outcome
+    ? [...padded, outcome.patientId ?? '', outcome.status, outcome.reason ?? '']
+    : [...padded, '', 'failed', 'row was not processed'];
+}
+
+function csvBytes(lines: readonly (readonly string[])[]): Uint8Array {
+  return encoder.encode(stringify(lines as string[][], { record_delimiter: '\r\n' }));
+}
+
 /**
- * Writes the result CSV of a request whose rows all have outcomes: the input's columns in input order
+ * The result CSV is written as the import goes: one part per batch, stored before the batch commits (a
+ * replayed batch rewrites the same part), so completing needs no second read of the input.
+ */
+export async function writeResultHeaderPart(deps: Pick<CoreDeps, 'blob'>, request: BulkRequest, header: readonly string[]): Promise<void> {
+  await deps.blob.put(partKey(request, 'header'), csvBytes([[...header, ...RESULT_COLUMNS]]), { contentType: 'text/csv' });
+}
+
+export async function writeResultPart(
+  deps: Pick<CoreDeps, 'blob'>,
+  request: BulkRequest,
+  firstRowIndex: number,
+  lines: readonly (readonly string[])[],
+): Promise<void> {
+  await deps.blob.put(partKey(request, firstRowIndex), csvBytes(lines), { contentType: 'text/csv' });
+}
+
+/**
+ * Joins the parts into the result CSV and removes them. `partStarts` are the first row indexes of the
+ * batches in order. When a part is missing (a file imported before parts existed, or a lost blob) the
+ * result is rebuilt from the input and the stored outcomes instead. Returns the blob key.
+ */
+export async function assembleResultCsv(deps: Pick<CoreDeps, 'blob' | 'storage'>, request: BulkRequest, partStarts: readonly number[]): Promise<string> {
+  const keys = [partKey(request, 'header'), ...partStarts.map((start) => partKey(request, start))];
+  const present = await Promise.all(keys.map((key) => deps.blob.head(key)));
+  const resultKey = resultKeyOf(request);
+  if (present.some((head) => head === undefined)) return writeResultCsv(deps, request);
+  await deps.blob.put(resultKey, concatenate(deps, keys), { contentType: 'text/csv' });
+  for (const key of keys) await deps.blob.delete(key);
+  return resultKey;
+}
+
+async function* concatenate(deps: Pick<CoreDeps, 'blob'>, keys: readonly string[]): AsyncGenerator<Uint8Array> {
+  for (const key of keys) {
+    const stream = await deps.blob.stream(key);
+    if (!stream) throw new CoreError('FILE_NOT_FOUND', 'A part of the result file vanished while it was assembled');
+    yield* stream;
+  }
+}
+
+/**
+ * Writes the result CSV from the stored input and the row outcomes: the input's columns in input order
  * (unknown ones included), then metriportId, status and reason. Streams both the input and the output,
  * so memory stays flat whatever the file size. Returns the blob key.
  */
 export async function writeResultCsv(deps: Pick<CoreDeps, 'blob' | 'storage'>, request: BulkRequest): Promise<string> {
   const source = await deps.blob.stream(request.uploadKey);
   if (!source) throw new CoreError('FILE_NOT_FOUND', 'The uploaded file is no longer stored');
-  const resultKey = `${request.accountId}/bulk/${request.id}/result.csv`;
+  const resultKey = resultKeyOf(request);
   await deps.blob.put(resultKey, resultChunks(deps, request, source), { contentType: 'text/csv' });
   return resultKey;
 }
 
 async function* resultChunks(deps: Pick<CoreDeps, 'storage'>, request: BulkRequest, source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
-  const encoder = new TextEncoder();
   let width = -1;
   let rowIndex = 0;
   let page = new Map<number, BulkRowOutcome>();
   let pageEnd = 0;
-  let lines: (readonly string[])[] = [];
-
-  const flush = () => {
-    const text = stringify(lines, { record_delimiter: '\r\n' });
-    lines = [];
-    return encoder.encode(text);
-  };
+  let lines: string[][] = [];
 
   for await (const cells of csvRecords(source)) {
     if (width < 0) {
@@ -59,15 +115,12 @@ async function* resultChunks(deps: Pick<CoreDeps, 'storage'>, request: BulkReque
       const outcomes = await deps.storage.bulkRows.range(request.id, rowIndex, pageEnd);
       page = new Map(outcomes.map((outcome) => [outcome.rowIndex, outcome]));
     }
-    const outcome = page.get(rowIndex);
-    const padded = cells.length >= width ? cells : [...cells, ...Array<string>(width - cells.length).fill('')];
-    lines.push(
-      outcome
-        ? [...padded, outcome.patientId ?? '', outcome.status, outcome.reason ?? '']
-        : [...padded, '', 'failed', 'row was not processed'],
-    );
+    lines.push(resultLine(cells, width, page.get(rowIndex)));
     rowIndex++;
-    if (lines.length >= OUTCOME_PAGE) yield flush();
+    if (lines.length >= OUTCOME_PAGE) {
+      yield csvBytes(lines);
+      lines = [];
+    }
   }
-  if (lines.length > 0) yield flush();
+  if (lines.length > 0) yield csvBytes(lines);
 }
