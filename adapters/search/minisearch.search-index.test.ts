@@ -31,20 +31,24 @@ describe('MiniSearchIndex', () => {
   });
 });
 
+/** Every resource of every HL7 example, and each document's text. */
+const converted: FhirResource[] = [];
+const documents: SearchDocument[] = [];
+beforeAll(async () => {
+  const converter = new MedplumCcdaConverter();
+  for (const fileName of readdirSync(fixturesDir).filter((name) => name.endsWith('.xml'))) {
+    const xml = readFileSync(fixturesDir + fileName, 'utf8');
+    const bundle = await converter.convert(xml);
+    converted.push(...(bundle.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : [])));
+    documents.push({ key: `DocumentReference/${fileName}`, text: searchTextOfCcda(xml) });
+  }
+});
+
 describe('MiniSearchIndex over the converted HL7 examples', () => {
   const index = new MiniSearchIndex();
   const resources = new Map<string, FhirResource>();
 
   beforeAll(async () => {
-    const converter = new MedplumCcdaConverter();
-    const converted: FhirResource[] = [];
-    const documents: SearchDocument[] = [];
-    for (const fileName of readdirSync(fixturesDir).filter((name) => name.endsWith('.xml'))) {
-      const xml = readFileSync(fixturesDir + fileName, 'utf8');
-      const bundle = await converter.convert(xml);
-      converted.push(...(bundle.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : [])));
-      documents.push({ key: `DocumentReference/${fileName}`, text: searchTextOfCcda(xml) });
-    }
     // Compositions carry the whole narrative; leaving them out keeps the resource hits about the resources.
     const deduped = dedupeResources(converted).resources.filter((resource) => resource.resourceType !== 'Composition');
     for (const resource of deduped) resources.set(resourceKey(resource), resource);
@@ -94,12 +98,7 @@ describe('MiniSearchIndex over the converted HL7 examples', () => {
 
 describe('MiniSearchIndex speed', () => {
   test('a patient with 5,000 resources answers in well under 20 ms at the median', async () => {
-    const converter = new MedplumCcdaConverter();
-    const texts: string[] = [];
-    for (const fileName of readdirSync(fixturesDir).filter((name) => name.endsWith('.xml'))) {
-      const bundle = await converter.convert(readFileSync(fixturesDir + fileName, 'utf8'));
-      for (const entry of bundle.entry ?? []) if (entry.resource && entry.resource.resourceType !== 'Composition') texts.push(searchTextOf(entry.resource));
-    }
+    const texts = converted.filter((resource) => resource.resourceType !== 'Composition').map(searchTextOf);
     const documents = Array.from({ length: 5000 }, (_, i) => ({ key: `Observation/${i}`, text: `${texts[i % texts.length]} visit ${i % 97} batch${i % 13}` }));
     const index = new MiniSearchIndex();
     const built = performance.now();
