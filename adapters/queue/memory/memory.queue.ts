@@ -1,0 +1,217 @@
+import type { ClaimedJob, JsonValue, NewJob, QueuePort, QueueStats } from '../../../core/ports/queue.port.js';
+import {
+  LEASE_EXPIRED_ERROR,
+  checkLeaseMs,
+  checkLimit,
+  checkWorkerId,
+  clipError,
+  parsePayload,
+  prepareJob,
+  resolveQueueOptions,
+  retryAtMs,
+  type QueueOptions,
+  type ResolvedQueueOptions,
+} from '../queue-common.js';
+
+interface ActiveJob {
+  id: string;
+  type: string;
+  payload: string;
+  key?: string;
+  status: 'pending' | 'running';
+  attempts: number;
+  maxAttempts: number;
+  runAtMs: number;
+  leaseUntilMs?: number;
+  lockedBy?: string;
+  lastError?: string;
+}
+
+interface DeadJob {
+  id: string;
+  type: string;
+  payload: string;
+  attempts: number;
+  lastError?: string;
+}
+
+function byRunAtThenId(a: ActiveJob, b: ActiveJob): number {
+  return a.runAtMs - b.runAtMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
+/**
+ * The queue in process memory, for tests and the sandbox: the same contract as the SQL queue (leases,
+ * retries, dead letters, key dedupe), without durability. Every method runs to completion without
+ * awaiting, so calls from concurrent async code never interleave halfway.
+ */
+export class MemoryQueue implements QueuePort {
+  private readonly options: ResolvedQueueOptions;
+  /** Pending and running jobs: the only ones claim looks at. */
+  private readonly active = new Map<string, ActiveJob>();
+  private readonly activeByKey = new Map<string, string>();
+  private readonly deadJobs = new Map<string, DeadJob>();
+  private doneCount = 0;
+
+  constructor(options: QueueOptions) {
+    this.options = resolveQueueOptions(options);
+  }
+
+  async enqueue(job: NewJob): Promise<string> {
+    const prepared = prepareJob(job, this.options, this.options.clock.now().getTime());
+    if (prepared.key !== undefined) {
+      const existing = this.activeByKey.get(prepared.key);
+      if (existing !== undefined) return existing;
+    }
+    const active: ActiveJob = {
+      id: prepared.id,
+      type: prepared.type,
+      payload: prepared.payload,
+      status: 'pending',
+      attempts: 0,
+      maxAttempts: prepared.maxAttempts,
+      runAtMs: prepared.runAtMs,
+    };
+    if (prepared.key !== undefined) {
+      active.key = prepared.key;
+      this.activeByKey.set(prepared.key, prepared.id);
+    }
+    this.active.set(prepared.id, active);
+    return prepared.id;
+  }
+
+  async claim(options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[] }): Promise<ClaimedJob[]> {
+    checkWorkerId(options.workerId);
+    checkLimit(options.limit);
+    checkLeaseMs(options.leaseMs);
+    const nowMs = this.options.clock.now().getTime();
+    this.buryAbandonedFinalAttempts(nowMs);
+    if (options.limit === 0) return [];
+    const types = options.types === undefined ? undefined : new Set(options.types);
+    const due = [...this.active.values()]
+      .filter((job) => (types === undefined || types.has(job.type)) && this.isClaimable(job, nowMs))
+      .sort(byRunAtThenId)
+      .slice(0, options.limit);
+    const leaseUntilMs = nowMs + options.leaseMs;
+    return due.map((job) => {
+      job.status = 'running';
+      job.lockedBy = options.workerId;
+      job.leaseUntilMs = leaseUntilMs;
+      job.attempts += 1;
+      return {
+        id: job.id,
+        type: job.type,
+        payload: parsePayload(job.payload),
+        attempt: job.attempts,
+        maxAttempts: job.maxAttempts,
+        leaseUntil: new Date(leaseUntilMs).toISOString(),
+      };
+    });
+  }
+
+  async complete(jobId: string, workerId: string): Promise<void> {
+    const job = this.heldBy(jobId, workerId);
+    if (!job) return;
+    this.finish(job);
+    this.doneCount += 1;
+  }
+
+  async fail(jobId: string, workerId: string, failure: { error: string; retryAt?: string }): Promise<'retrying' | 'dead' | 'lost'> {
+    const job = this.heldBy(jobId, workerId);
+    if (!job) return 'lost';
+    const nowMs = this.options.clock.now().getTime();
+    const error = clipError(failure.error);
+    if (job.attempts >= job.maxAttempts) {
+      this.bury(job, error);
+      return 'dead';
+    }
+    job.runAtMs = retryAtMs(failure, job.attempts, nowMs, this.options);
+    job.status = 'pending';
+    job.lastError = error;
+    delete job.lockedBy;
+    delete job.leaseUntilMs;
+    return 'retrying';
+  }
+
+  async extendLease(jobId: string, workerId: string, leaseMs: number): Promise<boolean> {
+    checkLeaseMs(leaseMs);
+    const job = this.heldBy(jobId, workerId);
+    if (!job) return false;
+    job.leaseUntilMs = this.options.clock.now().getTime() + leaseMs;
+    return true;
+  }
+
+  async releaseAll(workerId: string): Promise<void> {
+    for (const job of this.active.values()) {
+      if (job.status !== 'running' || job.lockedBy !== workerId) continue;
+      // A released job was never run to an outcome, so its claim does not count as an attempt.
+      job.status = 'pending';
+      job.attempts = Math.max(0, job.attempts - 1);
+      delete job.lockedBy;
+      delete job.leaseUntilMs;
+    }
+  }
+
+  async nextRunAt(): Promise<string | undefined> {
+    let earliest: number | undefined;
+    for (const job of this.active.values()) {
+      if (job.status === 'pending' && (earliest === undefined || job.runAtMs < earliest)) earliest = job.runAtMs;
+    }
+    return earliest === undefined ? undefined : new Date(earliest).toISOString();
+  }
+
+  async stats(): Promise<QueueStats> {
+    let pending = 0;
+    let running = 0;
+    for (const job of this.active.values()) {
+      if (job.status === 'pending') pending += 1;
+      else running += 1;
+    }
+    return { pending, running, dead: this.deadJobs.size, done: this.doneCount };
+  }
+
+  async dead(limit = 100): Promise<{ id: string; type: string; payload: JsonValue; attempts: number; lastError?: string }[]> {
+    checkLimit(limit);
+    return [...this.deadJobs.values()]
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .slice(0, limit)
+      .map((job) => {
+        const entry: { id: string; type: string; payload: JsonValue; attempts: number; lastError?: string } = {
+          id: job.id,
+          type: job.type,
+          payload: parsePayload(job.payload),
+          attempts: job.attempts,
+        };
+        if (job.lastError !== undefined) entry.lastError = job.lastError;
+        return entry;
+      });
+  }
+
+  private isClaimable(job: ActiveJob, nowMs: number): boolean {
+    if (job.status === 'pending') return job.runAtMs <= nowMs;
+    return job.leaseUntilMs !== undefined && job.leaseUntilMs <= nowMs && job.attempts < job.maxAttempts;
+  }
+
+  /** A worker that died during the last attempt used it up: the job is dead rather than run once more. */
+  private buryAbandonedFinalAttempts(nowMs: number): void {
+    for (const job of this.active.values()) {
+      if (job.status === 'running' && job.leaseUntilMs !== undefined && job.leaseUntilMs <= nowMs && job.attempts >= job.maxAttempts) {
+        this.bury(job, LEASE_EXPIRED_ERROR);
+      }
+    }
+  }
+
+  private heldBy(jobId: string, workerId: string): ActiveJob | undefined {
+    const job = this.active.get(jobId);
+    return job && job.status === 'running' && job.lockedBy === workerId ? job : undefined;
+  }
+
+  private finish(job: ActiveJob): void {
+    this.active.delete(job.id);
+    if (job.key !== undefined && this.activeByKey.get(job.key) === job.id) this.activeByKey.delete(job.key);
+  }
+
+  private bury(job: ActiveJob, error: string): void {
+    this.finish(job);
+    this.deadJobs.set(job.id, { id: job.id, type: job.type, payload: job.payload, attempts: job.attempts, lastError: error });
+  }
+}

@@ -1,0 +1,49 @@
+import type { Sequelize } from 'sequelize';
+import type { RunnableMigration } from 'umzug';
+
+export interface QueueMigrationContext {
+  sequelize: Sequelize;
+  dialect: 'sqlite' | 'postgres';
+  /** Quoted, schema-qualified name of the jobs table. */
+  table: string;
+}
+
+/**
+ * The queue's own versioned migrations, recorded in `queue_migrations` (never in the storage adapter's
+ * meta table). Plain SQL that both SQLite and PostgreSQL accept; `IF NOT EXISTS` so a run interrupted
+ * between a statement and its record can be repeated.
+ */
+export const queueMigrations: RunnableMigration<QueueMigrationContext>[] = [
+  {
+    name: '0001-queue-jobs',
+    async up({ context: { sequelize, table } }) {
+      const statements = [
+        `CREATE TABLE IF NOT EXISTS ${table} (
+          id VARCHAR(64) PRIMARY KEY,
+          type VARCHAR(200) NOT NULL,
+          payload TEXT NOT NULL,
+          status VARCHAR(16) NOT NULL CHECK (status IN ('pending', 'running', 'done', 'dead')),
+          dedupe_key VARCHAR(500),
+          attempts INTEGER NOT NULL DEFAULT 0,
+          max_attempts INTEGER NOT NULL,
+          run_at BIGINT NOT NULL,
+          lease_until BIGINT,
+          locked_by VARCHAR(200),
+          last_error TEXT,
+          created_at BIGINT NOT NULL,
+          updated_at BIGINT NOT NULL
+        )`,
+        // Claims: pending jobs by due time, and running jobs whose lease has run out.
+        `CREATE INDEX IF NOT EXISTS queue_jobs_status_run_at ON ${table} (status, run_at)`,
+        `CREATE INDEX IF NOT EXISTS queue_jobs_status_lease_until ON ${table} (status, lease_until)`,
+        `CREATE INDEX IF NOT EXISTS queue_jobs_locked_by ON ${table} (locked_by)`,
+        // Dedupe: one job per key while it is pending or running; finished jobs free the key.
+        `CREATE UNIQUE INDEX IF NOT EXISTS queue_jobs_active_key ON ${table} (dedupe_key) WHERE status IN ('pending', 'running')`,
+      ];
+      for (const statement of statements) await sequelize.query(statement, { logging: false });
+    },
+    async down({ context: { sequelize, table } }) {
+      await sequelize.query(`DROP TABLE IF EXISTS ${table}`, { logging: false });
+    },
+  },
+];

@@ -1,0 +1,295 @@
+import { QueryTypes, type Sequelize } from 'sequelize';
+import { SequelizeStorage, Umzug } from 'umzug';
+import { CoreError } from '../../../core/errors.js';
+import type { ClaimedJob, JsonValue, NewJob, QueuePort, QueueStats } from '../../../core/ports/queue.port.js';
+import {
+  LEASE_EXPIRED_ERROR,
+  checkLeaseMs,
+  checkLimit,
+  checkWorkerId,
+  clipError,
+  parsePayload,
+  prepareJob,
+  resolveQueueOptions,
+  retryAtMs,
+  type QueueOptions,
+  type ResolvedQueueOptions,
+} from '../queue-common.js';
+import { queueMigrations, type QueueMigrationContext } from './queue.migrations.js';
+
+type Dialect = 'sqlite' | 'postgres';
+type Row = Record<string, unknown>;
+
+export interface SqlQueueOptions extends QueueOptions {
+  /** A Sequelize instance on SQLite or PostgreSQL; the queue only adds its own two tables to it. */
+  sequelize: Sequelize;
+  /** PostgreSQL schema for the queue tables (created when missing); SQLite has none. */
+  schema?: string;
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+/** Serialises migration runs of several processes starting at once against one PostgreSQL database. */
+const MIGRATION_LOCK_KEY = 4_242_017_003;
+
+const num = (value: unknown): number => (typeof value === 'number' ? value : Number(value));
+
+/** A tiny promise-chain lock: claims of one queue object run one after the other. */
+class SerialLock {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(task: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(task, task);
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+}
+
+/**
+ * The durable queue, in the table `queue_jobs` of the service's own database (SQLite or PostgreSQL),
+ * so jobs survive restarts and sit next to the data they act on. Every state change is one statement
+ * guarded by the job's current status and lock holder, so no step can half-apply:
+ *
+ * - PostgreSQL claims with `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n)`, so workers
+ *   in several processes each take different rows without waiting on one another.
+ * - SQLite runs each statement in its own write transaction (SQLite has one writer at a time), and claims of
+ *   one queue object are serialised in-process as well. No explicit transaction is opened: on an in-memory
+ *   database Sequelize shares one connection, and a long-lived transaction there would swallow the storage
+ *   adapter's concurrent queries.
+ *
+ * Times are stored as epoch milliseconds (BIGINT) from the clock port, never the database's clock, so a
+ * stepped clock drives leases and retries in tests exactly as in the memory queue.
+ */
+export class SqlQueue implements QueuePort {
+  private readonly claimLock = new SerialLock();
+
+  private constructor(
+    private readonly sequelize: Sequelize,
+    private readonly dialect: Dialect,
+    /** Quoted, schema-qualified table name. */
+    private readonly table: string,
+    private readonly options: ResolvedQueueOptions,
+  ) {}
+
+  /** Creates (or upgrades) the queue tables, then returns a queue on them. Safe to call from many processes. */
+  static async open(options: SqlQueueOptions): Promise<SqlQueue> {
+    const { sequelize, schema } = options;
+    const dialect = sequelize.getDialect();
+    if (dialect !== 'sqlite' && dialect !== 'postgres') {
+      throw new CoreError('NOT_IMPLEMENTED', `SqlQueue supports sqlite and postgres, not ${dialect}`);
+    }
+    if (schema !== undefined) {
+      if (dialect !== 'postgres') throw new CoreError('BAD_REQUEST', 'SqlQueue: a schema is only supported on PostgreSQL');
+      if (!IDENTIFIER.test(schema)) throw new CoreError('BAD_REQUEST', 'SqlQueue: schema must be a plain SQL identifier');
+    }
+    const table = schema === undefined ? '"queue_jobs"' : `"${schema}"."queue_jobs"`;
+    await migrate({ sequelize, dialect, table, schema });
+    return new SqlQueue(sequelize, dialect, table, resolveQueueOptions(options));
+  }
+
+  async enqueue(job: NewJob): Promise<string> {
+    const nowMs = this.nowMs();
+    const prepared = prepareJob(job, this.options, nowMs);
+    // A few rounds are enough: a round only repeats when the job holding the key finished in between.
+    for (let round = 0; round < 5; round += 1) {
+      // The leading comment matters: Sequelize's SQLite dialect discards the rows of any statement that
+      // starts with INSERT INTO, RETURNING included.
+      const inserted = await this.select(
+        `/* enqueue */ INSERT INTO ${this.table} (id, type, payload, status, dedupe_key, attempts, max_attempts, run_at, created_at, updated_at)
+         VALUES (:id, :type, :payload, 'pending', :key, 0, :maxAttempts, :runAt, :now, :now)
+         ON CONFLICT (dedupe_key) WHERE status IN ('pending', 'running') DO NOTHING
+         RETURNING id`,
+        { ...prepared, key: prepared.key ?? null, runAt: prepared.runAtMs, now: nowMs },
+      );
+      if (inserted[0]) return String(inserted[0].id);
+      const existing = await this.select(
+        `SELECT id FROM ${this.table} WHERE dedupe_key = :key AND status IN ('pending', 'running')`,
+        { key: prepared.key ?? null },
+      );
+      if (existing[0]) return String(existing[0].id);
+    }
+    throw new CoreError('CONFLICT', 'could not enqueue the job: its key kept changing hands');
+  }
+
+  async claim(options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[] }): Promise<ClaimedJob[]> {
+    checkWorkerId(options.workerId);
+    checkLimit(options.limit);
+    checkLeaseMs(options.leaseMs);
+    const claimOnce = () => this.claimNow(options);
+    return this.dialect === 'sqlite' ? this.claimLock.run(claimOnce) : claimOnce();
+  }
+
+  private async claimNow(options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[] }): Promise<ClaimedJob[]> {
+    const nowMs = this.nowMs();
+    // Both multi-row statements skip rows another worker has locked, so concurrent claims never wait on
+    // each other and can never deadlock; a skipped row is picked up by a later claim.
+    const lock = this.dialect === 'postgres' ? 'FOR UPDATE SKIP LOCKED' : '';
+    await this.run(
+      `UPDATE ${this.table}
+       SET status = 'dead', locked_by = NULL, lease_until = NULL, last_error = :error, updated_at = :now
+       WHERE id IN (
+         SELECT id FROM ${this.table}
+         WHERE status = 'running' AND lease_until <= :now AND attempts >= max_attempts
+         ${lock}
+       )`,
+      { now: nowMs, error: LEASE_EXPIRED_ERROR },
+    );
+    if (options.limit === 0 || (options.types !== undefined && options.types.length === 0)) return [];
+    const typeFilter = options.types === undefined ? '' : 'AND type IN (:types)';
+    const leaseUntilMs = nowMs + options.leaseMs;
+    const rows = await this.select(
+      `UPDATE ${this.table}
+       SET status = 'running', locked_by = :worker, lease_until = :leaseUntil, attempts = attempts + 1, updated_at = :now
+       WHERE id IN (
+         SELECT id FROM ${this.table}
+         WHERE ((status = 'pending' AND run_at <= :now)
+             OR (status = 'running' AND lease_until <= :now AND attempts < max_attempts))
+           ${typeFilter}
+         ORDER BY run_at, id
+         LIMIT :limit
+         ${lock}
+       )
+       RETURNING id, type, payload, attempts, max_attempts, run_at, lease_until`,
+      { worker: options.workerId, leaseUntil: leaseUntilMs, now: nowMs, limit: options.limit, types: options.types ? [...options.types] : null },
+    );
+    // RETURNING follows no ORDER BY; the port promises oldest runAt first.
+    rows.sort((a, b) => num(a.run_at) - num(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
+    return rows.map((row) => ({
+      id: String(row.id),
+      type: String(row.type),
+      payload: parsePayload(String(row.payload)),
+      attempt: num(row.attempts),
+      maxAttempts: num(row.max_attempts),
+      leaseUntil: new Date(num(row.lease_until)).toISOString(),
+    }));
+  }
+
+  async complete(jobId: string, workerId: string): Promise<void> {
+    await this.run(
+      `UPDATE ${this.table}
+       SET status = 'done', locked_by = NULL, lease_until = NULL, updated_at = :now
+       WHERE id = :id AND status = 'running' AND locked_by = :worker`,
+      { id: jobId, worker: workerId, now: this.nowMs() },
+    );
+  }
+
+  async fail(jobId: string, workerId: string, failure: { error: string; retryAt?: string }): Promise<'retrying' | 'dead' | 'lost'> {
+    const nowMs = this.nowMs();
+    const [held] = await this.select(
+      `SELECT attempts, max_attempts FROM ${this.table} WHERE id = :id AND status = 'running' AND locked_by = :worker`,
+      { id: jobId, worker: workerId },
+    );
+    if (!held) return 'lost';
+    const attempts = num(held.attempts);
+    const dead = attempts >= num(held.max_attempts);
+    const runAt = dead ? null : retryAtMs(failure, attempts, nowMs, this.options);
+    // Guarded by the attempt count read above: if the lease changed hands in between, nothing is written.
+    const updated = await this.select(
+      `UPDATE ${this.table}
+       SET status = :status, run_at = COALESCE(:runAt, run_at), locked_by = NULL, lease_until = NULL,
+           last_error = :error, updated_at = :now
+       WHERE id = :id AND status = 'running' AND locked_by = :worker AND attempts = :attempts
+       RETURNING id`,
+      { status: dead ? 'dead' : 'pending', runAt, error: clipError(failure.error), now: nowMs, id: jobId, worker: workerId, attempts },
+    );
+    if (updated.length === 0) return 'lost';
+    return dead ? 'dead' : 'retrying';
+  }
+
+  async extendLease(jobId: string, workerId: string, leaseMs: number): Promise<boolean> {
+    checkLeaseMs(leaseMs);
+    const nowMs = this.nowMs();
+    const updated = await this.select(
+      `UPDATE ${this.table} SET lease_until = :leaseUntil, updated_at = :now
+       WHERE id = :id AND status = 'running' AND locked_by = :worker
+       RETURNING id`,
+      { leaseUntil: nowMs + leaseMs, now: nowMs, id: jobId, worker: workerId },
+    );
+    return updated.length > 0;
+  }
+
+  async releaseAll(workerId: string): Promise<void> {
+    // A released job was never run to an outcome, so its claim does not count as an attempt.
+    await this.run(
+      `UPDATE ${this.table}
+       SET status = 'pending', locked_by = NULL, lease_until = NULL,
+           attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at = :now
+       WHERE status = 'running' AND locked_by = :worker`,
+      { worker: workerId, now: this.nowMs() },
+    );
+  }
+
+  async nextRunAt(): Promise<string | undefined> {
+    const [row] = await this.select(`SELECT MIN(run_at) AS next FROM ${this.table} WHERE status = 'pending'`, {});
+    return row?.next === null || row?.next === undefined ? undefined : new Date(num(row.next)).toISOString();
+  }
+
+  async stats(): Promise<QueueStats> {
+    const rows = await this.select(`SELECT status, COUNT(*) AS n FROM ${this.table} GROUP BY status`, {});
+    const stats: QueueStats = { pending: 0, running: 0, dead: 0, done: 0 };
+    for (const row of rows) {
+      const status = String(row.status) as keyof QueueStats;
+      if (status in stats) stats[status] = num(row.n);
+    }
+    return stats;
+  }
+
+  async dead(limit = 100): Promise<{ id: string; type: string; payload: JsonValue; attempts: number; lastError?: string }[]> {
+    checkLimit(limit);
+    const rows = await this.select(
+      `SELECT id, type, payload, attempts, last_error FROM ${this.table} WHERE status = 'dead' ORDER BY id LIMIT :limit`,
+      { limit },
+    );
+    return rows.map((row) => {
+      const entry: { id: string; type: string; payload: JsonValue; attempts: number; lastError?: string } = {
+        id: String(row.id),
+        type: String(row.type),
+        payload: parsePayload(String(row.payload)),
+        attempts: num(row.attempts),
+      };
+      if (row.last_error !== null && row.last_error !== undefined) entry.lastError = String(row.last_error);
+      return entry;
+    });
+  }
+
+  private nowMs(): number {
+    return this.options.clock.now().getTime();
+  }
+
+  /** A statement whose rows come back (SELECT, or a write with RETURNING). */
+  private async select(sql: string, replacements: Record<string, unknown>): Promise<Row[]> {
+    return this.sequelize.query<Row>(sql, { type: QueryTypes.SELECT, replacements, logging: false });
+  }
+
+  private async run(sql: string, replacements: Record<string, unknown>): Promise<void> {
+    await this.sequelize.query(sql, { type: QueryTypes.UPDATE, replacements, logging: false });
+  }
+}
+
+async function migrate(context: QueueMigrationContext & { schema: string | undefined }): Promise<void> {
+  const { sequelize, dialect, schema } = context;
+  const run = async () => {
+    if (schema !== undefined) await sequelize.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`, { logging: false });
+    const umzug = new Umzug<QueueMigrationContext>({
+      migrations: queueMigrations,
+      context,
+      storage: new SequelizeStorage({
+        sequelize,
+        // Its own meta table and model name, so it never meets the storage adapter's migrations.
+        modelName: `carebridge_queue_migrations_${schema ?? 'default'}`,
+        tableName: 'queue_migrations',
+        ...(schema === undefined ? {} : { schema }),
+      }),
+      logger: undefined,
+    });
+    await umzug.up();
+  };
+  // The lock below needs a second pooled connection for the migrations; with a pool of one, go without.
+  const poolMax = (sequelize as unknown as { options: { pool?: { max?: number } } }).options.pool?.max ?? 5;
+  if (dialect !== 'postgres' || poolMax < 2) return run();
+  // The transaction only holds the advisory lock; the migrations run on other pooled connections while
+  // it waits, and the lock is released when it commits.
+  await sequelize.transaction(async (transaction) => {
+    await sequelize.query('SELECT pg_advisory_xact_lock(:key)', { replacements: { key: MIGRATION_LOCK_KEY }, transaction, logging: false });
+    await run();
+  });
+}

@@ -1,0 +1,95 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { QueryTypes, Sequelize } from 'sequelize';
+import { expect, test } from 'vitest';
+import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
+import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
+import { SqlQueue } from '../../adapters/queue/sql/sql.queue.js';
+import { defineQueueContract } from '../ports/queue.contract.js';
+
+defineQueueContract({
+  test,
+  make: async (options) => {
+    const clock = new SteppedClock('2026-03-01T09:00:00.000Z');
+    const sequelize = new Sequelize({ dialect: 'sqlite', storage: ':memory:', logging: false });
+    const queue = await SqlQueue.open({ ...options, sequelize, clock, ids: new SequentialIds() });
+    return { queue, clock, close: () => sequelize.close() };
+  },
+  numRuns: 40,
+});
+
+test('sqlite: two connections to one database file (as two processes would have) never claim a job twice', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'carebridge-queue-'));
+  const connections: Sequelize[] = [];
+  try {
+    const clock = new SteppedClock('2026-03-01T09:00:00.000Z');
+    const ids = new SequentialIds();
+    const open = async () => {
+      const sequelize = new Sequelize({ dialect: 'sqlite', storage: join(dir, 'queue.sqlite'), logging: false });
+      connections.push(sequelize);
+      // Writers wait for each other instead of failing at once, as the service configures it.
+      await sequelize.query('PRAGMA busy_timeout = 5000');
+      await sequelize.query('PRAGMA journal_mode = WAL', { type: QueryTypes.SELECT });
+      return SqlQueue.open({ sequelize, clock, ids });
+    };
+    const first = await open();
+    const second = await open();
+    const total = 150;
+    for (let i = 0; i < total; i++) await first.enqueue({ type: 'work', payload: i });
+
+    const holder = new Map<string, string>();
+    const doubleClaims: string[] = [];
+    const work = async (queue: SqlQueue, workerId: string) => {
+      for (;;) {
+        const jobs = await queue.claim({ workerId, limit: 3, leaseMs: 60_000 });
+        if (jobs.length === 0) return;
+        for (const job of jobs) {
+          if (holder.has(job.id)) doubleClaims.push(job.id);
+          holder.set(job.id, workerId);
+        }
+        for (const job of jobs) await queue.complete(job.id, workerId);
+      }
+    };
+    await Promise.all([work(first, 'a1'), work(first, 'a2'), work(second, 'b1'), work(second, 'b2')]);
+    expect(doubleClaims).toEqual([]);
+    expect(holder.size).toBe(total);
+    expect(await second.stats()).toEqual({ pending: 0, running: 0, dead: 0, done: total });
+  } finally {
+    await Promise.all(connections.map((sequelize) => sequelize.close()));
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('sqlite: reopening runs no migration twice and keeps the jobs', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'carebridge-queue-'));
+  try {
+    const clock = new SteppedClock('2026-03-01T09:00:00.000Z');
+    const storage = join(dir, 'queue.sqlite');
+    const before = new Sequelize({ dialect: 'sqlite', storage, logging: false });
+    const id = await (await SqlQueue.open({ sequelize: before, clock, ids: new SequentialIds() })).enqueue({ type: 't', payload: { kept: true } });
+    await before.close();
+
+    const after = new Sequelize({ dialect: 'sqlite', storage, logging: false });
+    try {
+      const queue = await SqlQueue.open({ sequelize: after, clock, ids: new SequentialIds({ seed: 1 }) });
+      expect(await after.query('SELECT name FROM queue_migrations', { type: QueryTypes.SELECT })).toEqual([{ name: '0001-queue-jobs' }]);
+      expect(await queue.claim({ workerId: 'w', limit: 5, leaseMs: 1_000 })).toMatchObject([{ id, payload: { kept: true } }]);
+    } finally {
+      await after.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('sqlite: a schema is refused (SQLite has none)', async () => {
+  const sequelize = new Sequelize({ dialect: 'sqlite', storage: ':memory:', logging: false });
+  try {
+    await expect(SqlQueue.open({ sequelize, schema: 'jobs', clock: new SteppedClock('2026-01-01T00:00:00Z'), ids: new SequentialIds() })).rejects.toMatchObject({
+      code: 'BAD_REQUEST',
+    });
+  } finally {
+    await sequelize.close();
+  }
+});
