@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
@@ -58,4 +58,13 @@ test('fs: a store opened on an existing root sees what an earlier instance wrote
   const reopened = new FsBlob({ root });
   expect(new TextDecoder().decode(await reopened.get('acct/durable'))).toBe('still here');
   expect(await reopened.head('acct/durable')).toEqual({ size: 10, contentType: 'text/plain' });
+});
+
+test('fs: a damaged content-type sidecar costs the content type, not the blob', async () => {
+  const root = makeRoot();
+  const blob = new FsBlob({ root });
+  await blob.put('acct/y', 'bytes', { contentType: 'text/plain' });
+  await writeFile(join(root, 'acct/y.meta.json'), '{not json');
+  expect(await blob.head('acct/y')).toEqual({ size: 5 });
+  expect(new TextDecoder().decode(await blob.get('acct/y'))).toBe('bytes');
 });

@@ -126,7 +126,8 @@ async function readMeta(metaPath: string): Promise<BlobMeta> {
     }
     return {};
   } catch (error) {
-    if (isMissing(error)) return {};
+    // A missing or unreadable sidecar loses only the content type; the bytes are still served.
+    if (isMissing(error) || error instanceof SyntaxError) return {};
     throw error;
   }
 }
