@@ -1,0 +1,84 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { join, resolve } from 'node:path';
+
+/** What the service reads from its environment (DESIGN: Running it). */
+export interface ServiceSettings {
+  /** `PORT`, 8080. 0 picks a free port. */
+  port: number;
+  /** `HOST`: the address to listen on; every interface when absent. */
+  host?: string;
+  /** `DATA_DIR`, `./data`: the SQLite file, blobs and the generated URL signing secret live here. */
+  dataDir: string;
+  /** `DATABASE_URL`: `postgres://...` for PostgreSQL, `sqlite:<file>`; SQLite in DATA_DIR when absent. */
+  databaseUrl?: string;
+  /** `DATABASE_SCHEMA`: PostgreSQL schema to work in (created when missing); `public` when absent. */
+  databaseSchema?: string;
+  /** `PUBLIC_URL`: base of the URLs handed out; `http://localhost:<port>` when absent. */
+  publicUrl?: string;
+  /** `WEBHOOK_ALLOW_PRIVATE=true`: allow loopback/private webhook URLs (development only). */
+  webhookAllowPrivate: boolean;
+  /** `URL_SIGNING_SECRET`: else generated once and kept in DATA_DIR, so URLs survive restarts. */
+  urlSigningSecret?: string;
+  /** `LOG_LEVEL`: pino level, `info`. */
+  logLevel: string;
+}
+
+const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+function flag(value: string | undefined, name: string): boolean {
+  if (value === undefined || value.trim() === '') return false;
+  const normalised = value.trim().toLowerCase();
+  if (['true', '1', 'yes'].includes(normalised)) return true;
+  if (['false', '0', 'no'].includes(normalised)) return false;
+  throw new Error(`${name} must be true or false, not "${value}"`);
+}
+
+const nonEmpty = (value: string | undefined) => (value === undefined || value.trim() === '' ? undefined : value.trim());
+
+/** Settings from environment variables; throws with the variable's name when one is malformed. */
+export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSettings {
+  const portText = nonEmpty(env.PORT) ?? '8080';
+  const port = Number(portText);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`PORT must be a port number (0-65535), not "${portText}"`);
+  const logLevel = (nonEmpty(env.LOG_LEVEL) ?? 'info').toLowerCase();
+  if (!LOG_LEVELS.has(logLevel)) throw new Error(`LOG_LEVEL must be one of ${[...LOG_LEVELS].join(', ')}`);
+  const publicUrl = nonEmpty(env.PUBLIC_URL);
+  if (publicUrl !== undefined && !/^https?:\/\/[^/]/.test(publicUrl)) throw new Error('PUBLIC_URL must start with http:// or https://');
+  const settings: ServiceSettings = {
+    port,
+    dataDir: nonEmpty(env.DATA_DIR) ?? './data',
+    webhookAllowPrivate: flag(env.WEBHOOK_ALLOW_PRIVATE, 'WEBHOOK_ALLOW_PRIVATE'),
+    logLevel,
+  };
+  const optional = {
+    host: nonEmpty(env.HOST),
+    databaseUrl: nonEmpty(env.DATABASE_URL),
+    databaseSchema: nonEmpty(env.DATABASE_SCHEMA),
+    publicUrl,
+    urlSigningSecret: nonEmpty(env.URL_SIGNING_SECRET),
+  };
+  for (const [name, value] of Object.entries(optional)) if (value !== undefined) Object.assign(settings, { [name]: value });
+  return settings;
+}
+
+const SECRET_FILE = 'url-signing-secret';
+
+/**
+ * The secret pre-signed URLs are signed with: the given one, else the one stored in `dataDir`, else a new
+ * one written there (owner-only) so URLs handed out before a restart still verify after it.
+ */
+export async function urlSigningSecret(dataDir: string, given: string | undefined): Promise<string> {
+  if (given !== undefined) return given;
+  const file = join(resolve(dataDir), SECRET_FILE);
+  await mkdir(resolve(dataDir), { recursive: true });
+  try {
+    await writeFile(file, `${randomBytes(32).toString('hex')}\n`, { flag: 'wx', mode: 0o600 });
+  } catch (error) {
+    // Another process (or an earlier start) wrote it first: use theirs.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const secret = (await readFile(file, 'utf8')).trim();
+  if (secret.length < 16) throw new Error(`${file} holds no usable secret; delete it to have a new one generated`);
+  return secret;
+}
