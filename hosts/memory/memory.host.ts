@@ -5,7 +5,7 @@ import { createApiHandler, type ApiHandler } from '../../core/api/handler.js';
 import type { ApiRequest, ApiResponse } from '../../core/api/types.js';
 import type { CoreConfig, CoreDeps } from '../../core/deps.js';
 import { coreJobHandlers } from '../../core/jobs.js';
-import type { ClockPort, IdsPort, WebhookSenderPort } from '../../core/ports/index.js';
+import type { ClockPort, IdsPort, StoragePort, WebhookSenderPort } from '../../core/ports/index.js';
 import { deliverDueMessages } from '../../core/webhooks/deliver.js';
 import { MemoryBlob } from '../../adapters/blob/memory/memory.blob.js';
 import { MedplumCcdaConverter } from '../../adapters/ccda/medplum.ccda.js';
@@ -38,6 +38,8 @@ export interface MemoryHostOptions {
   /** Secret for pre-signed URLs; random per host when absent. */
   urlSecret?: string;
   webhookAllowPrivate?: boolean;
+  /** Another storage adapter in place of the in-memory one (benchmarks, adapter trials). The host closes it. */
+  storage?: StoragePort;
 }
 
 /**
@@ -65,7 +67,7 @@ export class MemoryHost {
     container.bind(TOKENS.ids).toConstantValue(ids);
     container.bind(TOKENS.secrets).toConstantValue(new NodeSecrets());
     container.bind(TOKENS.urlSigner).toConstantValue(new HmacUrlSigner(options.urlSecret ?? randomBytes(32).toString('hex')));
-    container.bind(TOKENS.storage).toConstantValue(new MemoryStorage());
+    container.bind(TOKENS.storage).toConstantValue(options.storage ?? new MemoryStorage());
     container.bind(TOKENS.blob).toConstantValue(new MemoryBlob());
     container.bind(TOKENS.queue).toConstantValue(new MemoryQueue({ clock, ids }));
     container.bind(TOKENS.hie).toConstantValue(new SandboxHieNetwork({ fixturesDir: options.fixturesDir ?? sandboxDocumentsDir() }));
