@@ -65,7 +65,7 @@ async function authorise(deps: CoreDeps, route: RouteDefinition, request: ApiReq
     case 'apiKey':
       return authenticate(deps, request.headers['x-api-key']);
     case 'signed': {
-      const accountId = verifySignedRequest(deps, { method: request.method, path: request.path, query });
+      const accountId = verifySignedRequest(deps, { method: request.method, path: request.path, query: request.query });
       const account = await deps.storage.accounts.get(accountId);
       if (!account) throw new CoreError('SIGNATURE_INVALID', 'The URL signature does not match; use the URL exactly as it was given');
       return account;
@@ -73,7 +73,7 @@ async function authorise(deps: CoreDeps, route: RouteDefinition, request: ApiReq
     case 'signedAndApiKey': {
       // The key first: a caller without one learns nothing about the URL.
       const account = await authenticate(deps, request.headers['x-api-key']);
-      const accountId = verifySignedRequest(deps, { method: request.method, path: request.path, query }, 'UPLOAD_URL_EXPIRED');
+      const accountId = verifySignedRequest(deps, { method: request.method, path: request.path, query: request.query }, 'UPLOAD_URL_EXPIRED');
       // PRODUCT: the upload URL is pre-signed to the account; another account's key cannot use it.
       if (accountId !== account.id) throw new CoreError('BULK_REQUEST_NOT_FOUND', 'No bulk request with this id in your account');
       return account;
