@@ -213,7 +213,11 @@ export function createKoaApp(handler: ApiHandler, options: KoaAppOptions = {}): 
   const logger = options.logger;
   // Errors Koa still sees (a response stream failing after its headers went out) are logged without messages.
   app.silent = true;
-  app.on('error', (error: unknown) => logger?.warn({ err: describeError(error) }, 'response failed after it started'));
+  app.on('error', (error: unknown) => {
+    // A client that hangs up during a download is routine, not a warning.
+    const routine = (error as { code?: unknown } | null)?.code === 'ERR_STREAM_PREMATURE_CLOSE';
+    (routine ? logger?.debug : logger?.warn)?.call(logger, { err: describeError(error) }, 'response failed after it started');
+  });
 
   app.use(async (ctx, next) => {
     if (ctx.method === 'GET' && ctx.path === '/healthz') {
