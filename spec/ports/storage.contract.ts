@@ -539,6 +539,15 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, ['shared']))).toEqual([existing.id]);
   });
 
+  test('patients: a large insertMany failing at its end leaves none of its earlier patients', async (storage, build) => {
+    const existing = build.patient(ACCOUNT_A);
+    await storage.patients.insert(existing);
+    const batch = Array.from({ length: 2_499 }, () => build.patient(ACCOUNT_A, { matchKeys: ['large'] }));
+    await expect(storage.patients.insertMany([...batch, existing])).rejects.toThrow();
+    expect(await storage.patients.count(ACCOUNT_A)).toBe(1);
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['large'])).toEqual([]);
+  });
+
   test('patients: findByExternalId gives the account’s matches, oldest first', async (storage, build) => {
     const later = build.patient(ACCOUNT_A, { externalId: 'MRN-1', createdAt: at(9) });
     const earlier = build.patient(ACCOUNT_A, { externalId: 'MRN-1', createdAt: at(3) });
@@ -958,6 +967,27 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect(await storage.bulkRows.counts(request.id)).toEqual({ total: 2, failed: 0 });
     expect((await storage.bulkRequests.get(ACCOUNT_A, request.id))!.processed).toBe(2);
     expect(await storage.outbox.get(ACCOUNT_A, message.id)).toEqual(message);
+  });
+
+  test('transaction: a record written twice inside is found by its latest values only', async (storage, build) => {
+    const patient = build.patient(ACCOUNT_A, { matchKeys: ['first'], externalId: 'first' });
+    const outside = build.patient(ACCOUNT_A, { matchKeys: ['first'], externalId: 'outside' });
+    await storage.patients.insert(outside);
+    const final: Patient = { ...patient, matchKeys: ['third'], externalId: 'third' };
+    await storage.transaction(async (tx) => {
+      await tx.patients.insert(patient);
+      await tx.patients.update({ ...patient, matchKeys: ['second'], externalId: 'second' });
+      await tx.patients.update(final);
+      await tx.patients.update({ ...outside, matchKeys: ['moved'] });
+      for (const key of ['first', 'second']) expect(await tx.patients.findByMatchKeys(ACCOUNT_A, [key])).toEqual([]);
+      expect(await tx.patients.findByMatchKeys(ACCOUNT_A, ['third'])).toEqual([final]);
+      expect(await tx.patients.findByExternalId(ACCOUNT_A, 'second')).toEqual([]);
+      expect(ids(await tx.patients.findByMatchKeys(ACCOUNT_A, ['moved']))).toEqual([outside.id]);
+    });
+    for (const key of ['first', 'second']) expect(await storage.patients.findByMatchKeys(ACCOUNT_A, [key])).toEqual([]);
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['third'])).toEqual([final]);
+    expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, ['moved']))).toEqual([outside.id]);
+    expect(await storage.patients.findByExternalId(ACCOUNT_A, 'third')).toEqual([final]);
   });
 
   test('transaction: a throw rolls back every write and rethrows the same error', async (storage, build) => {
