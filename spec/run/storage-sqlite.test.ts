@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Container } from 'inversify';
-import { QueryTypes, Sequelize } from 'sequelize';
+import { QueryTypes, Sequelize, type Transaction } from 'sequelize';
 import { describe, expect, test } from 'vitest';
 import { storageModule } from '../../adapters/container/storage.module.js';
 import { TOKENS } from '../../adapters/container/tokens.js';
@@ -82,15 +82,17 @@ describe('SQLite specifics', () => {
     await withDataDir(async (dataDir) => {
       const storage = await SequelizeStorage.open({ dataDir });
       try {
-        const pragma = async (name: string, transaction?: Parameters<SequelizeStorage['sequelize']['query']>[1]) =>
-          Object.values((await storage.sequelize.query<Record<string, unknown>>(`PRAGMA ${name}`, { type: QueryTypes.SELECT, ...transaction }))[0]!)[0];
+        const pragma = async (name: string, transaction?: Transaction) => {
+          const [row] = await storage.sequelize.query<Record<string, unknown>>(`PRAGMA ${name}`, { type: QueryTypes.SELECT, transaction });
+          return Object.values(row!)[0];
+        };
         expect(await pragma('journal_mode')).toBe('wal');
         expect(await pragma('synchronous')).toBe(1);
         expect(await pragma('busy_timeout')).toBeGreaterThanOrEqual(1000);
         // Transactions get connections of their own; they are configured too.
         await storage.sequelize.transaction(async (transaction) => {
-          expect(await pragma('synchronous', { transaction } as never)).toBe(1);
-          expect(await pragma('busy_timeout', { transaction } as never)).toBeGreaterThanOrEqual(1000);
+          expect(await pragma('synchronous', transaction)).toBe(1);
+          expect(await pragma('busy_timeout', transaction)).toBeGreaterThanOrEqual(1000);
         });
       } finally {
         await storage.close();
