@@ -1,0 +1,93 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { buildOpenApiDocument, openApiPath, type OpenApiDocument } from '../../core/api/openapi.js';
+import { apiRoutes } from '../../core/api/routes/index.js';
+import { startMemoryKoa, type MemoryKoa } from './testing.js';
+
+type Operation = {
+  operationId: string;
+  summary: string;
+  tags: string[];
+  security: Record<string, string[]>[];
+  parameters: { name: string; in: string; required: boolean; schema: Record<string, unknown> }[];
+  requestBody?: { content: Record<string, { schema: Record<string, unknown> }> };
+  responses: Record<string, { content?: Record<string, unknown> }>;
+};
+
+let server: MemoryKoa;
+let served: OpenApiDocument;
+
+beforeAll(async () => {
+  server = await startMemoryKoa();
+  const response = await fetch(`${server.url}/openapi.json`);
+  expect(response.status).toBe(200);
+  expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+  served = (await response.json()) as OpenApiDocument;
+});
+afterAll(() => server.close());
+
+const operation = (method: string, path: string) => served.paths[openApiPath(path)]?.[method.toLowerCase()] as Operation | undefined;
+
+describe('GET /openapi.json', () => {
+  test('is a valid OpenAPI 3.1 document', async () => {
+    const validator = new Validator();
+    const result = await validator.validate(served as unknown as Record<string, unknown>);
+    expect(result.errors, JSON.stringify(result.errors, null, 2)).toBeUndefined();
+    expect(result.valid).toBe(true);
+    expect(validator.version).toBe('3.1');
+    expect(served.openapi).toBe('3.1.0');
+  });
+
+  test('describes every route of the handler, and nothing else', () => {
+    const routes = server.host.handler.routes;
+    const described = Object.entries(served.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`));
+    expect(described.sort()).toEqual(routes.map((route) => `${route.method} ${openApiPath(route.path)}`).sort());
+
+    const operationIds = new Set<string>();
+    for (const route of routes) {
+      const op = operation(route.method, route.path)!;
+      const label = `${route.method} ${route.path}`;
+      expect(op.summary, label).toBe(route.summary);
+      expect(op.tags, label).toEqual([route.tag]);
+      expect(operationIds.has(op.operationId), `duplicate operationId ${op.operationId}`).toBe(false);
+      operationIds.add(op.operationId);
+      for (const name of [...route.path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1])) {
+        expect(op.parameters.find((p) => p.in === 'path' && p.name === name), `${label} :${name}`).toMatchObject({ required: true });
+      }
+      const shape = (route.query as { shape?: Record<string, unknown> } | undefined)?.shape ?? {};
+      for (const name of Object.keys(shape)) expect(op.parameters.some((p) => p.in === 'query' && p.name === name), `${label} ?${name}`).toBe(true);
+      expect(op.security, label).toEqual(route.auth === 'apiKey' || route.auth === 'signedAndApiKey' ? [{ apiKey: [] }] : []);
+      if (route.body) expect(Object.keys(op.requestBody!.content), label).toEqual(['application/json']);
+      if (route.rawBody) expect(Object.keys(op.requestBody!.content), label).toEqual([route.rawBody]);
+      expect(op.responses.default?.content, label).toHaveProperty(['application/problem+json']);
+    }
+    expect(served.components.securitySchemes).toEqual({ apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' } });
+  });
+
+  test('request schemas come from the zod schemas the routes validate with, as input types', () => {
+    const facility = operation('POST', '/medical/v1/facility')!.requestBody!.content['application/json']!.schema as {
+      required: string[];
+      properties: Record<string, { required?: string[]; properties?: Record<string, unknown> }>;
+    };
+    expect([...facility.required].sort()).toEqual(['address', 'name', 'npi']);
+    expect([...facility.properties.address!.required!].sort()).toEqual(['addressLine1', 'city', 'state', 'zip']);
+    // Input type: the default makes `country` optional for the caller.
+    expect(facility.properties.address!.properties).toHaveProperty('country');
+
+    const optOut = operation('PUT', '/medical/v1/patient/:id/hie-opt-out')!;
+    expect(optOut.parameters.find((p) => p.name === 'hieOptOut')).toMatchObject({ in: 'query', required: true, schema: { type: 'string' } });
+    const bulk = operation('POST', '/medical/v1/patient/bulk')!;
+    expect(bulk.parameters.filter((p) => p.in === 'query').map((p) => [p.name, p.required])).toEqual([
+      ['facilityId', false],
+      ['dryRun', false],
+    ]);
+    const upload = operation('PUT', '/medical/v1/patient/bulk/:requestId/upload')!;
+    expect(upload.parameters.filter((p) => p.in === 'query').map((p) => p.name)).toEqual(['exp', 'acct', 'sig']);
+    expect(upload.responses).toHaveProperty('413');
+  });
+
+  test('is built deterministically from the route table', () => {
+    expect(buildOpenApiDocument(apiRoutes)).toEqual(served);
+    expect(JSON.stringify(buildOpenApiDocument(apiRoutes, { serverUrl: 'https://api.example.org' }).servers)).toBe('[{"url":"https://api.example.org"}]');
+  });
+});
