@@ -2,6 +2,7 @@ import { processBulkRequest, failBulkRequest } from './bulk/process.js';
 import { BULK_JOB, expireIfDue } from './bulk/start.js';
 import { enqueueBulkProcessing } from './bulk/upload.js';
 import type { CoreDeps } from './deps.js';
+import { documentJobHandlers } from './documents/jobs.js';
 import type { ClaimedJob, JsonValue } from './ports/queue.port.js';
 
 export type JobHandler = (payload: JsonValue, job: ClaimedJob) => Promise<void>;
@@ -18,6 +19,7 @@ function requestIdOf(payload: JsonValue): string {
  */
 export function coreJobHandlers(deps: CoreDeps): Record<string, JobHandler> {
   return {
+    ...documentJobHandlers(deps),
     async [BULK_JOB.process](payload, job) {
       const requestId = requestIdOf(payload);
       try {

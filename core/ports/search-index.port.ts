@@ -17,4 +17,15 @@ export interface SearchIndexPort {
   remove(accountId: string, patientId: string, keys: readonly string[]): Promise<void>;
   /** Keys of matching documents, best match first; an empty list when nothing matches or the index is empty. */
   search(accountId: string, patientId: string, query: string): Promise<string[]>;
+
+  /**
+   * Optional. The stamp last recorded for the patient with `setStamp`, or `undefined` when this index holds
+   * no record of it (never stamped, or an in-memory index after a restart). The core stamps an index with
+   * a digest of the stored data it reflects and rebuilds the patient's index from storage when the stamps
+   * differ, so an index that forgets (restart, eviction) must forget the stamp with the data. An adapter
+   * without these methods gets the same behaviour from a stamp the core keeps in process memory beside it.
+   */
+  stampOf?(accountId: string, patientId: string): Promise<string | undefined>;
+  /** Optional, with `stampOf`: records the stamp of what the patient's index now reflects. */
+  setStamp?(accountId: string, patientId: string, stamp: string): Promise<void>;
 }

@@ -1,0 +1,295 @@
+/**
+ * Document query (PRODUCT: the legacy document flow; DESIGN: `POST/GET /medical/v1/document/query`). A
+ * query asks the HIE network for the patient's documents, stores the new ones, sends
+ * `medical.document-download`, converts the C-CDA documents into the consolidated store, and sends
+ * `medical.document-conversion`. The work runs as one queued job per query, resumable at every step.
+ */
+import type { CoreDeps } from '../deps.js';
+import type { Account, DocumentQuery, DocumentRecord, Facility, Patient, ProgressCounts } from '../domain/types.js';
+import { getPatient } from '../entities/patients.js';
+import { CoreError, isCoreError } from '../errors.js';
+import type { HieDocumentRef, HiePatientQuery } from '../ports/hie.port.js';
+import type { StoragePort } from '../ports/storage.port.js';
+import { nowIso } from '../time.js';
+import { enqueueMessage } from '../webhooks/deliver.js';
+import { documentConversionMessage, documentDownloadMessage, toWebhookDocument, type MessageMetaInput } from '../webhooks/envelope.js';
+import { validateMetadata } from '../webhooks/metadata.js';
+import { convertDocument } from './convert.js';
+import { documentBlobKey, isCcdaMediaType, networkFileName } from './document-reference.js';
+import { DOCUMENT_JOB } from './job-types.js';
+import { storeDocument } from './store-document.js';
+
+export interface StartDocumentQueryInput {
+  patientId: string;
+  facilityId?: string;
+  /** Echoed as `meta.data` on the query's webhooks (validated here). */
+  metadata?: unknown;
+}
+
+const PROCESSING: ProgressCounts = { status: 'processing', total: 0, successful: 0, errors: 0 };
+
+export function isRunning(query: DocumentQuery): boolean {
+  return query.download.status === 'processing' || query.convert.status === 'processing';
+}
+
+/** PRODUCT: an opted-out patient takes no part in exchange through the networks. */
+export function assertNotOptedOut(patient: Patient): void {
+  if (patient.hieOptOut) {
+    throw new CoreError('PATIENT_OPTED_OUT', 'The patient is opted out of HIE data exchange; opt them back in to query documents', {
+      details: { patientId: patient.id },
+    });
+  }
+}
+
+/**
+ * The facility a query runs under: the one given, which must be one of the patient's; otherwise the
+ * patient's only facility (a patient of several must name one, as the public API asks).
+ */
+async function facilityFor(deps: Pick<CoreDeps, 'storage'>, patient: Patient, facilityId: string | undefined): Promise<Facility> {
+  if (facilityId !== undefined) {
+    const facility = await deps.storage.facilities.get(patient.accountId, facilityId);
+    if (!facility) throw new CoreError('FACILITY_NOT_FOUND', 'No facility with this id in your account');
+    if (!patient.facilityIds.includes(facility.id)) {
+      throw new CoreError('VALIDATION_FAILED', 'facilityId: the patient does not receive care at this facility', { details: { field: 'facilityId' } });
+    }
+    return facility;
+  }
+  const facilities = patient.facilityIds;
+  if (facilities.length === 1) {
+    const facility = await deps.storage.facilities.get(patient.accountId, facilities[0]!);
+    if (facility) return facility;
+  }
+  throw new CoreError('FACILITY_REQUIRED', `The patient is at ${facilities.length} facilities; pass facilityId to choose one`);
+}
+
+/**
+ * Starts a document query for the patient, or returns the one still running (the network is asked once
+ * at a time per patient; the public API answers the same way). Throws PATIENT_NOT_FOUND,
+ * PATIENT_OPTED_OUT (nothing is recorded or queued), METADATA_INVALID, FACILITY_NOT_FOUND, FACILITY_REQUIRED.
+ */
+export async function startDocumentQuery(deps: CoreDeps, account: Account, input: StartDocumentQueryInput): Promise<DocumentQuery> {
+  const metadata = validateMetadata(input.metadata);
+  const patient = await getPatient(deps, account.id, input.patientId);
+  assertNotOptedOut(patient);
+  const facility = await facilityFor(deps, patient, input.facilityId);
+
+  const latest = await deps.storage.documentQueries.latestForPatient(account.id, patient.id);
+  if (latest && isRunning(latest)) {
+    // Queued again in case the first enqueue was lost; the key makes this a no-op otherwise.
+    await enqueueQueryJob(deps, latest);
+    return latest;
+  }
+  const now = nowIso(deps.clock);
+  const query: DocumentQuery = {
+    id: deps.ids.next(),
+    accountId: account.id,
+    patientId: patient.id,
+    facilityId: facility.id,
+    download: { ...PROCESSING },
+    convert: { ...PROCESSING },
+    ...(metadata && Object.keys(metadata).length > 0 ? { metadata } : {}),
+    createdAt: now,
+    updatedAt: now,
+  };
+  await deps.storage.documentQueries.insert(query);
+  await enqueueQueryJob(deps, query);
+  return query;
+}
+
+async function enqueueQueryJob(deps: Pick<CoreDeps, 'queue'>, query: DocumentQuery): Promise<void> {
+  await deps.queue.enqueue({
+    type: DOCUMENT_JOB.query,
+    payload: { accountId: query.accountId, queryId: query.id },
+    key: `${DOCUMENT_JOB.query}:${query.id}`,
+  });
+}
+
+/** The patient's latest document query, or undefined when none was ever started. */
+export async function getDocumentQueryStatus(deps: Pick<CoreDeps, 'storage'>, accountId: string, patientId: string): Promise<DocumentQuery | undefined> {
+  await getPatient(deps, accountId, patientId);
+  return deps.storage.documentQueries.latestForPatient(accountId, patientId);
+}
+
+export function toHieQuery(patient: Patient): HiePatientQuery {
+  return {
+    patientId: patient.id,
+    firstName: patient.firstName,
+    lastName: patient.lastName,
+    dob: patient.dob,
+    genderAtBirth: patient.genderAtBirth,
+    zips: [...new Set(patient.address.map((address) => address.zip))],
+  };
+}
+
+function metaOf(deps: Pick<CoreDeps, 'ids' | 'clock'>, query: DocumentQuery): MessageMetaInput {
+  return { messageId: deps.ids.next(), requestId: query.id, when: deps.clock.now(), ...(query.metadata ? { data: query.metadata } : {}) };
+}
+
+function patientEntryBase(query: DocumentQuery, patient: Patient | undefined) {
+  return { patientId: query.patientId, ...(patient?.externalId ? { externalId: patient.externalId } : {}) };
+}
+
+async function documentsOfQuery(storage: StoragePort, query: DocumentQuery): Promise<DocumentRecord[]> {
+  return (await storage.documents.listByPatient(query.accountId, query.patientId)).filter((document) => document.queryId === query.id);
+}
+
+/**
+ * Runs a document query to its end. Resumable: the download step records each document as it lands and
+ * recognises documents already held (by their network identity), so a retried job fetches only what is
+ * missing; each step's end commits together with its webhook, so no message is sent twice. The opt-out
+ * is checked again before the network is asked anything, and before each document is fetched: a patient
+ * who opted out after the start gets no network call.
+ */
+export async function runDocumentQuery(deps: CoreDeps, accountId: string, queryId: string): Promise<void> {
+  let query = await deps.storage.documentQueries.get(accountId, queryId);
+  if (!query || !isRunning(query)) return;
+  if (query.download.status === 'processing') {
+    const downloaded = await downloadStep(deps, query);
+    if (!downloaded) return;
+    query = downloaded;
+  }
+  if (query.convert.status === 'processing') await conversionStep(deps, query);
+}
+
+async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<DocumentQuery | undefined> {
+  const currentPatient = () => deps.storage.patients.get(query.accountId, query.patientId);
+  let patient = await currentPatient();
+  // A patient removed, or opted out since the start: the network is not asked anything.
+  if (!patient || patient.hieOptOut) {
+    await failDocumentQuery(deps, query);
+    return undefined;
+  }
+
+  const refs = await deps.hie.findDocuments(toHieQuery(patient));
+  let errors = 0;
+  for (const ref of refs) {
+    const fileName = networkFileName(patient.id, ref.networkDocumentId, ref.fileName);
+    // Held already: fetched by this query before a retry, or by an earlier query (not sent again).
+    if (await deps.storage.documents.getByFileName(query.accountId, fileName)) continue;
+    patient = await currentPatient();
+    if (!patient || patient.hieOptOut) {
+      await failDocumentQuery(deps, query);
+      return undefined;
+    }
+    const fetched = await fetchDocument(deps, ref);
+    if (!fetched) {
+      errors++;
+      continue;
+    }
+    await recordFetchedDocument(deps, query, ref, fileName, fetched);
+  }
+
+  const documents = await documentsOfQuery(deps.storage, query);
+  const download: ProgressCounts = {
+    // Nothing could be fetched of what the network offered: the download failed.
+    status: errors > 0 && documents.length === 0 ? 'failed' : 'completed',
+    total: documents.length + errors,
+    successful: documents.length,
+    errors,
+  };
+  const updated: DocumentQuery = {
+    ...query,
+    download,
+    convert: { ...query.convert, total: documents.filter((d) => isCcdaMediaType(d.mimeType)).length },
+    updatedAt: nowIso(deps.clock),
+  };
+  await deps.storage.transaction(async (tx) => {
+    await tx.documentQueries.update(updated);
+    await enqueueMessage(
+      tx,
+      query.accountId,
+      documentDownloadMessage(metaOf(deps, query), [
+        { ...patientEntryBase(query, patient), type: 'document-download', status: download.status === 'failed' ? 'failed' : 'completed', documents: documents.map(toWebhookDocument) },
+      ]),
+    );
+  });
+  return updated;
+}
+
+/** The bytes of one document, or undefined when the network no longer has it (counted as an error). */
+async function fetchDocument(deps: Pick<CoreDeps, 'hie'>, ref: HieDocumentRef): Promise<Uint8Array | undefined> {
+  try {
+    return await deps.hie.retrieve(ref);
+  } catch (error) {
+    if (isCoreError(error) && error.code === 'DOCUMENT_NOT_FOUND') return undefined;
+    throw error;
+  }
+}
+
+async function recordFetchedDocument(deps: CoreDeps, query: DocumentQuery, ref: HieDocumentRef, fileName: string, bytes: Uint8Array): Promise<void> {
+  const id = deps.ids.next();
+  const blobKey = documentBlobKey(query.accountId, id);
+  const { size } = await deps.blob.put(blobKey, bytes, { contentType: ref.mimeType });
+  const now = nowIso(deps.clock);
+  const document: DocumentRecord = {
+    id,
+    accountId: query.accountId,
+    patientId: query.patientId,
+    queryId: query.id,
+    source: 'hie',
+    fileName,
+    description: ref.description,
+    status: 'current',
+    indexed: now,
+    mimeType: ref.mimeType,
+    size,
+    type: ref.type,
+    organizationIdentifiers: ref.organizationIdentifiers,
+    blobKey,
+    conversionStatus: isCcdaMediaType(ref.mimeType) ? 'processing' : 'not-applicable',
+    createdAt: now,
+  };
+  await storeDocument(deps, document, { mode: 'insert', bytes });
+}
+
+async function conversionStep(deps: CoreDeps, query: DocumentQuery): Promise<void> {
+  for (const document of await documentsOfQuery(deps.storage, query)) {
+    await convertDocument(deps, document);
+  }
+  const documents = (await documentsOfQuery(deps.storage, query)).filter((d) => isCcdaMediaType(d.mimeType));
+  const successful = documents.filter((d) => d.conversionStatus === 'completed').length;
+  const errors = documents.filter((d) => d.conversionStatus === 'failed').length;
+  const updated: DocumentQuery = {
+    ...query,
+    convert: { status: 'completed', total: documents.length, successful, errors },
+    updatedAt: nowIso(deps.clock),
+  };
+  const patient = await deps.storage.patients.get(query.accountId, query.patientId);
+  await deps.storage.transaction(async (tx) => {
+    await tx.documentQueries.update(updated);
+    await enqueueMessage(
+      tx,
+      query.accountId,
+      // Issue 6: a document that fails to convert shows as `failed` here; the query itself completes.
+      documentConversionMessage(metaOf(deps, query), [
+        { ...patientEntryBase(query, patient), type: 'document-conversion', status: errors > 0 ? 'failed' : 'completed' },
+      ]),
+    );
+  });
+}
+
+/**
+ * Ends a query that cannot go on (patient opted out or removed, or the last attempt failed): the steps
+ * still running become `failed` and each sends its message with status `failed`, so a customer waiting
+ * for the pair of messages is never left waiting. Documents already fetched by the query stay listed.
+ */
+export async function failDocumentQuery(deps: CoreDeps, query: DocumentQuery): Promise<void> {
+  const current = await deps.storage.documentQueries.get(query.accountId, query.id);
+  if (!current || !isRunning(current)) return;
+  const patient = await deps.storage.patients.get(query.accountId, query.patientId);
+  const documents = await documentsOfQuery(deps.storage, current);
+  const failedStep = (step: ProgressCounts): ProgressCounts => (step.status === 'processing' ? { ...step, status: 'failed' } : step);
+  const updated: DocumentQuery = { ...current, download: failedStep(current.download), convert: failedStep(current.convert), updatedAt: nowIso(deps.clock) };
+  await deps.storage.transaction(async (tx) => {
+    await tx.documentQueries.update(updated);
+    const base = patientEntryBase(current, patient);
+    if (current.download.status === 'processing') {
+      await enqueueMessage(
+        tx,
+        current.accountId,
+        documentDownloadMessage(metaOf(deps, current), [{ ...base, type: 'document-download', status: 'failed', documents: documents.map(toWebhookDocument) }]),
+      );
+    }
+    await enqueueMessage(tx, current.accountId, documentConversionMessage(metaOf(deps, current), [{ ...base, type: 'document-conversion', status: 'failed' }]));
+  });
+}

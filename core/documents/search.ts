@@ -1,0 +1,95 @@
+/**
+ * Consolidated data search (PRODUCT: Search Patient Data, deprecated; DESIGN:
+ * `GET /medical/v1/patient/{id}/consolidated/search?query=`). Matching is the index's (search-index.port.ts:
+ * case-insensitive, all terms, typo-tolerant); around the matches come the resources they relate to
+ * (related.ts) and always the Patient. The result is a FHIR searchset Bundle behind a URL valid 60 s.
+ */
+import type { CoreDeps } from '../deps.js';
+import { getPatient } from '../entities/patients.js';
+import { CoreError } from '../errors.js';
+import type { FhirResource } from '../ports/ccda.port.js';
+import { issueSignedUrl } from '../signed-urls.js';
+import { resourceKey } from './dedupe.js';
+import { DOCUMENT_JOB } from './job-types.js';
+import { ensurePatientIndex } from './patient-index.js';
+import { patientResourceOf } from './patient-resource.js';
+import { relatedKeys } from './related.js';
+
+/** PRODUCT (Limits): the search result URL is valid 60 seconds. */
+export const SEARCH_URL_VALIDITY_MS = 60_000;
+/** The stored result outlives its URL a little, then is deleted. */
+const SEARCH_RESULT_KEPT_MS = 2 * SEARCH_URL_VALIDITY_MS;
+
+export interface SearchOutcome {
+  /** Absent when nothing matched. */
+  url?: string;
+  resourceCount: number;
+}
+
+export interface SearchsetEntry {
+  resource: FhirResource;
+  search: { mode: 'match' | 'include' };
+}
+
+/**
+ * The searchset of a query over the patient's consolidated data: the matching resources (best first),
+ * then the resources related to them, then the Patient, each once. An empty list when nothing matches.
+ * No query (or only blanks) matches every resource. The index is brought up to date first (rebuilt from
+ * storage when it is not current, e.g. after a restart).
+ */
+export async function searchEntries(deps: Pick<CoreDeps, 'storage' | 'blob' | 'search'>, accountId: string, patientId: string, query: string | undefined): Promise<SearchsetEntry[]> {
+  const patient = await getPatient(deps, accountId, patientId);
+  const { records } = await ensurePatientIndex(deps, accountId, patientId);
+  const all = new Map<string, FhirResource>(records.map((record) => [`${record.resourceType}/${record.id}`, record.resource as FhirResource]));
+  const terms = query?.trim() ?? '';
+  // Keys come back from the index but resources from storage: a key the index still holds for a resource
+  // merged away since is dropped here.
+  const matchedKeys = terms === '' ? [...all.keys()] : (await deps.search.search(accountId, patientId, terms)).filter((key) => all.has(key));
+  if (matchedKeys.length === 0) return [];
+
+  const patientResource = patientResourceOf(patient);
+  const patientKey = resourceKey(patientResource);
+  all.set(patientKey, patientResource);
+  const matches = matchedKeys.map((key) => all.get(key)!);
+  const entries: SearchsetEntry[] = matches.map((resource) => ({ resource, search: { mode: 'match' } }));
+  const included = new Set(matchedKeys);
+  for (const key of [...relatedKeys(matches, all), patientKey]) {
+    if (included.has(key)) continue;
+    included.add(key);
+    entries.push({ resource: all.get(key)!, search: { mode: 'include' } });
+  }
+  return entries;
+}
+
+export function searchResultPath(patientId: string, searchId: string): string {
+  return `/medical/v1/patient/${patientId}/consolidated/search/${searchId}`;
+}
+
+export function searchResultBlobKey(accountId: string, searchId: string): string {
+  return `${accountId}/consolidated-search/${searchId}.json`;
+}
+
+/** Searches, stores the searchset and hands out its URL (valid 60 s); no URL when nothing matched. */
+export async function searchPatientData(deps: CoreDeps, accountId: string, patientId: string, query: string | undefined): Promise<SearchOutcome> {
+  const entries = await searchEntries(deps, accountId, patientId, query);
+  if (entries.length === 0) return { resourceCount: 0 };
+  const searchId = deps.ids.next();
+  const key = searchResultBlobKey(accountId, searchId);
+  const bundle = { resourceType: 'Bundle', type: 'searchset', total: entries.length, entry: entries };
+  await deps.blob.put(key, JSON.stringify(bundle), { contentType: 'application/fhir+json' });
+  const { url, expiresAt } = issueSignedUrl(deps, { method: 'GET', path: searchResultPath(patientId, searchId), accountId }, SEARCH_URL_VALIDITY_MS);
+  await deps.queue.enqueue({
+    type: DOCUMENT_JOB.deleteBlob,
+    payload: { key },
+    runAt: new Date(expiresAt.getTime() + SEARCH_RESULT_KEPT_MS - SEARCH_URL_VALIDITY_MS).toISOString(),
+    key: `${DOCUMENT_JOB.deleteBlob}:${key}`,
+  });
+  return { url, resourceCount: entries.length };
+}
+
+/** The stored searchset behind a signed search URL; FILE_NOT_FOUND once deleted. */
+export async function searchResultStream(deps: Pick<CoreDeps, 'blob'>, accountId: string, searchId: string): Promise<AsyncIterable<Uint8Array>> {
+  const stream = await deps.blob.stream(searchResultBlobKey(accountId, searchId));
+  if (!stream) throw new CoreError('FILE_NOT_FOUND', 'This search result is no longer available; search again');
+  return stream;
+}

@@ -1,0 +1,48 @@
+import type { CoreDeps } from '../deps.js';
+import type { DocumentRecord, FhirResourceRecord } from '../domain/types.js';
+import { nowIso } from '../time.js';
+import { documentReferenceOf, isCcdaMediaType } from './document-reference.js';
+import { applyIndexChange, dataStamp, searchDocumentOf } from './patient-index.js';
+import { searchTextOfCcda } from './search-text.js';
+
+type StoreDeps = Pick<CoreDeps, 'storage' | 'search' | 'clock'>;
+
+export interface StoreDocumentOptions {
+  /** `insert` for a new document (network), `update` for one recorded before its file came (upload). */
+  mode: 'insert' | 'update';
+  /** The file's bytes, for the search text of a C-CDA document. */
+  bytes: Uint8Array;
+  /** The customer's own DocumentReference (uploads). */
+  given?: Record<string, unknown>;
+}
+
+/**
+ * Records a document whose file is now stored: the DocumentRecord and its FHIR DocumentReference commit
+ * together, then the DocumentReference is indexed with the document's text (PRODUCT: C-CDA documents are
+ * included in search). From here on it is listed, downloadable and searchable.
+ */
+export async function storeDocument(deps: StoreDeps, document: DocumentRecord, options: StoreDocumentOptions): Promise<FhirResourceRecord> {
+  const { accountId, patientId } = document;
+  const documentsBefore = await deps.storage.documents.listByPatient(accountId, patientId);
+  const before = dataStamp(documentsBefore);
+  const after = dataStamp([...documentsBefore.filter((d) => d.id !== document.id), document]);
+  const resource = documentReferenceOf(document, options.given);
+  const record: FhirResourceRecord = {
+    accountId,
+    patientId,
+    resourceType: 'DocumentReference',
+    id: document.id,
+    resource,
+    sourceDocumentIds: [document.id],
+    updatedAt: nowIso(deps.clock),
+  };
+  await deps.storage.transaction(async (tx) => {
+    if (options.mode === 'insert') await tx.documents.insert(document);
+    else await tx.documents.update(document);
+    await tx.fhirResources.putMany([record]);
+  });
+  const text = isCcdaMediaType(document.mimeType) ? searchTextOfCcda(new TextDecoder().decode(options.bytes)) : undefined;
+  const entry = searchDocumentOf(resource, text);
+  await applyIndexChange(deps, accountId, patientId, { before, after, upsert: entry ? [entry] : [], remove: [] });
+  return record;
+}
