@@ -1,5 +1,7 @@
 import type { RouteDefinition } from '../router.js';
 import { bulkRoutes } from './bulk.routes.js';
+import { consolidatedRoutes } from './consolidated.routes.js';
+import { documentRoutes } from './documents.routes.js';
 import { cohortRoutes, facilityRoutes, organizationRoutes, patientRoutes } from './entities.routes.js';
 import { notYetRoutes } from './not-yet.routes.js';
 import { settingsRoutes } from './settings.routes.js';
@@ -11,5 +13,7 @@ export const apiRoutes: readonly RouteDefinition[] = [
   ...patientRoutes,
   ...bulkRoutes,
   ...settingsRoutes,
+  ...documentRoutes,
+  ...consolidatedRoutes,
   ...notYetRoutes,
 ];

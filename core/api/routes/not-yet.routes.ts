@@ -7,16 +7,6 @@ import { defineRoute, type HttpMethod } from '../router.js';
  * its issue lands.
  */
 const PENDING: readonly [HttpMethod, string, string][] = [
-  ['POST', '/medical/v1/document/query', 'Document'],
-  ['GET', '/medical/v1/document/query', 'Document'],
-  ['GET', '/medical/v1/document', 'Document'],
-  ['GET', '/medical/v1/document/download-url', 'Document'],
-  ['POST', '/medical/v1/document/download-url/bulk', 'Document'],
-  ['POST', '/medical/v1/document/upload', 'Document'],
-  ['POST', '/medical/v1/patient/:id/consolidated/query', 'Consolidated'],
-  ['GET', '/medical/v1/patient/:id/consolidated/query', 'Consolidated'],
-  ['GET', '/medical/v1/patient/:id/consolidated', 'Consolidated'],
-  ['GET', '/medical/v1/patient/:id/consolidated/search', 'Consolidated'],
 ];
 
 export const notYetRoutes = PENDING.map(([method, path, tag]) =>

@@ -1,0 +1,120 @@
+import { z } from 'zod';
+import {
+  CONSOLIDATED_FILES,
+  consolidatedBlobKey,
+  getConsolidatedQuery,
+  getPatientConsolidated,
+  listConsolidatedQueries,
+  startConsolidatedQuery,
+  type ConsolidatedFile,
+} from '../../documents/consolidated.js';
+import { searchPatientData, searchResultStream } from '../../documents/search.js';
+import { consolidatedQueryToWire } from '../../documents/wire.js';
+import { CoreError } from '../../errors.js';
+import { defineRoute, json } from '../router.js';
+import { metadataBodySchema, uuidSchema } from '../schemas.js';
+
+const CONSOLIDATED = '/medical/v1/patient/:id/consolidated';
+const TAG = 'Consolidated';
+
+const filtersQuery = z.object({
+  resources: z.string().max(2_000).optional(),
+  dateFrom: z.string().trim().optional(),
+  dateTo: z.string().trim().optional(),
+});
+
+export const consolidatedRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: `${CONSOLIDATED}/query`,
+    auth: 'apiKey',
+    tag: TAG,
+    summary:
+      "Start a consolidated data query (one per patient at a time: while one runs, it is returned); the data comes by webhook (medical.consolidated-data) as json (with a gzip copy), html or pdf",
+    query: filtersQuery.extend({ conversionType: z.string().trim().optional() }),
+    body: metadataBodySchema,
+    async handle({ deps, account, params, query, body }) {
+      const started = await startConsolidatedQuery(deps, account, { patientId: params.id!, request: query, metadata: body?.metadata });
+      return json(200, consolidatedQueryToWire(started));
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: `${CONSOLIDATED}/query`,
+    auth: 'apiKey',
+    tag: TAG,
+    summary: "The patient's consolidated data queries still running (`queries`, null when none) and the latest status",
+    async handle({ deps, account, params }) {
+      const queries = await listConsolidatedQueries(deps, account.id, params.id!);
+      const running = queries.filter((query) => query.status === 'processing');
+      return json(200, {
+        status: running.length > 0 ? 'processing' : (queries[0]?.status ?? 'completed'),
+        queries: running.length > 0 ? running.map(consolidatedQueryToWire) : null,
+        ...(running.length === 0 ? { message: 'No consolidated data query is running for this patient' } : {}),
+      });
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: `${CONSOLIDATED}/query/:requestId`,
+    auth: 'apiKey',
+    tag: TAG,
+    summary: 'One consolidated data query',
+    async handle({ deps, account, params }) {
+      return json(200, consolidatedQueryToWire(await getConsolidatedQuery(deps, account.id, params.id!, params.requestId!)));
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: `${CONSOLIDATED}/query/:requestId/:file`,
+    auth: 'signed',
+    tag: TAG,
+    summary: 'Download the data of a consolidated query (pre-signed URL from the medical.consolidated-data webhook, valid 10 minutes)',
+    success: { status: 200, mediaType: 'application/json' },
+    async handle({ deps, account, params }) {
+      const file = params.file! as ConsolidatedFile;
+      if (!(file in CONSOLIDATED_FILES)) throw new CoreError('FILE_NOT_FOUND', 'No such file');
+      const query = await getConsolidatedQuery(deps, account.id, params.id!, params.requestId!);
+      const stream = await deps.blob.stream(consolidatedBlobKey(query, file));
+      if (!stream) throw new CoreError('FILE_NOT_FOUND', 'No such file for this query');
+      return { status: 200, headers: { 'content-type': CONSOLIDATED_FILES[file], 'content-disposition': `attachment; filename="${file}"` }, stream };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: CONSOLIDATED,
+    auth: 'apiKey',
+    tag: TAG,
+    summary: "The patient's consolidated data at once, as a FHIR searchset Bundle (filters as for the query)",
+    query: filtersQuery,
+    async handle({ deps, account, params, query }) {
+      return json(200, await getPatientConsolidated(deps, account.id, params.id!, query));
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: `${CONSOLIDATED}/search`,
+    auth: 'apiKey',
+    tag: TAG,
+    deprecated: true,
+    summary:
+      "Search the patient's consolidated data and C-CDA documents (all terms, typo-tolerant); returns a URL to a FHIR searchset bundle valid 60 s, absent when nothing matched",
+    query: z.object({ query: z.string().max(1_000).optional() }),
+    async handle({ deps, account, params, query }) {
+      return json(200, await searchPatientData(deps, account.id, params.id!, query.query));
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: `${CONSOLIDATED}/search/:searchId`,
+    auth: 'signed',
+    tag: TAG,
+    deprecated: true,
+    summary: 'Download a search result bundle (pre-signed URL from the search, valid 60 s)',
+    success: { status: 200, mediaType: 'application/fhir+json' },
+    async handle({ deps, account, params }) {
+      const stream = await searchResultStream(deps, account.id, uuidSchema.parse(params.searchId));
+      return { status: 200, headers: { 'content-type': 'application/fhir+json' }, stream };
+    },
+  }),
+];
