@@ -2,8 +2,11 @@ import type { describe as Describe, test as Test } from 'vitest';
 import { defineBulkCreateGroup } from './groups/bulk-create.spec-group.js';
 import { defineBulkPropertiesGroup } from './groups/bulk-properties.spec-group.js';
 import { defineBulkStateMachineGroup } from './groups/bulk-state-machine.spec-group.js';
+import { defineConsolidatedGroup } from './groups/consolidated.spec-group.js';
+import { defineDocumentsGroup } from './groups/documents.spec-group.js';
 import { defineEntitiesGroup } from './groups/entities.spec-group.js';
 import { defineOptOutGroup } from './groups/opt-out.spec-group.js';
+import { defineSearchGroup } from './groups/search.spec-group.js';
 import { defineTenancyGroup } from './groups/tenancy.spec-group.js';
 import { defineWebhooksGroup } from './groups/webhooks.spec-group.js';
 import type { HostDriver, MakeHost } from './support/driver.js';
@@ -29,6 +32,9 @@ export function defineHostSpec(options: HostSpecOptions): void {
   defineBulkPropertiesGroup(options);
   defineBulkStateMachineGroup(options);
   defineWebhooksGroup(options);
+  defineDocumentsGroup(options);
+  defineConsolidatedGroup(options);
+  defineSearchGroup(options);
 }
 
 /** Runs `body` with a fresh host and always closes it. */
