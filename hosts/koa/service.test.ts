@@ -1,0 +1,191 @@
+import { createHmac } from 'node:crypto';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pino } from 'pino';
+import { afterEach, describe, expect, test } from 'vitest';
+import { createPgSchema, probePostgres } from '../../spec/support/pg.js';
+import { startReceiver } from '../../spec/support/receiver.js';
+import { settingsFromEnv, startService, type ServiceHandle, type ServiceOptions } from './service.js';
+import { SAMPLE_ADDRESS, VALID_NPI } from './testing.js';
+
+const silent = pino({ level: 'silent' });
+const FACILITY = { name: 'Main Clinic', npi: VALID_NPI, address: SAMPLE_ADDRESS };
+const CSV = 'firstName,lastName,dob,gender,addressLine1,city,state,zip\nAnn,Lee,1970-01-01,F,1 Main St,Springfield,IL,62701\nBo,Lee,1971-01-01,M,1 Main St,Springfield,IL,62701\n';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'carebridge-service-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function start(options: ServiceOptions): Promise<ServiceHandle> {
+  const service = await startService({ port: 0, host: '127.0.0.1', logger: silent, ...options });
+  cleanups.push(() => service.close());
+  return service;
+}
+
+async function api(service: ServiceHandle, apiKey: string, method: string, path: string, body?: unknown) {
+  const response = await fetch(`${service.url}${path}`, {
+    method,
+    headers: { 'x-api-key': apiKey, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+async function startImport(service: ServiceHandle, apiKey: string): Promise<{ requestId: string; uploadUrl: string }> {
+  expect((await api(service, apiKey, 'POST', '/medical/v1/facility', FACILITY)).status).toBe(201);
+  const started = await api(service, apiKey, 'POST', '/medical/v1/patient/bulk');
+  expect(started.status).toBe(200);
+  return started.body;
+}
+
+describe('settings from the environment', () => {
+  test('defaults, parsing, and a clear error naming the variable', () => {
+    expect(settingsFromEnv({})).toEqual({ port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info' });
+    expect(
+      settingsFromEnv({
+        PORT: '0',
+        DATA_DIR: '/srv/cb',
+        DATABASE_URL: 'postgres://u@db/x',
+        PUBLIC_URL: 'https://api.example.org/',
+        WEBHOOK_ALLOW_PRIVATE: 'TRUE',
+        URL_SIGNING_SECRET: 's'.repeat(32),
+        LOG_LEVEL: 'Warn',
+        HOST: '127.0.0.1',
+      }),
+    ).toEqual({
+      port: 0,
+      dataDir: '/srv/cb',
+      databaseUrl: 'postgres://u@db/x',
+      publicUrl: 'https://api.example.org/',
+      webhookAllowPrivate: true,
+      urlSigningSecret: 's'.repeat(32),
+      logLevel: 'warn',
+      host: '127.0.0.1',
+    });
+    expect(() => settingsFromEnv({ PORT: 'eighty' })).toThrow(/PORT/);
+    expect(() => settingsFromEnv({ PORT: '70000' })).toThrow(/PORT/);
+    expect(() => settingsFromEnv({ WEBHOOK_ALLOW_PRIVATE: 'maybe' })).toThrow(/WEBHOOK_ALLOW_PRIVATE/);
+    expect(() => settingsFromEnv({ LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
+    expect(() => settingsFromEnv({ PUBLIC_URL: 'example.org' })).toThrow(/PUBLIC_URL/);
+  });
+});
+
+describe('the service on SQLite', () => {
+  test('first start creates the sandbox account once; the signing secret and the data survive a restart', async () => {
+    const dataDir = await tempDir();
+    const announced: string[] = [];
+    const first = await start({ dataDir, announce: (text) => announced.push(text) });
+    expect(first.sandboxAccount).toBeDefined();
+    const { apiKey } = first.sandboxAccount!;
+    expect(announced).toHaveLength(1);
+    expect(announced[0]).toContain(apiKey);
+    expect(announced[0]).toContain(`curl -s -H "x-api-key: ${apiKey}" ${first.publicUrl}/medical/v1/facility`);
+    expect(first.publicUrl).toBe(first.url);
+
+    const secretFile = join(dataDir, 'url-signing-secret');
+    expect((await stat(secretFile)).mode & 0o777).toBe(0o600);
+    const secret = await readFile(secretFile, 'utf8');
+    const { uploadUrl } = await startImport(first, apiKey);
+    await first.close();
+
+    const second = await start({ dataDir, announce: (text) => announced.push(text) });
+    expect(second.sandboxAccount).toBeUndefined();
+    expect(announced).toHaveLength(1);
+    expect(await readFile(secretFile, 'utf8')).toBe(secret);
+    expect((await api(second, apiKey, 'GET', '/medical/v1/facility')).body.facilities).toHaveLength(1);
+    // The URL was signed before the restart (and names the old port): its path and signature still hold.
+    const moved = new URL(uploadUrl);
+    const uploaded = await fetch(`${second.url}${moved.pathname}${moved.search}`, { method: 'PUT', headers: { 'x-api-key': apiKey, 'content-type': 'text/csv' }, body: CSV });
+    expect(uploaded.status).toBe(200);
+  });
+
+  test('graceful shutdown: a request in flight finishes, then new connections are refused', async () => {
+    const dataDir = await tempDir();
+    const service = await start({ dataDir, background: false, sandboxAccount: true, announce: () => {} });
+    const apiKey = service.sandboxAccount!.apiKey;
+    const { requestId, uploadUrl } = await startImport(service, apiKey);
+
+    let sentFirstHalf!: () => void;
+    const firstHalfSent = new Promise<void>((resolve) => (sentFirstHalf = resolve));
+    const half = Math.floor(CSV.length / 2);
+    const slowBody = Readable.from(
+      (async function* () {
+        yield Buffer.from(CSV.slice(0, half));
+        sentFirstHalf();
+        await sleep(300);
+        yield Buffer.from(CSV.slice(half));
+      })(),
+    );
+    const upload = fetch(uploadUrl, {
+      method: 'PUT',
+      headers: { 'x-api-key': apiKey, 'content-type': 'text/csv' },
+      body: Readable.toWeb(slowBody) as ReadableStream<Uint8Array>,
+      duplex: 'half',
+    } as RequestInit);
+    await firstHalfSent;
+    await sleep(50);
+    const closing = service.close();
+    const response = await upload;
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ requestId, status: 'processing', total: 2 });
+    await closing;
+    await expect(fetch(`${service.url}/healthz`)).rejects.toThrow();
+  });
+
+  test('in the background: the import runs and both webhooks reach a real receiver, signed, with no settle()', async () => {
+    const receiver = await startReceiver();
+    cleanups.push(() => receiver.close());
+    const dataDir = await tempDir();
+    const service = await start({ dataDir, webhookAllowPrivate: true, pollMs: 50, sandboxAccount: true, announce: () => {} });
+    const { accountId, apiKey } = service.sandboxAccount!;
+    const settings = (await service.deps.storage.webhookSettings.get(accountId))!;
+    await service.deps.storage.webhookSettings.put({ ...settings, webhookUrl: `${receiver.url}/hook`, webhookEnabled: true });
+
+    const { requestId, uploadUrl } = await startImport(service, apiKey);
+    expect((await fetch(uploadUrl, { method: 'PUT', headers: { 'x-api-key': apiKey, 'content-type': 'text/csv' }, body: CSV })).status).toBe(200);
+
+    const deadline = Date.now() + 15_000;
+    while (receiver.requests.length < 2 && Date.now() < deadline) await sleep(50);
+    const bodies = receiver.requests.map((request) => JSON.parse(request.body));
+    expect(bodies.map((body) => body.bulkPatientCreate?.status)).toEqual(['processing', 'completed']);
+    for (const request of receiver.requests) {
+      const expected = createHmac('sha256', settings.webhookKey).update(request.body).digest('hex');
+      expect(request.headers['x-metriport-signature']).toBe(expected);
+      expect(JSON.parse(request.body).meta.requestId).toBe(requestId);
+    }
+    expect((await api(service, apiKey, 'GET', `/medical/v1/patient/bulk/${requestId}`)).body).toMatchObject({ status: 'completed', succeeded: 2 });
+    expect((await service.deps.queue.stats()).running).toBe(0);
+  });
+});
+
+const pgProbe = await probePostgres();
+
+describe.skipIf(!pgProbe.available)('the service on PostgreSQL (DATABASE_URL)', () => {
+  test('migrates its own schema, imports, and serves the result', async () => {
+    const schema = await createPgSchema('koa');
+    cleanups.push(() => schema.drop());
+    const dataDir = await tempDir();
+    const service = await start({ dataDir, databaseUrl: schema.url, databaseSchema: schema.schema, background: false, sandboxAccount: true, announce: () => {} });
+    const apiKey = service.sandboxAccount!.apiKey;
+    const { requestId, uploadUrl } = await startImport(service, apiKey);
+    expect((await fetch(uploadUrl, { method: 'PUT', headers: { 'x-api-key': apiKey, 'content-type': 'text/csv' }, body: CSV })).status).toBe(200);
+    await service.settle();
+    const status = await api(service, apiKey, 'GET', `/medical/v1/patient/bulk/${requestId}`);
+    expect(status.body).toMatchObject({ status: 'completed', total: 2, succeeded: 2, failed: 0 });
+    expect((await (await fetch(status.body.result)).text()).split(/\r?\n/)[0]).toContain('metriportId,status,reason');
+    expect((await api(service, apiKey, 'GET', '/medical/v1/patient')).body.patients).toHaveLength(2);
+    // Closing first: the schema is dropped after its connections are gone.
+    await service.close();
+  });
+});
