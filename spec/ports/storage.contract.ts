@@ -514,6 +514,19 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['other'])).toEqual([]);
   });
 
+  test('patients: a failed write’s error shows no PHI where loggers look (message, causes’ messages, enumerable fields)', async (storage, build) => {
+    const secret = 'Zébulon-Secretname';
+    const patient = build.patient(ACCOUNT_A, { firstName: secret, lastName: secret, matchKeys: [secret] });
+    await storage.patients.insert(patient);
+    const error = await storage.patients.insertMany([build.patient(ACCOUNT_A), { ...patient }]).then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
+    expect(error).toBeInstanceOf(Error);
+    for (const [key, value] of Object.entries(error as object)) expect(`${key}: ${JSON.stringify(value)}`).not.toContain('Secretname');
+    for (let current: unknown = error; current instanceof Error; current = current.cause) expect(current.message).not.toContain('Secretname');
+  });
+
   test('patients: insertMany inserts all, keeping each id', async (storage, build) => {
     const batch = Array.from({ length: 25 }, (_, i) => build.patient(ACCOUNT_A, { createdAt: at(i), matchKeys: [`k${i % 3}`] }));
     await storage.patients.insertMany(batch);

@@ -173,6 +173,24 @@ describe('SQLite specifics', () => {
     }
   });
 
+  test('a database failure surfaces as INTERNAL without the statement (which holds PHI) in enumerable fields', async () => {
+    const storage = await SequelizeStorage.open({ url: ':memory:' });
+    try {
+      await storage.sequelize.query('DROP TABLE patient_match_keys');
+      const error = await storage.patients.insert(patient({ lastName: 'Secretname', matchKeys: ['1975-06-30|F|secretname'] })).then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
+      expect(error).toMatchObject({ code: 'INTERNAL' });
+      expect(JSON.stringify(error).toLowerCase()).not.toContain('secretname');
+      expect((error as Error).message.toLowerCase()).not.toContain('secretname');
+      // The original stays reachable for a debugger, as a non-enumerable cause.
+      expect(String(((error as Error).cause as { sql?: string }).sql)).toContain('secretname');
+    } finally {
+      await storage.close();
+    }
+  });
+
   test('a storage built on a given Sequelize instance leaves it open on close', async () => {
     const sequelize = new Sequelize({ dialect: 'sqlite', storage: ':memory:', logging: false });
     const storage = await SequelizeStorage.open({ sequelize });

@@ -1,4 +1,4 @@
-import { Op, QueryTypes, UniqueConstraintError, literal, type Sequelize, type Transaction, type WhereOptions } from 'sequelize';
+import { BaseError, Op, QueryTypes, UniqueConstraintError, literal, type Sequelize, type Transaction, type WhereOptions } from 'sequelize';
 import { CoreError } from '../../../core/errors.js';
 import type { BulkRowOutcome, FhirResourceRecord, OutboxMessage, Patient } from '../../../core/domain/types.js';
 import type {
@@ -73,6 +73,37 @@ function lastByKey<T>(items: readonly T[], keyOf: (item: T) => string): T[] {
 const copy = <T>(value: T): T => structuredClone(value);
 
 /**
+ * Sequelize errors carry the failed statement (`sql`, `parameters`, the driver's `detail`) as enumerable
+ * properties, and those hold PHI; a logger would print them. Errors leave the repositories as CoreErrors
+ * whose message names the failure and whose (non-enumerable) cause keeps the original for debugging.
+ */
+function withoutStatement(error: unknown): unknown {
+  if (!(error instanceof BaseError) || error instanceof CoreError) return error;
+  const driver = (error as { parent?: { code?: unknown } }).parent;
+  const code = typeof driver?.code === 'string' ? driver.code : undefined;
+  return new CoreError('INTERNAL', `storage query failed (${error.name}${code ? ` ${code}` : ''})`, {
+    cause: error,
+    details: code ? { code } : undefined,
+  });
+}
+
+/** The repository with every method's failures passed through `withoutStatement`. */
+function guarded<R extends object>(repository: R): R {
+  const methods = repository as Record<string, unknown>;
+  for (const [name, method] of Object.entries(methods)) {
+    if (typeof method !== 'function') continue;
+    methods[name] = async (...args: unknown[]) => {
+      try {
+        return await (method as (...params: unknown[]) => Promise<unknown>)(...args);
+      } catch (error) {
+        throw withoutStatement(error);
+      }
+    };
+  }
+  return repository;
+}
+
+/**
  * The storage port on Sequelize 6, over SQLite (the embedded default) or PostgreSQL. `open` runs the
  * migrations. Every query of tenant data is scoped by account in its WHERE clause.
  *
@@ -123,19 +154,19 @@ export class SequelizeStorage implements StoragePort {
     private readonly tx?: Transaction,
   ) {
     const repositories = new Repositories(context, tx, (work) => this.atomic(work));
-    this.accounts = repositories.accounts();
-    this.webhookSettings = repositories.webhookSettings();
-    this.organizations = repositories.organizations();
-    this.facilities = repositories.facilities();
-    this.cohorts = repositories.cohorts();
-    this.patients = repositories.patients();
-    this.bulkRequests = repositories.bulkRequests();
-    this.bulkRows = repositories.bulkRows();
-    this.documents = repositories.documents();
-    this.documentQueries = repositories.documentQueries();
-    this.fhirResources = repositories.fhirResources();
-    this.consolidatedQueries = repositories.consolidatedQueries();
-    this.outbox = repositories.outbox();
+    this.accounts = guarded(repositories.accounts());
+    this.webhookSettings = guarded(repositories.webhookSettings());
+    this.organizations = guarded(repositories.organizations());
+    this.facilities = guarded(repositories.facilities());
+    this.cohorts = guarded(repositories.cohorts());
+    this.patients = guarded(repositories.patients());
+    this.bulkRequests = guarded(repositories.bulkRequests());
+    this.bulkRows = guarded(repositories.bulkRows());
+    this.documents = guarded(repositories.documents());
+    this.documentQueries = guarded(repositories.documentQueries());
+    this.fhirResources = guarded(repositories.fhirResources());
+    this.consolidatedQueries = guarded(repositories.consolidatedQueries());
+    this.outbox = guarded(repositories.outbox());
   }
 
   /** The underlying instance, for adapters that share the database (they create their own tables). */
@@ -145,7 +176,12 @@ export class SequelizeStorage implements StoragePort {
 
   async transaction<T>(work: (tx: StoragePort) => Promise<T>): Promise<T> {
     if (this.tx) return work(this);
-    return runTransaction(this.context.sequelize, (transaction) => work(new SequelizeStorage(this.context, transaction)));
+    try {
+      return await runTransaction(this.context.sequelize, (transaction) => work(new SequelizeStorage(this.context, transaction)));
+    } catch (error) {
+      // What `work` throws comes back as thrown; only a failing BEGIN or COMMIT is a Sequelize error here.
+      throw withoutStatement(error);
+    }
   }
 
   async close(): Promise<void> {
@@ -197,7 +233,7 @@ class Repositories {
       }
     } catch (error) {
       if (error instanceof UniqueConstraintError) {
-        throw new CoreError('CONFLICT', `${entity} already exists`, { cause: error });
+        throw new CoreError('CONFLICT', `${entity} already exists`, { cause: error, details: { constraint: error.fields ? Object.keys(error.fields) : [] } });
       }
       throw error;
     }
