@@ -100,6 +100,22 @@ describe('SQLite specifics', () => {
     });
   });
 
+  test('an instance created elsewhere gets the same SQLite settings when a storage is opened on it', async () => {
+    await withDataDir(async (dataDir) => {
+      const sequelize = new Sequelize({ dialect: 'sqlite', storage: path.join(dataDir, 'shared.sqlite'), logging: false });
+      const storage = await SequelizeStorage.open({ sequelize });
+      try {
+        const [mode] = await sequelize.query<{ journal_mode: string }>('PRAGMA journal_mode', { type: QueryTypes.SELECT });
+        expect(mode?.journal_mode).toBe('wal');
+        const [timeout] = await sequelize.query<Record<string, number>>('PRAGMA busy_timeout', { type: QueryTypes.SELECT });
+        expect(Object.values(timeout!)[0]).toBeGreaterThanOrEqual(1000);
+      } finally {
+        await storage.close();
+        await sequelize.close();
+      }
+    });
+  });
+
   test('data survives reopening the file, and migrations are recorded once', async () => {
     await withDataDir(async (dataDir) => {
       const first = await SequelizeStorage.open({ dataDir });

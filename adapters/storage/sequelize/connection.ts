@@ -49,7 +49,7 @@ export async function openSequelize(options: string | SequelizeConnectionOptions
   if (settings.schema !== undefined) throw new Error('schema applies to PostgreSQL only');
   const storage = sqliteStorage(url, settings.dataDir);
   const sequelize = new Sequelize({ dialect: 'sqlite', storage, logging });
-  configureSqliteConnections(sequelize, storage !== ':memory:');
+  configureSqlite(sequelize);
   await sequelize.authenticate();
   return sequelize;
 }
@@ -66,11 +66,21 @@ interface SqliteConnection {
   exec(sql: string, callback: (error: Error | null) => void): void;
 }
 
+const configuredInstances = new WeakSet<Sequelize>();
+
 /**
+ * Gives every connection of a SQLite instance WAL mode (on disk), `synchronous=NORMAL` and a busy timeout.
+ * Idempotent; a no-op on other dialects. `openSequelize` calls it; `SequelizeStorage.open` calls it on an
+ * instance it is given, so the settings hold whoever created the instance.
+ *
  * Sequelize's SQLite dialect opens one connection per transaction and runs no connect hooks, so the
- * per-connection pragmas are applied by wrapping its `getConnection`, once per connection.
+ * pragmas are applied by wrapping its `getConnection`, once per connection.
  */
-function configureSqliteConnections(sequelize: Sequelize, onDisk: boolean): void {
+export function configureSqlite(sequelize: Sequelize): void {
+  if (sequelize.getDialect() !== 'sqlite' || configuredInstances.has(sequelize)) return;
+  configuredInstances.add(sequelize);
+  const storage = (sequelize as unknown as { options: { storage?: string } }).options.storage;
+  const onDisk = storage !== undefined && storage !== '' && storage !== ':memory:';
   const manager = (sequelize as unknown as { connectionManager: { getConnection(options?: unknown): Promise<SqliteConnection> } })
     .connectionManager;
   const getConnection = manager.getConnection.bind(manager);

@@ -17,7 +17,7 @@ import type {
   StoragePort,
   WebhookSettingsRepository,
 } from '../../../core/ports/storage.port.js';
-import { openSequelize, runTransaction, type SequelizeConnectionOptions } from './connection.js';
+import { configureSqlite, openSequelize, runTransaction, type SequelizeConnectionOptions } from './connection.js';
 import { RowMapper } from './mappers.js';
 import { migrateStorage } from './migrations/index.js';
 import { defineStorageModels, type Row, type StorageModel, type StorageModels } from './models.js';
@@ -131,6 +131,7 @@ export class SequelizeStorage implements StoragePort {
     if (given && (connection.url !== undefined || connection.dataDir !== undefined || connection.schema !== undefined)) {
       throw new Error('pass either a Sequelize instance or connection options (url, dataDir, schema), not both');
     }
+    if (given) configureSqlite(given);
     const sequelize = given ?? (await openSequelize(connection));
     try {
       await migrateStorage(sequelize);
