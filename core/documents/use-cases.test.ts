@@ -1,0 +1,301 @@
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, test } from 'vitest';
+import { MemoryBlob } from '../../adapters/blob/memory/memory.blob.js';
+import { MedplumCcdaConverter } from '../../adapters/ccda/medplum.ccda.js';
+import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
+import { HmacUrlSigner } from '../../adapters/crypto/hmac.url-signer.js';
+import { NodeSecrets } from '../../adapters/crypto/node.secrets.js';
+import { SandboxHieNetwork } from '../../adapters/hie/sandbox.hie.js';
+import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
+import { MemoryQueue } from '../../adapters/queue/memory/memory.queue.js';
+import { QueueRunner } from '../../adapters/queue/runner.js';
+import { BundleRenderer } from '../../adapters/render/bundle.renderer.js';
+import { MiniSearchIndex } from '../../adapters/search/minisearch.search-index.js';
+import { MemoryStorage } from '../../adapters/storage/memory/memory.storage.js';
+import { HttpWebhookSender } from '../../adapters/webhook/http.webhook-sender.js';
+import { createAccount } from '../accounts.js';
+import type { CoreDeps } from '../deps.js';
+import type { Account, Patient } from '../domain/types.js';
+import { createPatient, setHieOptOut } from '../entities/patients.js';
+import { CoreError } from '../errors.js';
+import { coreJobHandlers } from '../jobs.js';
+import type { HieDocumentRef, HieNetworkPort, HiePatientQuery } from '../ports/hie.port.js';
+import type { SearchIndexPort } from '../ports/search-index.port.js';
+import { DOCUMENT_JOB } from './job-types.js';
+import { dataStamp } from './patient-index.js';
+import { getDocumentQueryStatus, startDocumentQuery } from './query.js';
+import { searchEntries } from './search.js';
+import { acceptDocumentUpload, createDocumentUpload } from './upload.js';
+
+const FIXTURES = fileURLToPath(new URL('../../sandbox-data/ccda/', import.meta.url));
+const ADDRESS = { addressLine1: '1 Main St', city: 'Springfield', state: 'IL', zip: '62701', country: 'USA' as const };
+
+/** The sandbox network, counting every call, with hooks a test uses to act between calls. */
+class WatchedNetwork implements HieNetworkPort {
+  finds = 0;
+  retrieves = 0;
+  beforeRetrieve?: (call: number) => Promise<void>;
+  failFind = false;
+
+  constructor(private readonly inner: SandboxHieNetwork) {}
+
+  async findDocuments(query: HiePatientQuery): Promise<HieDocumentRef[]> {
+    this.finds++;
+    if (this.failFind) throw new Error('network unreachable');
+    return this.inner.findDocuments(query);
+  }
+
+  async retrieve(ref: HieDocumentRef): Promise<Uint8Array> {
+    this.retrieves++;
+    await this.beforeRetrieve?.(this.retrieves);
+    return this.inner.retrieve(ref);
+  }
+}
+
+interface World {
+  deps: CoreDeps;
+  hie: WatchedNetwork;
+  runner: QueueRunner;
+  clock: SteppedClock;
+  account: Account;
+  fixturesDir: string;
+}
+
+async function makeWorld(options: { fixturesDir?: string; shareWith?: World; search?: SearchIndexPort } = {}): Promise<World> {
+  const clock = options.shareWith?.clock ?? new SteppedClock('2026-01-05T10:00:00.000Z');
+  const ids = new SequentialIds({ seed: options.shareWith ? 2 : 1 });
+  const fixturesDir = options.fixturesDir ?? FIXTURES;
+  const hie = new WatchedNetwork(new SandboxHieNetwork({ fixturesDir }));
+  const shared = options.shareWith?.deps;
+  const deps: CoreDeps = {
+    storage: shared?.storage ?? new MemoryStorage(),
+    blob: shared?.blob ?? new MemoryBlob(),
+    queue: new MemoryQueue({ clock, ids, random: () => 0 }),
+    urlSigner: new HmacUrlSigner('unit-test-secret'),
+    clock,
+    ids,
+    secrets: new NodeSecrets(),
+    webhookSender: new HttpWebhookSender({ allowPrivate: true }),
+    hie,
+    ccda: new MedplumCcdaConverter(),
+    search: options.search ?? new MiniSearchIndex(),
+    renderer: new BundleRenderer(),
+    config: { publicUrl: 'http://carebridge.test', webhookAllowPrivate: true },
+  };
+  const runner = new QueueRunner({ queue: deps.queue, clock, handlers: coreJobHandlers(deps), workerId: 'unit', concurrency: 1 });
+  const account = options.shareWith?.account ?? (await createAccount(deps, { name: 'Unit Clinic' })).account;
+  if (!options.shareWith) {
+    const now = clock.now().toISOString();
+    await deps.storage.facilities.insert({ id: ids.next(), accountId: account.id, oid: '2.25.1', name: 'Main', npi: '1234567893', active: true, address: ADDRESS, createdAt: now, updatedAt: now });
+  }
+  return { deps, hie, runner, clock, account, fixturesDir };
+}
+
+async function newPatient(world: World, n: number): Promise<Patient> {
+  return createPatient(world.deps, world.account.id, undefined, {
+    firstName: 'Eve',
+    lastName: `Unit${n}`,
+    dob: '1975-05-01',
+    genderAtBirth: 'F',
+    address: [ADDRESS],
+    contact: [],
+    personalIdentifiers: [],
+  });
+}
+
+/** A new patient for whom the world's sandbox holds documents satisfying `wanted`. */
+async function patientWhere(world: World, wanted: (files: string[]) => boolean): Promise<Patient> {
+  const probe = new SandboxHieNetwork({ fixturesDir: world.fixturesDir });
+  for (let n = 0; n < 80; n++) {
+    const patient = await newPatient(world, n);
+    const files = (await probe.findDocuments({ patientId: patient.id, firstName: '', lastName: '', dob: '', genderAtBirth: 'U', zips: [] })).map((r) => r.fileName);
+    if (wanted(files)) return patient;
+  }
+  throw new Error('no patient fits');
+}
+
+async function messagesOf(world: World) {
+  return (await world.deps.storage.outbox.list(world.account.id)).map((message) => JSON.parse(message.body));
+}
+
+const tempDirs: string[] = [];
+afterAll(() => {
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('document query use case', () => {
+  test('an opted-out patient: refused at the start, and a patient who opts out later gets no network call', async () => {
+    const world = await makeWorld();
+    const patient = await patientWhere(world, (files) => files.length >= 2);
+
+    await setHieOptOut(world.deps, world.account.id, patient.id, true);
+    await expect(startDocumentQuery(world.deps, world.account, { patientId: patient.id })).rejects.toMatchObject({ code: 'PATIENT_OPTED_OUT' });
+    expect(await world.deps.queue.stats()).toMatchObject({ pending: 0 });
+
+    // Opted out between the start and the job.
+    await setHieOptOut(world.deps, world.account.id, patient.id, false);
+    const first = await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    await setHieOptOut(world.deps, world.account.id, patient.id, true);
+    await world.runner.drain();
+    expect([world.hie.finds, world.hie.retrieves]).toEqual([0, 0]);
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ id: first.id, download: { status: 'failed' } });
+
+    // Opted out while documents are being fetched: the next document is not asked for.
+    await setHieOptOut(world.deps, world.account.id, patient.id, false);
+    await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    world.hie.beforeRetrieve = async (call) => {
+      if (call === 1) await setHieOptOut(world.deps, world.account.id, patient.id, true);
+    };
+    await world.runner.drain();
+    expect([world.hie.finds, world.hie.retrieves]).toEqual([1, 1]);
+    const status = await getDocumentQueryStatus(world.deps, world.account.id, patient.id);
+    expect(status).toMatchObject({ download: { status: 'failed' }, convert: { status: 'failed' } });
+    const types = (await messagesOf(world)).map((m) => `${m.meta.type}:${m.patients[0].status}`);
+    expect(types).toEqual(Array(2).fill(['medical.document-download:failed', 'medical.document-conversion:failed']).flat());
+  });
+
+  test('a document that cannot be converted fails alone: the query completes and the others are consolidated', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'carebridge-ccda-'));
+    tempDirs.push(dir);
+    copyFileSync(path.join(FIXTURES, 'ccd-2.xml'), path.join(dir, 'ccd-2.xml'));
+    // A ClinicalDocument the network serves, but without the recordTarget a conversion needs.
+    writeFileSync(path.join(dir, 'broken.xml'), '<?xml version="1.0"?><ClinicalDocument xmlns="urn:hl7-org:v3"><title>Broken note</title><code code="34133-9" codeSystem="2.16.840.1.113883.6.1"/></ClinicalDocument>');
+    const world = await makeWorld({ fixturesDir: dir });
+    const patient = await patientWhere(world, (files) => files.length === 2);
+
+    const query = await startDocumentQuery(world.deps, world.account, { patientId: patient.id, metadata: { run: 'x' } });
+    await world.runner.drain();
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({
+      id: query.id,
+      download: { status: 'completed', total: 2, successful: 2, errors: 0 },
+      convert: { status: 'completed', total: 2, successful: 1, errors: 1 },
+    });
+    const documents = await world.deps.storage.documents.listByPatient(world.account.id, patient.id);
+    const broken = documents.find((d) => d.fileName.endsWith('broken.xml'))!;
+    expect(broken).toMatchObject({ conversionStatus: 'failed', conversionError: expect.stringContaining('recordTarget') });
+    expect(documents.find((d) => d.fileName.endsWith('ccd-2.xml'))).toMatchObject({ conversionStatus: 'completed' });
+    const messages = await messagesOf(world);
+    expect(messages.map((m) => `${m.meta.type}:${m.patients[0].status}`)).toEqual(['medical.document-download:completed', 'medical.document-conversion:failed']);
+    const resources = await world.deps.storage.fhirResources.listByPatient(world.account.id, patient.id);
+    expect(resources.filter((r) => r.resourceType !== 'DocumentReference').length).toBeGreaterThan(10);
+    // Only the broken document's own DocumentReference comes from it.
+    expect(resources.filter((r) => r.sourceDocumentIds.includes(broken.id)).map((r) => `${r.resourceType}/${r.id}`)).toEqual([`DocumentReference/${broken.id}`]);
+  });
+
+  test('a job that fails half-way resumes: each document stored once, each message sent once', async () => {
+    const world = await makeWorld();
+    const patient = await patientWhere(world, (files) => files.length >= 3);
+    world.hie.beforeRetrieve = async (call) => {
+      if (call === 2) throw new Error('connection reset');
+    };
+    await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    await world.runner.drain();
+    expect(await world.deps.storage.documents.listByPatient(world.account.id, patient.id)).toHaveLength(1);
+    expect(await world.deps.queue.stats()).toMatchObject({ pending: 1, dead: 0 });
+
+    world.clock.advance(3_600_000);
+    await world.runner.drain();
+    const documents = await world.deps.storage.documents.listByPatient(world.account.id, patient.id);
+    const status = await getDocumentQueryStatus(world.deps, world.account.id, patient.id);
+    expect(status).toMatchObject({ download: { status: 'completed', successful: documents.length }, convert: { status: 'completed', errors: 0 } });
+    expect(new Set(documents.map((d) => d.fileName)).size).toBe(documents.length);
+    expect(documents.length).toBeGreaterThanOrEqual(3);
+    const messages = await messagesOf(world);
+    expect(messages.map((m) => m.meta.type)).toEqual(['medical.document-download', 'medical.document-conversion']);
+    expect(messages[0].patients[0].documents).toHaveLength(documents.length);
+  });
+
+  test('on its last attempt a failing query ends failed, with both messages; earlier attempts leave it running', async () => {
+    const world = await makeWorld();
+    const patient = await patientWhere(world, (files) => files.length >= 1);
+    world.hie.failFind = true;
+    const query = await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    const handler = coreJobHandlers(world.deps)[DOCUMENT_JOB.query]!;
+    const job = (attempt: number) => ({ id: 'j', type: DOCUMENT_JOB.query, payload: { accountId: world.account.id, queryId: query.id }, attempt, maxAttempts: 3, leaseUntil: '' });
+    await expect(handler(job(1).payload, job(1))).rejects.toThrow('network unreachable');
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ download: { status: 'processing' } });
+    await expect(handler(job(3).payload, job(3))).rejects.toThrow('network unreachable');
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ download: { status: 'failed' }, convert: { status: 'failed' } });
+    expect((await messagesOf(world)).map((m) => `${m.meta.type}:${m.patients[0].status}`)).toEqual([
+      'medical.document-download:failed',
+      'medical.document-conversion:failed',
+    ]);
+  });
+});
+
+/** A search index that keeps its stamps itself, and can be told to forget everything (a restart). */
+class StampingIndex extends MiniSearchIndex {
+  stamps = new Map<string, string>();
+  async stampOf(accountId: string, patientId: string) {
+    return this.stamps.get(`${accountId}/${patientId}`);
+  }
+  async setStamp(accountId: string, patientId: string, stamp: string) {
+    this.stamps.set(`${accountId}/${patientId}`, stamp);
+  }
+}
+
+describe('search index upkeep', () => {
+  const keysOf = async (world: World, patientId: string, query: string) =>
+    (await searchEntries(world.deps, world.account.id, patientId, query)).filter((e) => e.search.mode === 'match').map((e) => `${e.resource.resourceType}`);
+
+  test('after a restart (a fresh, empty index over the same storage) the index is rebuilt on first use', async () => {
+    const world = await makeWorld();
+    const patient = await patientWhere(world, (files) => files.includes('ccd-1.xml'));
+    await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    await world.runner.drain();
+    expect(await keysOf(world, patient.id, 'albuterl')).toContain('MedicationRequest');
+
+    const restarted = await makeWorld({ shareWith: world });
+    expect(await restarted.deps.search.search(world.account.id, patient.id, 'albuterol')).toEqual([]);
+    // A document landing before the first search is not enough to make the empty index current.
+    const upload = await createDocumentUpload(restarted.deps, world.account, { patientId: patient.id, documentReference: {} });
+    await acceptDocumentUpload(restarted.deps, world.account.id, upload.documentReferenceId, {
+      contentType: 'application/xml',
+      body: readFileSync(path.join(FIXTURES, 'procedure-note.xml')),
+    });
+    await restarted.runner.drain();
+    expect(await keysOf(restarted, patient.id, 'albuterl')).toContain('MedicationRequest');
+    expect(await keysOf(restarted, patient.id, 'pacemaker')).toContain('DocumentReference');
+    expect(await keysOf(restarted, patient.id, 'appendicitis')).toContain('Condition');
+  });
+
+  test('an index another process changed data behind is rebuilt, and an adapter that keeps stamps is used', async () => {
+    const index = new StampingIndex();
+    const world = await makeWorld({ search: index });
+    const patient = await newPatient(world, 1);
+    expect(await keysOf(world, patient.id, 'propofol')).toEqual([]);
+
+    // Another process (its own index) takes an upload and converts it.
+    const other = await makeWorld({ shareWith: world });
+    const upload = await createDocumentUpload(other.deps, world.account, { patientId: patient.id, documentReference: { description: 'Procedure' } });
+    await acceptDocumentUpload(other.deps, world.account.id, upload.documentReferenceId, {
+      contentType: 'application/xml',
+      body: readFileSync(path.join(FIXTURES, 'procedure-note.xml')),
+    });
+    await other.runner.drain();
+    expect(await keysOf(other, patient.id, 'appendicitis')).toContain('Condition');
+
+    // This process's index never saw it; its stamp says so, and the first search rebuilds it.
+    expect(await index.search(world.account.id, patient.id, 'appendicitis')).toEqual([]);
+    expect(await keysOf(world, patient.id, 'appendicitis')).toContain('Condition');
+    const documents = await world.deps.storage.documents.listByPatient(world.account.id, patient.id);
+    expect(await index.stampOf(world.account.id, patient.id)).toBe(dataStamp(documents));
+
+    // Forgetting its stamp (as an evicting index would) makes it rebuild again rather than trust itself.
+    index.stamps.clear();
+    expect(await keysOf(world, patient.id, 'propofol')).toContain('DocumentReference');
+  });
+
+  test('a change is applied to the index only when the index was current before it', async () => {
+    const world = await makeWorld();
+    const patient = await newPatient(world, 1);
+    const upload = await createDocumentUpload(world.deps, world.account, { patientId: patient.id, documentReference: { description: 'Referral: sprained ankle' } });
+    // Never stamped means empty, which is right for a patient with no documents: the upload is indexed at once.
+    await acceptDocumentUpload(world.deps, world.account.id, upload.documentReferenceId, { contentType: 'text/plain', body: 'Letter' });
+    expect(await world.deps.search.search(world.account.id, patient.id, 'ankle')).toEqual([`DocumentReference/${upload.documentReferenceId}`]);
+    await expect(acceptDocumentUpload(world.deps, world.account.id, upload.documentReferenceId, { contentType: 'text/plain', body: 'again' })).rejects.toBeInstanceOf(CoreError);
+  });
+});
