@@ -4,7 +4,6 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import { mkdir } from 'node:fs/promises';
 import { Container } from 'inversify';
 import { pino, type Logger } from 'pino';
 import type { Sequelize } from 'sequelize';
@@ -25,9 +24,9 @@ import { SandboxHieNetwork } from '../../adapters/hie/sandbox.hie.js';
 import { QueueRunner } from '../../adapters/queue/runner.js';
 import { BundleRenderer } from '../../adapters/render/bundle.renderer.js';
 import { MiniSearchIndex } from '../../adapters/search/minisearch.search-index.js';
-import { openSequelize } from '../../adapters/storage/sequelize/connection.js';
 import { sandboxDocumentsDir } from '../sandbox-documents.js';
 import { createKoaApp, describeError } from './app.js';
+import { openDatabase } from './database.js';
 import { withAccountNotes } from './request-facts.js';
 import { settingsFromEnv, urlSigningSecret, type ServiceSettings } from './settings.js';
 
@@ -159,18 +158,6 @@ function listen(server: Server, port: number, host: string | undefined): Promise
 function urlHost(host: string | undefined): string {
   if (!host || host === '0.0.0.0' || host === '::') return 'localhost';
   return host.includes(':') ? `[${host}]` : host;
-}
-
-async function openDatabase(settings: { databaseUrl?: string; databaseSchema?: string; dataDir: string }): Promise<Sequelize> {
-  const isPostgres = settings.databaseUrl !== undefined && /^postgres(ql)?:\/\//.test(settings.databaseUrl);
-  if (!isPostgres) {
-    await mkdir(resolve(settings.dataDir), { recursive: true });
-    return openSequelize({ ...(settings.databaseUrl ? { url: settings.databaseUrl } : {}), dataDir: settings.dataDir });
-  }
-  const sequelize = await openSequelize({ url: settings.databaseUrl, ...(settings.databaseSchema ? { schema: settings.databaseSchema } : {}) });
-  // openSequelize checked the name; the schema must exist before the migrations run in it.
-  if (settings.databaseSchema) await sequelize.query(`CREATE SCHEMA IF NOT EXISTS "${settings.databaseSchema}"`);
-  return sequelize;
 }
 
 /**

@@ -1,0 +1,8 @@
+#!/usr/bin/env node
+// The `carebridge` command: registers tsx (a dependency) so Node runs the TypeScript sources as they are,
+// with the project's tsconfig whatever the current directory, then hands over to the CLI.
+import { fileURLToPath } from 'node:url';
+import { register } from 'tsx/esm/api';
+
+register({ tsconfig: fileURLToPath(new URL('../tsconfig.json', import.meta.url)) });
+await import('../hosts/cli/main.ts');

@@ -1,0 +1,323 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { basename, dirname, extname, join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { settingsFromEnv } from '../koa/settings.js';
+
+/** Where the CLI writes and what it reads: the process in `main.ts`, collectors in tests. */
+export interface CliIo {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  env: NodeJS.ProcessEnv;
+  /** Whether stderr is a terminal: the import progress then redraws one line instead of printing many. */
+  interactive?: boolean;
+}
+
+export const USAGE = `carebridge — the carebridge medical data service and its operator tools
+
+Usage:
+  carebridge serve
+      Runs the HTTP service (same as npm start). Settings come from the environment:
+      PORT, DATA_DIR, DATABASE_URL, PUBLIC_URL, WEBHOOK_ALLOW_PRIVATE, URL_SIGNING_SECRET, LOG_LEVEL.
+
+  carebridge account create --name NAME [--json]
+      Creates an account directly in the database (DATABASE_URL or DATA_DIR) and prints its id and API
+      key. The key is shown this once: only its hash is stored.
+  carebridge account list [--json]
+      Lists accounts: id, name, the visible start of the key, creation time.
+
+  carebridge facility create --name NAME --npi NPI --address-line1 LINE [--address-line2 LINE]
+                             --city CITY --state ST --zip ZIP [--tin TIN] [--api-key KEY] [--url URL] [--json]
+      Creates a facility through the API of a running service.
+
+  carebridge import FILE.csv [--facility ID] [--dry-run] [--out RESULT.csv] [--api-key KEY] [--url URL] [--json]
+      Runs a bulk patient create against a running service: starts the request, uploads the file
+      (streamed), shows progress, and writes the result CSV (default: FILE.result.csv).
+
+  --api-key defaults to $CAREBRIDGE_API_KEY; --url to $CAREBRIDGE_URL, else $PUBLIC_URL, else
+  http://localhost:$PORT (8080).
+`;
+
+class UsageError extends Error {}
+
+/** A failure the user can act on, already worded; the CLI prints it and exits 1. */
+class CliFailure extends Error {}
+
+type Values = Record<string, string | boolean | undefined>;
+
+function parse(args: string[], options: ParseArgsConfig['options']): { values: Values; positionals: string[] } {
+  try {
+    const { values, positionals } = parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+    return { values: values as Values, positionals };
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+function required(values: Values, name: string): string {
+  const value = values[name];
+  if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+function optional(values: Values, name: string): string | undefined {
+  const value = values[name];
+  return typeof value === 'string' && value.trim() !== '' ? value : undefined;
+}
+
+/**
+ * Runs one CLI command. Returns the exit code: 0 done, 1 failed (the service refused, the import failed),
+ * 2 wrong usage. Never prints row data: only counts, ids and the service's own messages.
+ */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'serve':
+        parse(rest, {});
+        // Loaded on demand, like the database modules below: the HTTP-only commands start faster without them.
+        return await (await import('../koa/run.js')).runService(io.env);
+      case 'account':
+        return await accountCommand(rest, io);
+      case 'facility':
+        return await facilityCommand(rest, io);
+      case 'import':
+        return await importCommand(rest, io);
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        io.stdout(USAGE);
+        return command === undefined ? 2 : 0;
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr(`carebridge: ${error.message}\nRun "carebridge help" for usage.\n`);
+      return 2;
+    }
+    if (error instanceof CliFailure) {
+      io.stderr(`carebridge: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+async function accountCommand(args: string[], io: CliIo): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub !== 'create' && sub !== 'list') throw new UsageError(`account: expected "create" or "list", got ${sub ? `"${sub}"` : 'nothing'}`);
+  const { values } = parse(rest, { name: { type: 'string' }, json: { type: 'boolean' } });
+  const settings = settingsFromEnv(io.env);
+  const [{ createAccount }, { SystemClock }, { NodeSecrets }, { Uuid7Ids }, { openDatabase }, { SequelizeStorage }] = await Promise.all([
+    import('../../core/accounts.js'),
+    import('../../adapters/clock/system.clock.js'),
+    import('../../adapters/crypto/node.secrets.js'),
+    import('../../adapters/ids/uuid7.ids.js'),
+    import('../koa/database.js'),
+    import('../../adapters/storage/sequelize/sequelize.storage.js'),
+  ]);
+  const sequelize = await openDatabase(settings);
+  const storage = await SequelizeStorage.open({ sequelize });
+  try {
+    if (sub === 'list') {
+      const accounts = await storage.accounts.list();
+      if (values.json) io.stdout(`${JSON.stringify(accounts.map(({ id, name, apiKeyPrefix, createdAt }) => ({ id, name, apiKeyPrefix, createdAt })))}\n`);
+      else for (const account of accounts) io.stdout(`${account.id}  ${account.apiKeyPrefix}…  ${account.createdAt}  ${account.name}\n`);
+      return 0;
+    }
+    const name = required(values, 'name');
+    const { account, apiKey } = await createAccount({ storage, secrets: new NodeSecrets(), ids: new Uuid7Ids(), clock: new SystemClock() }, { name });
+    if (values.json) {
+      io.stdout(`${JSON.stringify({ accountId: account.id, apiKey })}\n`);
+    } else {
+      io.stdout(`Created account ${account.id} (${account.name}).\nAPI key, shown this once:\n\n  ${apiKey}\n\n`);
+    }
+    return 0;
+  } finally {
+    await storage.close();
+    await sequelize.close();
+  }
+}
+
+interface Target {
+  baseUrl: string;
+  apiKey: string;
+}
+
+function targetOf(values: Values, env: NodeJS.ProcessEnv): Target {
+  const apiKey = optional(values, 'api-key') ?? env.CAREBRIDGE_API_KEY;
+  if (!apiKey) throw new UsageError('--api-key (or CAREBRIDGE_API_KEY) is required');
+  const baseUrl = optional(values, 'url') ?? env.CAREBRIDGE_URL ?? env.PUBLIC_URL ?? `http://localhost:${env.PORT || 8080}`;
+  if (!/^https?:\/\//.test(baseUrl)) throw new UsageError('--url must start with http:// or https://');
+  return { baseUrl: baseUrl.replace(/\/+$/, ''), apiKey };
+}
+
+/** The service's problem answer, as a line a person can act on. */
+async function failureOf(response: Response, what: string): Promise<CliFailure> {
+  const text = await response.text();
+  try {
+    const problem = JSON.parse(text) as { detail?: string; code?: string };
+    if (problem.detail) return new CliFailure(`${what}: ${problem.detail} (${response.status} ${problem.code ?? ''})`.trim());
+  } catch {
+    // not a problem document: fall through to the status alone
+  }
+  return new CliFailure(`${what}: HTTP ${response.status}`);
+}
+
+async function request(target: Target, method: string, path: string, body?: unknown): Promise<Response> {
+  try {
+    return await fetch(`${target.baseUrl}${path}`, {
+      method,
+      headers: { 'x-api-key': target.apiKey, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+  } catch (error) {
+    throw new CliFailure(`cannot reach the service at ${target.baseUrl} (${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}); is it running?`);
+  }
+}
+
+async function facilityCommand(args: string[], io: CliIo): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub !== 'create') throw new UsageError(`facility: expected "create", got ${sub ? `"${sub}"` : 'nothing'}`);
+  const { values } = parse(rest, {
+    name: { type: 'string' },
+    npi: { type: 'string' },
+    tin: { type: 'string' },
+    'address-line1': { type: 'string' },
+    'address-line2': { type: 'string' },
+    city: { type: 'string' },
+    state: { type: 'string' },
+    zip: { type: 'string' },
+    'api-key': { type: 'string' },
+    url: { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  const body = {
+    name: required(values, 'name'),
+    npi: required(values, 'npi'),
+    ...(optional(values, 'tin') ? { tin: optional(values, 'tin') } : {}),
+    address: {
+      addressLine1: required(values, 'address-line1'),
+      ...(optional(values, 'address-line2') ? { addressLine2: optional(values, 'address-line2') } : {}),
+      city: required(values, 'city'),
+      state: required(values, 'state'),
+      zip: required(values, 'zip'),
+      country: 'USA',
+    },
+  };
+  const target = targetOf(values, io.env);
+  const response = await request(target, 'POST', '/medical/v1/facility', body);
+  if (response.status !== 201) throw await failureOf(response, 'the facility was not created');
+  const facility = (await response.json()) as { id: string; name: string };
+  io.stdout(values.json ? `${JSON.stringify(facility)}\n` : `Created facility ${facility.id} (${facility.name}).\n`);
+  return 0;
+}
+
+interface BulkStatus {
+  requestId: string;
+  status: 'waiting' | 'processing' | 'completed' | 'failed' | 'expired';
+  reason?: string;
+  total: number | null;
+  processed: number;
+  succeeded: number;
+  failed: number;
+  result?: string;
+}
+
+/** `[#####...............]  25%  250/1000 rows  (240 ok, 10 failed)` */
+export function progressLine(status: Pick<BulkStatus, 'status' | 'total' | 'processed' | 'succeeded' | 'failed'>, width = 24): string {
+  const total = status.total ?? 0;
+  const ratio = total > 0 ? Math.min(1, status.processed / total) : 0;
+  const filled = Math.round(ratio * width);
+  const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
+  const percent = `${String(Math.floor(ratio * 100)).padStart(3)}%`;
+  return `${bar} ${percent}  ${status.processed}/${total} rows  (${status.succeeded} ok, ${status.failed} failed)  ${status.status}`;
+}
+
+function defaultResultPath(file: string): string {
+  const extension = extname(file);
+  return join(dirname(file), `${basename(file, extension)}.result.csv`);
+}
+
+async function importCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parse(args, {
+    facility: { type: 'string' },
+    'dry-run': { type: 'boolean' },
+    out: { type: 'string' },
+    'api-key': { type: 'string' },
+    url: { type: 'string' },
+    json: { type: 'boolean' },
+    'poll-ms': { type: 'string' },
+  });
+  if (positionals.length !== 1) throw new UsageError('import: give exactly one CSV file');
+  const file = positionals[0]!;
+  const target = targetOf(values, io.env);
+  const pollMs = Number(optional(values, 'poll-ms') ?? 500);
+  if (!Number.isFinite(pollMs) || pollMs < 10) throw new UsageError('--poll-ms must be a number of milliseconds, at least 10');
+  const out = optional(values, 'out') ?? defaultResultPath(file);
+  let size: number;
+  try {
+    size = (await stat(file)).size;
+  } catch {
+    throw new CliFailure(`cannot read ${file}`);
+  }
+
+  const query = new URLSearchParams();
+  const facilityId = optional(values, 'facility');
+  if (facilityId) query.set('facilityId', facilityId);
+  if (values['dry-run']) query.set('dryRun', 'true');
+  const started = await request(target, 'POST', `/medical/v1/patient/bulk${query.size > 0 ? `?${query}` : ''}`);
+  if (started.status !== 200) throw await failureOf(started, 'the bulk create did not start');
+  const { requestId, uploadUrl } = (await started.json()) as { requestId: string; uploadUrl: string };
+  io.stderr(`Bulk request ${requestId}: uploading ${basename(file)} (${size} bytes)${values['dry-run'] ? ', dry run' : ''}\n`);
+
+  let uploaded: Response;
+  try {
+    // Streamed from disk: a large file is never read whole into memory.
+    uploaded = await fetch(uploadUrl, {
+      method: 'PUT',
+      headers: { 'x-api-key': target.apiKey, 'content-type': 'text/csv' },
+      body: Readable.toWeb(createReadStream(file)) as ReadableStream<Uint8Array>,
+      duplex: 'half',
+    } as RequestInit);
+  } catch (error) {
+    throw new CliFailure(`the upload did not go through (${(error as Error).message})`);
+  }
+  if (uploaded.status !== 200) throw await failureOf(uploaded, 'the file was refused');
+
+  const final = await waitForEnd(target, requestId, pollMs, io);
+  if (final.status !== 'completed') {
+    throw new CliFailure(`bulk request ${requestId} ${final.status}${final.reason ? `: ${final.reason}` : ''}`);
+  }
+  if (!final.result) throw new CliFailure(`bulk request ${requestId} completed without a result file`);
+  const download = await fetch(final.result);
+  if (download.status !== 200 || !download.body) throw await failureOf(download, 'the result file could not be downloaded');
+  await pipeline(Readable.fromWeb(download.body as import('node:stream/web').ReadableStream<Uint8Array>), createWriteStream(out));
+
+  if (values.json) io.stdout(`${JSON.stringify({ ...final, resultFile: out })}\n`);
+  else io.stdout(`Bulk request ${requestId} completed: ${final.succeeded} succeeded, ${final.failed} failed. Result: ${out}\n`);
+  return 0;
+}
+
+async function waitForEnd(target: Target, requestId: string, pollMs: number, io: CliIo): Promise<BulkStatus> {
+  let lastLine = '';
+  for (;;) {
+    const response = await request(target, 'GET', `/medical/v1/patient/bulk/${encodeURIComponent(requestId)}`);
+    if (response.status !== 200) throw await failureOf(response, 'cannot read the bulk request status');
+    const status = (await response.json()) as BulkStatus;
+    const line = progressLine(status);
+    if (io.interactive) io.stderr(`\r\u001b[2K${line}`);
+    else if (line !== lastLine) io.stderr(`${line}\n`);
+    lastLine = line;
+    if (status.status !== 'waiting' && status.status !== 'processing') {
+      if (io.interactive) io.stderr('\n');
+      return status;
+    }
+    await sleep(pollMs);
+  }
+}
