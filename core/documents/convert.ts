@@ -48,7 +48,7 @@ export async function convertDocument(deps: ConvertDeps, document: DocumentRecor
   if (!resources) {
     const failed: DocumentRecord = { ...document, conversionStatus: 'failed', conversionError: problem };
     await deps.storage.documents.update(failed);
-    await applyIndexChange(deps, accountId, patientId, { before, after: stampOf(failed), upsert: [], remove: [] });
+    await applyIndexChange(deps, accountId, patientId, { before, after: stampOf(failed), upsert: [], resources: [], remove: [] });
     return failed;
   }
 
@@ -68,6 +68,7 @@ export async function convertDocument(deps: ConvertDeps, document: DocumentRecor
     upsert: result.changed
       .filter((record) => !(record.resourceType === 'DocumentReference' && documentsBefore.some((d) => d.id === record.id)))
       .flatMap((record) => searchDocumentOf(record.resource as FhirResource) ?? []),
+    resources: result.changed.map((record) => record.resource as FhirResource),
     remove: result.removed.map(({ resourceType, id }) => `${resourceType}/${id}`),
   });
   return completed;

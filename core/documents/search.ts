@@ -11,7 +11,7 @@ import type { FhirResource } from '../ports/ccda.port.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { resourceKey } from './dedupe.js';
 import { DOCUMENT_JOB } from './job-types.js';
-import { ensurePatientIndex } from './patient-index.js';
+import { currentPatientData } from './patient-index.js';
 import { patientResourceOf } from './patient-resource.js';
 import { relatedKeys } from './related.js';
 
@@ -35,21 +35,20 @@ export interface SearchsetEntry {
  * The searchset of a query over the patient's consolidated data: the matching resources (best first),
  * then the resources related to them, then the Patient, each once. An empty list when nothing matches.
  * No query (or only blanks) matches every resource. The index is brought up to date first (rebuilt from
- * storage when it is not current, e.g. after a restart).
+ * storage when it is not current, e.g. after a restart). Resources are shared with later searches: read-only.
  */
 export async function searchEntries(deps: Pick<CoreDeps, 'storage' | 'blob' | 'search'>, accountId: string, patientId: string, query: string | undefined): Promise<SearchsetEntry[]> {
   const patient = await getPatient(deps, accountId, patientId);
-  const { records } = await ensurePatientIndex(deps, accountId, patientId);
-  const all = new Map<string, FhirResource>(records.map((record) => [`${record.resourceType}/${record.id}`, record.resource as FhirResource]));
+  const stored = (await currentPatientData(deps, accountId, patientId)).resources;
   const terms = query?.trim() ?? '';
-  // Keys come back from the index but resources from storage: a key the index still holds for a resource
-  // merged away since is dropped here.
-  const matchedKeys = terms === '' ? [...all.keys()] : (await deps.search.search(accountId, patientId, terms)).filter((key) => all.has(key));
+  // Keys come back from the index but resources from the stored snapshot: a key the index still holds for
+  // a resource merged away since is dropped here.
+  const matchedKeys = terms === '' ? [...stored.keys()] : (await deps.search.search(accountId, patientId, terms)).filter((key) => stored.has(key));
   if (matchedKeys.length === 0) return [];
 
   const patientResource = patientResourceOf(patient);
   const patientKey = resourceKey(patientResource);
-  all.set(patientKey, patientResource);
+  const all = new Map(stored).set(patientKey, patientResource);
   const matches = matchedKeys.map((key) => all.get(key)!);
   const entries: SearchsetEntry[] = matches.map((resource) => ({ resource, search: { mode: 'match' } }));
   const included = new Set(matchedKeys);

@@ -43,6 +43,6 @@ export async function storeDocument(deps: StoreDeps, document: DocumentRecord, o
   });
   const text = isCcdaMediaType(document.mimeType) ? searchTextOfCcda(new TextDecoder().decode(options.bytes)) : undefined;
   const entry = searchDocumentOf(resource, text);
-  await applyIndexChange(deps, accountId, patientId, { before, after, upsert: entry ? [entry] : [], remove: [] });
+  await applyIndexChange(deps, accountId, patientId, { before, after, upsert: entry ? [entry] : [], resources: [resource], remove: [] });
   return record;
 }

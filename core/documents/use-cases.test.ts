@@ -103,6 +103,7 @@ async function newPatient(world: World, n: number): Promise<Patient> {
     address: [ADDRESS],
     contact: [],
     personalIdentifiers: [],
+    externalId: undefined,
   });
 }
 
