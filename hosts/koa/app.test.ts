@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
+import fc from 'fast-check';
 import Koa from 'koa';
 import { afterEach, describe, expect, test } from 'vitest';
 import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
@@ -93,6 +94,36 @@ describe('JSON bodies', () => {
     const wrongMethod = await fetch(`${url}/medical/v1/facility`, { method: 'DELETE', headers, body: '{broken' });
     expect(wrongMethod.headers.get('allow')).toContain('GET');
     await expectProblem(wrongMethod, 405, 'METHOD_NOT_ALLOWED');
+  });
+});
+
+describe('never a 500 for bad input', () => {
+  test('property: any method, path, content type and body gets a 2xx or a 4xx problem, never a 5xx', async () => {
+    const { url, apiKey } = await start();
+    const segment = fc.oneof(fc.constantFrom('patient', 'facility', 'cohort', 'bulk', 'hie-opt-out', 'upload', 'medical', 'v1', '%E0%A4%A', '..', ''), fc.string({ maxLength: 12 }));
+    const path = fc.oneof(
+      fc.array(segment, { maxLength: 6 }).map((parts) => `/medical/v1/${parts.map(encodeURIComponent).join('/')}`),
+      fc.constantFrom('/medical/v1/facility', '/medical/v1/patient', '/medical/v1/patient/bulk', '/medical/v1/cohort', '/medical/v1/organization'),
+    );
+    const body = fc.oneof(fc.constant(undefined), fc.json({ maxDepth: 3 }), fc.string({ maxLength: 200 }), fc.uint8Array({ maxLength: 200 }));
+    const contentType = fc.constantFrom(undefined, 'application/json', 'application/json; charset=latin1', 'text/csv', 'text/plain', 'application/x-www-form-urlencoded');
+    const query = fc.dictionary(fc.constantFrom('facilityId', 'dryRun', 'hieOptOut', 'count', 'cursor', 'exp', 'sig', 'acct'), fc.string({ maxLength: 20 }), { maxKeys: 3 });
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH'), path, query, contentType, body, fc.boolean(), async (method, pathname, params, type, payload, withKey) => {
+        const target = new URL(pathname, url);
+        for (const [name, value] of Object.entries(params)) target.searchParams.set(name, value);
+        const hasBody = payload !== undefined && method !== 'GET';
+        const response = await fetch(target, {
+          method,
+          headers: { ...(withKey ? { 'x-api-key': apiKey } : {}), ...(type ? { 'content-type': type } : {}) },
+          ...(hasBody ? { body: typeof payload === 'string' || payload instanceof Uint8Array ? payload : JSON.stringify(payload) } : {}),
+        });
+        expect(response.status, `${method} ${target.pathname}`).toBeLessThan(500);
+        if (response.status >= 400) await expectProblem(response, response.status);
+        else await response.arrayBuffer();
+      }),
+      { numRuns: 150 },
+    );
   });
 });
 
