@@ -88,8 +88,6 @@ function writeResponse(ctx: Koa.Context, response: ApiResponse): void {
 }
 
 interface Translation {
-  prefix: string;
-  handler: ApiHandler;
   routes: Map<string, RouteDefinition>;
   jsonLimitBytes: number;
   uploadLimitBytes: number;
@@ -135,8 +133,6 @@ async function toApiRequest(ctx: Koa.Context, path: string, route: RouteDefiniti
 export function carebridgeKoaMiddleware(handler: ApiHandler, options: CarebridgeKoaOptions = {}): Koa.Middleware {
   const prefix = normalisePrefix(options.prefix);
   const t: Translation = {
-    prefix,
-    handler,
     routes: new Map(handler.routes.map((route) => [`${route.method} ${route.path}`, route])),
     jsonLimitBytes: options.jsonLimitBytes ?? JSON_LIMIT_BYTES,
     uploadLimitBytes: options.uploadLimitBytes ?? UPLOAD_LIMIT_BYTES,
