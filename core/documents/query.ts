@@ -72,8 +72,25 @@ export async function startDocumentQuery(deps: CoreDeps, account: Account, input
   const patient = await getPatient(deps, account.id, input.patientId);
   assertNotOptedOut(patient);
   const facility = await facilityFor(deps, patient, input.facilityId);
+  return beginQuery(deps, patient, facility.id, metadata);
+}
 
-  const latest = await deps.storage.documentQueries.latestForPatient(account.id, patient.id);
+/**
+ * For work that starts queries by itself (PRODUCT: bulk patient create starts a document query for each
+ * patient): starts one for the patient at `facilityId` (one of theirs), or returns the one running, and
+ * returns undefined for an opted-out patient, for whom nothing is recorded or queued.
+ */
+export async function startDocumentQueryUnlessOptedOut(
+  deps: CoreDeps,
+  patient: Patient,
+  options: { facilityId: string; metadata?: Record<string, string> },
+): Promise<DocumentQuery | undefined> {
+  if (patient.hieOptOut) return undefined;
+  return beginQuery(deps, patient, options.facilityId, validateMetadata(options.metadata));
+}
+
+async function beginQuery(deps: CoreDeps, patient: Patient, facilityId: string, metadata: Record<string, string> | undefined): Promise<DocumentQuery> {
+  const latest = await deps.storage.documentQueries.latestForPatient(patient.accountId, patient.id);
   if (latest && isRunning(latest)) {
     // Queued again in case the first enqueue was lost; the key makes this a no-op otherwise.
     await enqueueQueryJob(deps, latest);
@@ -82,9 +99,9 @@ export async function startDocumentQuery(deps: CoreDeps, account: Account, input
   const now = nowIso(deps.clock);
   const query: DocumentQuery = {
     id: deps.ids.next(),
-    accountId: account.id,
+    accountId: patient.accountId,
     patientId: patient.id,
-    facilityId: facility.id,
+    facilityId,
     download: { ...PROCESSING },
     convert: { ...PROCESSING },
     ...(metadata && Object.keys(metadata).length > 0 ? { metadata } : {}),

@@ -26,7 +26,7 @@ import type { HieDocumentRef, HieNetworkPort, HiePatientQuery } from '../ports/h
 import type { SearchIndexPort } from '../ports/search-index.port.js';
 import { DOCUMENT_JOB } from './job-types.js';
 import { dataStamp } from './patient-index.js';
-import { getDocumentQueryStatus, startDocumentQuery } from './query.js';
+import { getDocumentQueryStatus, startDocumentQuery, startDocumentQueryUnlessOptedOut } from './query.js';
 import { searchEntries } from './search.js';
 import { acceptDocumentUpload, createDocumentUpload } from './upload.js';
 
@@ -134,11 +134,17 @@ describe('document query use case', () => {
 
     await setHieOptOut(world.deps, world.account.id, patient.id, true);
     await expect(startDocumentQuery(world.deps, world.account, { patientId: patient.id })).rejects.toMatchObject({ code: 'PATIENT_OPTED_OUT' });
+    // The path other work (bulk create) takes: nothing recorded, nothing queued.
+    const optedOut = (await world.deps.storage.patients.get(world.account.id, patient.id))!;
+    expect(await startDocumentQueryUnlessOptedOut(world.deps, optedOut, { facilityId: patient.facilityIds[0]! })).toBeUndefined();
     expect(await world.deps.queue.stats()).toMatchObject({ pending: 0 });
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toBeUndefined();
 
     // Opted out between the start and the job.
     await setHieOptOut(world.deps, world.account.id, patient.id, false);
-    const first = await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    const optedIn = (await world.deps.storage.patients.get(world.account.id, patient.id))!;
+    const first = (await startDocumentQueryUnlessOptedOut(world.deps, optedIn, { facilityId: patient.facilityIds[0]!, metadata: { from: 'bulk' } }))!;
+    expect(first.metadata).toEqual({ from: 'bulk' });
     await setHieOptOut(world.deps, world.account.id, patient.id, true);
     await world.runner.drain();
     expect([world.hie.finds, world.hie.retrieves]).toEqual([0, 0]);
