@@ -187,7 +187,7 @@ async function main(): Promise<void> {
   for (let i = 0; i < 5; i++) {
     const id = ids.next();
     const blobKey = documentBlobKey(account.id, id);
-    const bytes = new TextEncoder().encode('scanned letter');
+    const bytes = new TextEncoder().encode('%PDF-1.4 scanned letter');
     await deps.blob.put(blobKey, bytes, { contentType: 'application/pdf' });
     const letter: DocumentRecord = {
       id,
@@ -206,7 +206,7 @@ async function main(): Promise<void> {
       conversionStatus: 'not-applicable',
       createdAt: now,
     };
-    await storeDocument(deps, letter, { mode: 'insert', bytes });
+    await storeDocument(deps, letter, { mode: 'insert' });
     started = performance.now();
     await searchPatientData(deps, account.id, patient.id, QUERIES[i]!);
     afterChange.push(performance.now() - started);

@@ -1,7 +1,7 @@
 import type { CoreDeps } from '../deps.js';
 import type { DocumentRecord, FhirResourceRecord } from '../domain/types.js';
 import { nowIso } from '../time.js';
-import { documentReferenceOf, isCcdaMediaType } from './document-reference.js';
+import { documentReferenceOf } from './document-reference.js';
 import { applyIndexChange, dataStamp, searchDocumentOf } from './patient-index.js';
 import { searchTextOfCcda } from './search-text.js';
 
@@ -10,8 +10,8 @@ type StoreDeps = Pick<CoreDeps, 'storage' | 'search' | 'clock'>;
 export interface StoreDocumentOptions {
   /** `insert` for a new document (network), `update` for one recorded before its file came (upload). */
   mode: 'insert' | 'update';
-  /** The file's bytes, for the search text of a C-CDA document. */
-  bytes: Uint8Array;
+  /** The C-CDA document's text, to find its DocumentReference by; absent for other files. */
+  ccdaXml?: string;
   /** The customer's own DocumentReference (uploads). */
   given?: Record<string, unknown>;
 }
@@ -41,8 +41,7 @@ export async function storeDocument(deps: StoreDeps, document: DocumentRecord, o
     else await tx.documents.update(document);
     await tx.fhirResources.putMany([record]);
   });
-  const text = isCcdaMediaType(document.mimeType) ? searchTextOfCcda(new TextDecoder().decode(options.bytes)) : undefined;
-  const entry = searchDocumentOf(resource, text);
+  const entry = searchDocumentOf(resource, options.ccdaXml === undefined ? undefined : searchTextOfCcda(options.ccdaXml));
   await applyIndexChange(deps, accountId, patientId, { before, after, upsert: entry ? [entry] : [], resources: [resource], remove: [] });
   return record;
 }

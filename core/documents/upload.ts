@@ -120,7 +120,6 @@ export async function acceptDocumentUpload(deps: CoreDeps, accountId: string, do
     await deps.blob.delete(waiting.blobKey);
     throw new CoreError('VALIDATION_FAILED', 'The file is empty');
   }
-  const bytes = (await deps.blob.get(waiting.blobKey)) ?? new Uint8Array();
   const givenBytes = await deps.blob.get(givenKey(waiting));
   const given = givenBytes ? (JSON.parse(new TextDecoder().decode(givenBytes)) as Record<string, unknown>) : undefined;
   const document: DocumentRecord = {
@@ -130,7 +129,8 @@ export async function acceptDocumentUpload(deps: CoreDeps, accountId: string, do
     indexed: nowIso(deps.clock),
     conversionStatus: isCcdaMediaType(mimeType) ? 'processing' : 'not-applicable',
   };
-  await storeDocument(deps, document, { mode: 'update', bytes, ...(given ? { given } : {}) });
+  const xml = document.conversionStatus === 'processing' ? await deps.blob.get(waiting.blobKey) : undefined;
+  await storeDocument(deps, document, { mode: 'update', ...(xml ? { ccdaXml: new TextDecoder().decode(xml) } : {}), ...(given ? { given } : {}) });
   if (document.conversionStatus === 'processing') {
     await deps.queue.enqueue({ type: DOCUMENT_JOB.convert, payload: { accountId, documentId }, key: `${DOCUMENT_JOB.convert}:${documentId}` });
   }
