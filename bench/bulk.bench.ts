@@ -59,8 +59,9 @@ async function prepareDataDir(dataDir: string, existing: number): Promise<{ apiK
     const facility = await createFacility(deps, account.id, {
       name: 'Bench Clinic',
       npi: '1234567893',
+      tin: undefined,
       active: true,
-      address: { addressLine1: '1 Main St', city: 'Springfield', state: 'IL', zip: '62701', country: 'USA' },
+      address: { addressLine1: '1 Main St', addressLine2: undefined, city: 'Springfield', state: 'IL', zip: '62701', country: 'USA' },
     });
     const now = new Date().toISOString();
     for (let start = 0; start < existing; start += 5_000) {
@@ -183,7 +184,7 @@ async function importThroughService(service: Service, receiver: Receiver, apiKey
   const upload = await fetch(uploadUrl, {
     method: 'PUT',
     headers: { ...headers, 'content-type': 'text/csv' },
-    body: createReadStream(file) as unknown as BodyInit,
+    body: createReadStream(file) as unknown as RequestInit['body'],
     duplex: 'half',
   } as RequestInit);
   if (upload.status !== 200) throw new Error(`upload failed: ${upload.status} ${await upload.text()}`);

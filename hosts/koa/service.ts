@@ -215,7 +215,9 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
       handlers: coreJobHandlers(deps),
       workerId: `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
       concurrency: 2,
-      leaseMs: 60_000,
+      // Short enough that a restarted service takes over a killed one's jobs within seconds; the runner renews
+      // a live lease every third of it, so long jobs keep theirs.
+      leaseMs: 15_000,
       pollMs,
       logger: logger.child({ component: 'queue' }),
     });
