@@ -245,7 +245,9 @@ async function finishConsolidatedQuery(
     ],
   );
   await deps.storage.transaction(async (tx) => {
-    const updated = await tx.consolidatedQueries.update({ ...query, status, updatedAt: now.toISOString() });
-    if (updated) await enqueueMessage(tx, query.accountId, message);
+    // Ended already by another worker that took the job over: one message only.
+    if ((await tx.consolidatedQueries.get(query.accountId, query.id))?.status !== 'processing') return;
+    await tx.consolidatedQueries.update({ ...query, status, updatedAt: now.toISOString() });
+    await enqueueMessage(tx, query.accountId, message);
   });
 }

@@ -210,7 +210,9 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<Docum
     convert: { ...query.convert, total: documents.filter((d) => isCcdaMediaType(d.mimeType)).length },
     updatedAt: nowIso(deps.clock),
   };
-  await deps.storage.transaction(async (tx) => {
+  const stepEnded = await deps.storage.transaction(async (tx) => {
+    // A second worker that took the job over (lost lease) may have ended the step already: one message.
+    if ((await tx.documentQueries.get(query.accountId, query.id))?.download.status !== 'processing') return false;
     await tx.documentQueries.update(updated);
     await enqueueMessage(
       tx,
@@ -219,8 +221,9 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<Docum
         { ...patientEntryBase(query, patient), type: 'document-download', status: download.status === 'failed' ? 'failed' : 'completed', documents: documents.map(toWebhookDocument) },
       ]),
     );
+    return true;
   });
-  return updated;
+  return stepEnded ? updated : undefined;
 }
 
 /** The bytes of one document, or undefined when the network no longer has it (counted as an error). */
@@ -273,6 +276,7 @@ async function conversionStep(deps: CoreDeps, query: DocumentQuery): Promise<voi
   };
   const patient = await deps.storage.patients.get(query.accountId, query.patientId);
   await deps.storage.transaction(async (tx) => {
+    if ((await tx.documentQueries.get(query.accountId, query.id))?.convert.status !== 'processing') return;
     await tx.documentQueries.update(updated);
     await enqueueMessage(
       tx,
@@ -298,6 +302,8 @@ export async function failDocumentQuery(deps: CoreDeps, query: DocumentQuery): P
   const failedStep = (step: ProgressCounts): ProgressCounts => (step.status === 'processing' ? { ...step, status: 'failed' } : step);
   const updated: DocumentQuery = { ...current, download: failedStep(current.download), convert: failedStep(current.convert), updatedAt: nowIso(deps.clock) };
   await deps.storage.transaction(async (tx) => {
+    const stored = await tx.documentQueries.get(current.accountId, current.id);
+    if (!stored || stored.download.status !== current.download.status || stored.convert.status !== current.convert.status) return;
     await tx.documentQueries.update(updated);
     const base = patientEntryBase(current, patient);
     if (current.download.status === 'processing') {
