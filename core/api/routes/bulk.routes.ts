@@ -26,6 +26,18 @@ export function bulkStatusToWire(deps: Pick<CoreDeps, 'urlSigner' | 'clock' | 'c
   };
 }
 
+/** The answer to a start (DESIGN: wire contract); exported so the client is typed by it. */
+export function bulkStartToWire(request: BulkRequest, uploadUrl: string) {
+  return {
+    requestId: request.id,
+    facilityId: request.facilityId,
+    status: request.status,
+    uploadUrl,
+    params: { dryRun: request.dryRun },
+    createdAt: request.createdAt,
+  };
+}
+
 export const bulkRoutes = [
   defineRoute({
     method: 'POST',
@@ -36,14 +48,7 @@ export const bulkRoutes = [
     query: bulkStartQuerySchema,
     async handle({ deps, account, query }) {
       const { request, uploadUrl } = await startBulkCreate(deps, account, { facilityId: query.facilityId, dryRun: query.dryRun });
-      return json(200, {
-        requestId: request.id,
-        facilityId: request.facilityId,
-        status: request.status,
-        uploadUrl,
-        params: { dryRun: request.dryRun },
-        createdAt: request.createdAt,
-      });
+      return json(200, bulkStartToWire(request, uploadUrl));
     },
   }),
   defineRoute({

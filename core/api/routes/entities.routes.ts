@@ -12,6 +12,7 @@ import {
   setHieOptOut,
   updatePatient,
 } from '../../entities/patients.js';
+import type { Patient } from '../../domain/types.js';
 import { defineRoute, json, noContent } from '../router.js';
 import { cohortCreateSchema, facilityCreateSchema, organizationCreateSchema, patientCreateSchema, queryBoolean } from '../schemas.js';
 
@@ -174,6 +175,13 @@ export const cohortRoutes = [
 
 const MAX_PAGE = 500;
 
+/** A page of `GET /patient`, as the public Metriport API pages: `meta.nextPage` is the URL of the next one. */
+export function patientPageToWire(patients: readonly Patient[], nextPage: string | undefined) {
+  const meta: { itemsOnPage: number; nextPage?: string } = { itemsOnPage: patients.length };
+  if (nextPage !== undefined) meta.nextPage = nextPage;
+  return { patients: patients.map(patientToWire), meta };
+}
+
 export const patientRoutes = [
   defineRoute({
     method: 'POST',
@@ -200,12 +208,12 @@ export const patientRoutes = [
     }),
     async handle({ deps, account, query, request }) {
       const page = await listPatients(deps, account.id, { facilityId: query.facilityId, after: query.cursor, limit: query.count });
-      const meta: Record<string, unknown> = { itemsOnPage: page.patients.length };
+      let nextPage: string | undefined;
       if (page.next) {
         const next = new URLSearchParams({ ...(query.facilityId ? { facilityId: query.facilityId } : {}), cursor: page.next, count: String(query.count) });
-        meta.nextPage = `${deps.config.publicUrl}${request.path}?${next.toString()}`;
+        nextPage = `${deps.config.publicUrl}${request.path}?${next.toString()}`;
       }
-      return json(200, { patients: page.patients.map(patientToWire), meta });
+      return json(200, patientPageToWire(page.patients, nextPage));
     },
   }),
   defineRoute({
