@@ -1,0 +1,495 @@
+import { openAsBlob } from 'node:fs';
+import { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { CarebridgeApiError, CarebridgeClientError, CarebridgeNetworkError, problemFrom } from './errors.js';
+import type {
+  BulkDocumentUrlRequest,
+  BulkPatientCreate,
+  BulkPatientCreateStart,
+  Cohort,
+  CohortCreate,
+  ConsolidatedBundle,
+  ConsolidatedFiltersInput,
+  ConsolidatedQuery,
+  ConsolidatedQueryOptions,
+  ConsolidatedQueryStatus,
+  ConsolidatedSearch,
+  ConversionType,
+  DocumentQuery,
+  DocumentSummary,
+  DocumentUpload,
+  Facility,
+  FacilityCreate,
+  FhirResource,
+  HieOptOutStatus,
+  HieOptOutUpdate,
+  ListDocumentsOptions,
+  ListPatientsOptions,
+  Organization,
+  OrganizationCreate,
+  Patient,
+  PatientCreate,
+  PatientPage,
+  Settings,
+  SettingsUpdate,
+  UploadedDocument,
+  WebhookRequestMetadata,
+  WebhookRetry,
+  WebhookStatus,
+} from './types.js';
+
+export interface CarebridgeClientOptions {
+  /** The account's API key, sent as `x-api-key`. */
+  apiKey: string;
+  /**
+   * Where the API is served, without `/medical/v1`: `https://carebridge.example.com`, or the mount of an
+   * embedded API, e.g. `http://127.0.0.1:3000/api`.
+   */
+  baseUrl: string;
+  /** No answer within this time is a `CarebridgeNetworkError` with code `TIMEOUT`. Default 20 s. */
+  timeoutMs?: number;
+  /** The same for file uploads (a large CSV takes a while). Default 10 minutes. */
+  uploadTimeoutMs?: number;
+  /** A fetch implementation (tests, proxies, an in-process host); the global fetch when absent. */
+  fetch?: typeof fetch;
+  /** Extra headers on every API call (tracing, a client name). */
+  headers?: Record<string, string>;
+}
+
+/**
+ * A CSV (or document) to upload: its text, its bytes, a Blob/File, a web ReadableStream, a Node stream
+ * or any async iterable of bytes (streamed, never buffered whole), or a file on disk as `{ path }` or a
+ * `file:` URL.
+ */
+export type UploadSource = string | Uint8Array | Blob | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array> | URL | { path: string };
+
+type Query = Record<string, string | number | boolean | undefined>;
+
+interface CallOptions {
+  query?: Query;
+  body?: unknown;
+}
+
+const V1 = '/medical/v1';
+const DEFAULT_TIMEOUT_MS = 20_000;
+const DEFAULT_UPLOAD_TIMEOUT_MS = 10 * 60_000;
+
+const id = (value: string) => encodeURIComponent(value);
+
+function resourcesParam(resources: ConsolidatedFiltersInput['resources']): string | undefined {
+  if (resources === undefined) return undefined;
+  return typeof resources === 'string' ? resources : resources.join(',');
+}
+
+function metadataBody(metadata: WebhookRequestMetadata | undefined): unknown {
+  return metadata === undefined ? undefined : { metadata };
+}
+
+/**
+ * The Node client of the carebridge API. Method names follow the API's convention (PRODUCT: Versioning):
+ * `GET /` is `list<Plural>()`, `GET /:id` is `get<Entity>()`, `POST /` is `create<Entity>()`, `PUT /:id`
+ * is `update<Entity>()`, `DELETE /:id` is `remove<Entity>()`. Request and response types are the service's
+ * own (its zod schemas and wire builders). Failures throw `CarebridgeApiError` (the service answered with
+ * an error: `status`, `code`, `title`, `detail`) or `CarebridgeNetworkError` (no answer: `TIMEOUT`,
+ * `NETWORK_ERROR`, `ABORTED`).
+ */
+export class CarebridgeClient {
+  private readonly apiKey: string;
+  private readonly baseUrl: string;
+  private readonly origin: string;
+  private readonly timeoutMs: number;
+  private readonly uploadTimeoutMs: number;
+  private readonly fetchImpl: typeof fetch;
+  private readonly extraHeaders: Record<string, string>;
+
+  constructor(options: CarebridgeClientOptions) {
+    if (!options.apiKey) throw new CarebridgeClientError('INVALID_OPTIONS', 'apiKey is required');
+    let base: URL;
+    try {
+      base = new URL(options.baseUrl);
+    } catch {
+      throw new CarebridgeClientError('INVALID_OPTIONS', 'baseUrl must be an absolute http(s) URL');
+    }
+    if (base.protocol !== 'http:' && base.protocol !== 'https:') {
+      throw new CarebridgeClientError('INVALID_OPTIONS', 'baseUrl must be an absolute http(s) URL');
+    }
+    this.apiKey = options.apiKey;
+    this.baseUrl = `${base.origin}${base.pathname.replace(/\/+$/, '')}`;
+    this.origin = base.origin;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.uploadTimeoutMs = options.uploadTimeoutMs ?? DEFAULT_UPLOAD_TIMEOUT_MS;
+    this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.extraHeaders = options.headers ?? {};
+  }
+
+  // --- Organization (one per account) ---
+
+  createOrganization(input: OrganizationCreate): Promise<Organization> {
+    return this.call('POST', `${V1}/organization`, { body: input });
+  }
+
+  /** The account's organization, or `undefined` when none was created yet. */
+  getOrganization(): Promise<Organization | undefined> {
+    return this.call('GET', `${V1}/organization`);
+  }
+
+  updateOrganization(organizationId: string, input: OrganizationCreate): Promise<Organization> {
+    return this.call('PUT', `${V1}/organization/${id(organizationId)}`, { body: input });
+  }
+
+  // --- Facilities ---
+
+  createFacility(input: FacilityCreate): Promise<Facility> {
+    return this.call('POST', `${V1}/facility`, { body: input });
+  }
+
+  /** Oldest first. */
+  async listFacilities(): Promise<Facility[]> {
+    return (await this.call<{ facilities: Facility[] }>('GET', `${V1}/facility`)).facilities;
+  }
+
+  getFacility(facilityId: string): Promise<Facility> {
+    return this.call('GET', `${V1}/facility/${id(facilityId)}`);
+  }
+
+  updateFacility(facilityId: string, input: FacilityCreate): Promise<Facility> {
+    return this.call('PUT', `${V1}/facility/${id(facilityId)}`, { body: input });
+  }
+
+  /** Only a facility without patients can be removed (`FACILITY_IN_USE` otherwise). */
+  async removeFacility(facilityId: string): Promise<void> {
+    await this.call('DELETE', `${V1}/facility/${id(facilityId)}`);
+  }
+
+  // --- Cohorts ---
+
+  createCohort(input: CohortCreate): Promise<Cohort> {
+    return this.call('POST', `${V1}/cohort`, { body: input });
+  }
+
+  /** Oldest first. */
+  async listCohorts(): Promise<Cohort[]> {
+    return (await this.call<{ cohorts: Cohort[] }>('GET', `${V1}/cohort`)).cohorts;
+  }
+
+  getCohort(cohortId: string): Promise<Cohort> {
+    return this.call('GET', `${V1}/cohort/${id(cohortId)}`);
+  }
+
+  updateCohort(cohortId: string, input: CohortCreate): Promise<Cohort> {
+    return this.call('PUT', `${V1}/cohort/${id(cohortId)}`, { body: input });
+  }
+
+  async removeCohort(cohortId: string): Promise<void> {
+    await this.call('DELETE', `${V1}/cohort/${id(cohortId)}`);
+  }
+
+  // --- Patients ---
+
+  /** `facilityId` may be left out when the account has exactly one facility. */
+  createPatient(input: PatientCreate, facilityId?: string): Promise<Patient> {
+    return this.call('POST', `${V1}/patient`, { query: { facilityId }, body: input });
+  }
+
+  /**
+   * One page of patients, oldest first. `nextCursor` (absent on the last page) is the `cursor` of the
+   * next one; `meta.nextPage` is the same page as a URL.
+   */
+  async listPatients(options: ListPatientsOptions = {}): Promise<PatientPage & { nextCursor?: string }> {
+    const page = await this.call<PatientPage>('GET', `${V1}/patient`, { query: { facilityId: options.facilityId, count: options.count, cursor: options.cursor } });
+    const nextCursor = page.meta.nextPage ? (new URL(page.meta.nextPage).searchParams.get('cursor') ?? undefined) : undefined;
+    return nextCursor ? { ...page, nextCursor } : page;
+  }
+
+  /** Every patient (of a facility, when given), page after page. */
+  async *listAllPatients(options: Omit<ListPatientsOptions, 'cursor'> = {}): AsyncGenerator<Patient> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listPatients({ ...options, ...(cursor ? { cursor } : {}) });
+      yield* page.patients;
+      cursor = page.nextCursor;
+    } while (cursor);
+  }
+
+  getPatient(patientId: string): Promise<Patient> {
+    return this.call('GET', `${V1}/patient/${id(patientId)}`);
+  }
+
+  /** Replaces the demographics; a `facilityId` is added to the patient's facilities. */
+  updatePatient(patientId: string, input: PatientCreate, facilityId?: string): Promise<Patient> {
+    return this.call('PUT', `${V1}/patient/${id(patientId)}`, { query: { facilityId }, body: input });
+  }
+
+  async removePatient(patientId: string): Promise<void> {
+    await this.call('DELETE', `${V1}/patient/${id(patientId)}`);
+  }
+
+  /** `true` opts the patient out of data sharing and pulling through HIEs; `false` opts back in. Idempotent. */
+  updatePatientHieOptOut(patientId: string, hieOptOut: boolean): Promise<HieOptOutUpdate> {
+    return this.call('PUT', `${V1}/patient/${id(patientId)}/hie-opt-out`, { query: { hieOptOut } });
+  }
+
+  getPatientHieOptOut(patientId: string): Promise<HieOptOutStatus> {
+    return this.call('GET', `${V1}/patient/${id(patientId)}/hie-opt-out`);
+  }
+
+  // --- Bulk patient create ---
+
+  /**
+   * Starts a bulk patient create: the answer carries the pre-signed `uploadUrl` (10 minutes, single use).
+   * `facilityId` may be left out when the account has one facility; `dryRun` only validates the rows.
+   */
+  startBulkPatientCreate(options: { facilityId?: string; dryRun?: boolean } = {}): Promise<BulkPatientCreateStart> {
+    return this.call('POST', `${V1}/patient/bulk`, { query: { facilityId: options.facilityId, dryRun: options.dryRun } });
+  }
+
+  /**
+   * PUTs the CSV to the `uploadUrl` of `startBulkPatientCreate`, with the API key (PRODUCT: Upload the CSV).
+   * Streams sources are streamed. The key is only sent to the origin of `baseUrl`: another origin is a
+   * `CarebridgeClientError` (`UNTRUSTED_URL`).
+   */
+  uploadBulkPatientCsv(uploadUrl: string, csv: UploadSource): Promise<BulkPatientCreate> {
+    return this.upload(uploadUrl, csv, 'text/csv', true);
+  }
+
+  /** Status and progress; `result` (when completed) is a fresh URL of the result CSV (see `download`). */
+  getBulkPatientCreate(requestId: string): Promise<BulkPatientCreate> {
+    return this.call('GET', `${V1}/patient/bulk/${id(requestId)}`);
+  }
+
+  /**
+   * The whole bulk flow in one call: starts the request, uploads the CSV to its pre-signed URL, and returns
+   * the request id. The outcome comes by webhook (`medical.bulk-patient-create`) or `getBulkPatientCreate`.
+   */
+  async createPatientsFromCsv(csv: UploadSource, options: { facilityId?: string; dryRun?: boolean } = {}): Promise<string> {
+    const started = await this.startBulkPatientCreate(options);
+    await this.uploadBulkPatientCsv(started.uploadUrl, csv);
+    return started.requestId;
+  }
+
+  // --- Documents ---
+
+  /**
+   * Starts a document query for the patient at the HIE networks (returns the running one if there is
+   * one). The outcome comes by webhook; `metadata` is echoed as their `meta.data`. An opted-out patient
+   * is a 400 `PATIENT_OPTED_OUT`.
+   */
+  startDocumentQuery(patientId: string, facilityId?: string, metadata?: WebhookRequestMetadata): Promise<DocumentQuery> {
+    return this.call('POST', `${V1}/document/query`, { query: { patientId, facilityId }, body: metadataBody(metadata) });
+  }
+
+  /** Progress of the patient's latest document query; `undefined` when there was none. */
+  async getDocumentQueryStatus(patientId: string): Promise<DocumentQuery | undefined> {
+    const status = await this.call<Partial<DocumentQuery>>('GET', `${V1}/document/query`, { query: { patientId } });
+    return status.requestId === undefined ? undefined : (status as DocumentQuery);
+  }
+
+  /**
+   * The patient's documents as FHIR DocumentReferences, oldest first. `facilityId` is accepted in the
+   * position the API's convention shows (`listDocuments(patientId, facilityId)`); documents belong to the
+   * patient, so it does not narrow the list.
+   */
+  async listDocuments(patientId: string, facilityId?: string, options: ListDocumentsOptions = {}): Promise<FhirResource[]> {
+    const query = { patientId, facilityId, dateFrom: options.dateFrom, dateTo: options.dateTo, content: options.content, count: options.count };
+    return (await this.call<{ documents: FhirResource[] }>('GET', `${V1}/document`, { query })).documents;
+  }
+
+  /** The same documents in the short form (`output=dto`): id, fileName, description, size... */
+  async listDocumentSummaries(patientId: string, options: ListDocumentsOptions = {}): Promise<DocumentSummary[]> {
+    const query = { patientId, dateFrom: options.dateFrom, dateTo: options.dateTo, content: options.content, count: options.count, output: 'dto' };
+    return (await this.call<{ documents: DocumentSummary[] }>('GET', `${V1}/document`, { query })).documents;
+  }
+
+  /** A short-lived pre-signed URL to the file, or for a C-CDA to its `html` or `pdf` rendering (see `download`). */
+  getDocumentUrl(fileName: string, conversionType?: Extract<ConversionType, 'html' | 'pdf'>): Promise<{ url: string }> {
+    return this.call('GET', `${V1}/document/download-url`, { query: { fileName, conversionType } });
+  }
+
+  /** Sends the download URLs of all the patient's documents by webhook (`medical.document-bulk-download-urls`). */
+  startBulkGetDocumentUrl(patientId: string, metadata?: WebhookRequestMetadata): Promise<BulkDocumentUrlRequest> {
+    return this.call('POST', `${V1}/document/download-url/bulk`, { query: { patientId }, body: metadataBody(metadata) });
+  }
+
+  /**
+   * Describes a document you hold with a FHIR DocumentReference; returns its id and the pre-signed URL to
+   * PUT the file to (`uploadDocument`).
+   */
+  createDocumentReference(patientId: string, documentReference: Record<string, unknown>): Promise<DocumentUpload> {
+    return this.call('POST', `${V1}/document/upload`, { query: { patientId }, body: documentReference });
+  }
+
+  /** PUTs a document's file to the `uploadUrl` of `createDocumentReference`; a C-CDA is then converted. */
+  uploadDocument(uploadUrl: string, file: UploadSource, contentType = 'application/xml'): Promise<UploadedDocument> {
+    // The URL is pre-signed on its own: the API key is not needed, so it is not sent.
+    return this.upload(uploadUrl, file, contentType, false);
+  }
+
+  // --- Consolidated data ---
+
+  /**
+   * Starts a consolidated data query (one per patient at a time: while one runs, it is returned). The data
+   * comes by webhook (`medical.consolidated-data`).
+   */
+  startConsolidatedQuery(patientId: string, options: ConsolidatedQueryOptions = {}): Promise<ConsolidatedQuery> {
+    const query = { resources: resourcesParam(options.resources), dateFrom: options.dateFrom, dateTo: options.dateTo, conversionType: options.conversionType };
+    return this.call('POST', `${V1}/patient/${id(patientId)}/consolidated/query`, { query, body: metadataBody(options.metadata) });
+  }
+
+  /** The patient's consolidated queries still running (`queries` is null when none) and the latest status. */
+  getConsolidatedQueryStatus(patientId: string): Promise<ConsolidatedQueryStatus> {
+    return this.call('GET', `${V1}/patient/${id(patientId)}/consolidated/query`);
+  }
+
+  getConsolidatedQuery(patientId: string, requestId: string): Promise<ConsolidatedQuery> {
+    return this.call('GET', `${V1}/patient/${id(patientId)}/consolidated/query/${id(requestId)}`);
+  }
+
+  /** The patient's consolidated data at once, as a FHIR searchset Bundle. */
+  getPatientConsolidated(patientId: string, filters: ConsolidatedFiltersInput = {}): Promise<ConsolidatedBundle> {
+    const query = { resources: resourcesParam(filters.resources), dateFrom: filters.dateFrom, dateTo: filters.dateTo };
+    return this.call('GET', `${V1}/patient/${id(patientId)}/consolidated`, { query });
+  }
+
+  /**
+   * Searches the patient's consolidated data and C-CDA documents (all terms, typo-tolerant): `url` of a
+   * FHIR searchset Bundle valid 60 s, absent when nothing matched.
+   * @deprecated The endpoint is deprecated (PRODUCT: Search Patient Data).
+   */
+  searchPatientData(patientId: string, query?: string): Promise<ConsolidatedSearch> {
+    return this.call('GET', `${V1}/patient/${id(patientId)}/consolidated/search`, { query: { query } });
+  }
+
+  // --- Settings and webhooks ---
+
+  getSettings(): Promise<Settings> {
+    return this.call('GET', '/settings');
+  }
+
+  /** Sets the webhook URL (the service pings it at once; `webhookEnabled` says whether it answered). `''` clears it. */
+  updateSettings(input: SettingsUpdate): Promise<Settings> {
+    return this.call('POST', '/settings', { body: input });
+  }
+
+  getWebhookStatus(): Promise<WebhookStatus> {
+    return this.call('GET', '/settings/webhook');
+  }
+
+  /** Redelivers every parked webhook message (same `messageId`). */
+  retryWebhookRequests(): Promise<WebhookRetry> {
+    return this.call('POST', '/settings/webhook/retry');
+  }
+
+  // --- Files handed out as pre-signed URLs ---
+
+  /**
+   * Fetches a pre-signed URL the service handed out (result CSV, document, consolidated file, search
+   * bundle). No API key is sent: the signature is the authorisation. An error status throws
+   * `CarebridgeApiError` (`URL_EXPIRED` after its validity).
+   */
+  async download(url: string): Promise<Response> {
+    const target = new URL(url);
+    const request = { method: 'GET', path: target.pathname };
+    const response = await this.send(target, { method: 'GET', headers: this.extraHeaders }, request, this.uploadTimeoutMs);
+    if (!response.ok) await this.fail(response, request);
+    return response;
+  }
+
+  // --- Transport ---
+
+  private async call<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, options: CallOptions = {}): Promise<T> {
+    const url = new URL(`${this.baseUrl}${path}`);
+    for (const [name, value] of Object.entries(options.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(name, String(value));
+    }
+    const headers: Record<string, string> = { ...this.extraHeaders, 'x-api-key': this.apiKey, accept: 'application/json' };
+    const init: RequestInit = { method, headers };
+    if (options.body !== undefined) {
+      headers['content-type'] = 'application/json';
+      init.body = JSON.stringify(options.body);
+    }
+    const request = { method, path: url.pathname };
+    const response = await this.send(url, init, request, this.timeoutMs, async (answer) => {
+      if (!answer.ok) return this.fail(answer, request);
+      const text = await answer.text();
+      return (text === '' ? undefined : JSON.parse(text)) as T;
+    });
+    return response;
+  }
+
+  private async upload<T>(uploadUrl: string, source: UploadSource, contentType: string, withApiKey: boolean): Promise<T> {
+    let target: URL;
+    try {
+      target = new URL(uploadUrl);
+    } catch {
+      throw new CarebridgeClientError('UNTRUSTED_URL', 'The upload URL is not an absolute URL; use the uploadUrl exactly as the service gave it');
+    }
+    if (withApiKey && target.origin !== this.origin) {
+      throw new CarebridgeClientError('UNTRUSTED_URL', `The upload URL is not on ${this.origin}; the API key is only sent there`);
+    }
+    const headers: Record<string, string> = { ...this.extraHeaders, 'content-type': contentType, accept: 'application/json' };
+    if (withApiKey) headers['x-api-key'] = this.apiKey;
+    const body = await uploadBody(source);
+    // Streams need half duplex in Node's fetch; it is harmless for the other body kinds.
+    const init = { method: 'PUT', headers, body, duplex: 'half' } as RequestInit;
+    const request = { method: 'PUT', path: target.pathname };
+    return this.send(target, init, request, this.uploadTimeoutMs, async (answer) => {
+      if (!answer.ok) return this.fail(answer, request);
+      return (await answer.json()) as T;
+    });
+  }
+
+  /**
+   * One fetch under a timeout. `read` consumes the response inside the same timeout, so a service that
+   * stalls half-way through its answer is a TIMEOUT too; without `read` the response is returned unread.
+   */
+  private async send(url: URL, init: RequestInit, request: { method: string; path: string }, timeoutMs: number): Promise<Response>;
+  private async send<T>(url: URL, init: RequestInit, request: { method: string; path: string }, timeoutMs: number, read: (response: Response) => Promise<T>): Promise<T>;
+  private async send<T>(
+    url: URL,
+    init: RequestInit,
+    request: { method: string; path: string },
+    timeoutMs: number,
+    read?: (response: Response) => Promise<T>,
+  ): Promise<T | Response> {
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    try {
+      const response = await this.fetchImpl(url, { ...init, signal: controller.signal });
+      if (!read) return response;
+      return await read(response);
+    } catch (error) {
+      if (error instanceof CarebridgeApiError) throw error;
+      if (timedOut) throw new CarebridgeNetworkError('TIMEOUT', `${request.method} ${request.path}: no answer within ${timeoutMs} ms`, request, { cause: error });
+      if (error instanceof SyntaxError) {
+        throw new CarebridgeNetworkError('INVALID_RESPONSE', `${request.method} ${request.path}: the answer is not valid JSON`, request, { cause: error });
+      }
+      throw new CarebridgeNetworkError('NETWORK_ERROR', `${request.method} ${request.path}: ${describeNetworkError(error)}`, request, { cause: error });
+    } finally {
+      // A returned, unread response (download) is the caller's to stream from here, without our timer.
+      clearTimeout(timer);
+    }
+  }
+
+  private async fail(response: Response, request: { method: string; path: string }): Promise<never> {
+    const text = await response.text().catch(() => '');
+    throw new CarebridgeApiError(problemFrom(response.status, response.statusText, text, response.headers.get('content-type')), request);
+  }
+}
+
+function describeNetworkError(error: unknown): string {
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
+  if (cause && typeof cause.code === 'string') return `the request failed (${cause.code})`;
+  return error instanceof Error ? `the request failed (${error.message})` : 'the request failed';
+}
+
+async function uploadBody(source: UploadSource): Promise<NonNullable<RequestInit['body']>> {
+  if (typeof source === 'string' || source instanceof Uint8Array || source instanceof Blob || source instanceof ReadableStream) return source as NonNullable<RequestInit['body']>;
+  if (source instanceof URL) return openAsBlob(fileURLToPath(source));
+  // Node streams and other async iterables, streamed as they come (before `path`: an fs.ReadStream has one too).
+  if (Symbol.asyncIterator in source) return Readable.toWeb(Readable.from(source)) as unknown as ReadableStream<Uint8Array>;
+  return openAsBlob(source.path);
+}
