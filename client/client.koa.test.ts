@@ -350,7 +350,7 @@ describe('documents and consolidated data', () => {
     const bundle = await client.getPatientConsolidated(patientId, { resources: 'Condition' });
     expect(bundle).toMatchObject({ resourceType: 'Bundle', type: 'searchset' });
     expect(bundle.total).toBeGreaterThan(0);
-    expect(bundle.entry.every((entry) => entry.resource?.resourceType === 'Condition')).toBe(true);
+    expect((bundle.entry ?? []).every((entry) => entry.resource?.resourceType === 'Condition')).toBe(true);
 
     const word = WORD_ONLY_IN[files[0]!]!;
     const found = await client.searchPatientData(patientId, word);
