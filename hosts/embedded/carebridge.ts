@@ -1,0 +1,252 @@
+import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Container } from 'inversify';
+import type { Logger } from 'pino';
+import type { Sequelize } from 'sequelize';
+import { createAccount } from '../../core/accounts.js';
+import { createApiHandler, type ApiHandler } from '../../core/api/handler.js';
+import type { CoreConfig, CoreDeps } from '../../core/deps.js';
+import { coreJobHandlers, resumeInterruptedWork } from '../../core/jobs.js';
+import type { BlobPort, ClockPort, IdsPort, WebhookSenderPort } from '../../core/ports/index.js';
+import { deliverDueMessages, type DeliveryReport } from '../../core/webhooks/deliver.js';
+import { MedplumCcdaConverter } from '../../adapters/ccda/medplum.ccda.js';
+import { resolveCoreDeps } from '../../adapters/container/core-deps.js';
+import { infraModule } from '../../adapters/container/infra.module.js';
+import { queueModule } from '../../adapters/container/queue.module.js';
+import { storageModule } from '../../adapters/container/storage.module.js';
+import { TOKENS } from '../../adapters/container/tokens.js';
+import { webhookModule } from '../../adapters/container/webhook.module.js';
+import { SandboxHieNetwork } from '../../adapters/hie/sandbox.hie.js';
+import { QueueRunner } from '../../adapters/queue/runner.js';
+import { BundleRenderer } from '../../adapters/render/bundle.renderer.js';
+import { MiniSearchIndex } from '../../adapters/search/minisearch.search-index.js';
+import { openDatabase } from '../koa/database.js';
+import { urlSigningSecret } from '../koa/settings.js';
+import { sandboxDocumentsDir } from '../sandbox-documents.js';
+
+export interface CarebridgeOptions {
+  /**
+   * Where the API is reachable from outside, mount prefix included (`https://app.example.com/api`): the
+   * base of every URL the service hands out (CSV upload, result CSV, document downloads).
+   */
+  publicUrl: string;
+  /**
+   * The database: a URL (`postgres://...`, `sqlite:<file>`, `:memory:`) or a Sequelize instance the
+   * application already has (SQLite or PostgreSQL; carebridge adds its tables and leaves closing it to
+   * you). SQLite in `dataDir` when absent.
+   */
+  database?: string | Sequelize;
+  /** PostgreSQL: the schema carebridge works in (created when missing). */
+  databaseSchema?: string;
+  /** The default SQLite file and the generated URL signing secret live here. Default `./data`. */
+  dataDir?: string;
+  /** Where uploaded CSVs, result files and documents are kept. Default `<dataDir>/blobs`. */
+  blobDir?: string;
+  /** Or any blob storage (e.g. in memory for tests). Wins over `blobDir`. */
+  blob?: BlobPort;
+  /** Secret of the pre-signed URLs; generated once and kept in `dataDir` when absent. */
+  urlSigningSecret?: string;
+  webhooks?: {
+    /** Accept webhook URLs on loopback/private networks (development, tests). Default false. */
+    allowPrivate?: boolean;
+    /** Replaces the HTTP sender (HMAC-signed, with timeouts). */
+    sender?: WebhookSenderPort;
+  };
+  /** Run queued work (imports, document queries) and webhook deliveries in the background. Default true. */
+  background?: boolean;
+  /** Poll interval of the background work, ms. Default 500. */
+  pollMs?: number;
+  /** Background work and unexpected errors are logged here (ids and counts, never PHI). */
+  logger?: Logger;
+  /** A stepped clock in tests; the system clock otherwise. */
+  clock?: ClockPort;
+  /** Sequential ids in tests; UUID v7 otherwise. */
+  ids?: IdsPort;
+}
+
+export interface Carebridge {
+  /** The ports the core runs on, for use cases called directly (import them from `carebridge`). */
+  readonly deps: CoreDeps;
+  /** The framework-agnostic API handler: mount it with `carebridge/koa`, `createNodeListener` or your own few lines. */
+  readonly handler: ApiHandler;
+  /** Operator call: a new account and its API key (shown once; only its hash is stored). */
+  createAccount(name: string): Promise<{ accountId: string; apiKey: string }>;
+  /** Runs background work until nothing is due now (tests and scripts; the background loop does it otherwise). */
+  settle(): Promise<void>;
+  /** Stops the background work (jobs in flight finish or are handed back), closes what carebridge opened. Idempotent. */
+  close(): Promise<void>;
+}
+
+const DELIVERY_BATCH = 100;
+
+/** One webhook delivery pass at a time (the outbox does not claim messages), in the background or on demand. */
+class DeliveryLoop {
+  private tail: Promise<unknown> = Promise.resolve();
+  private loop: Promise<void> | undefined;
+  private stopped = true;
+  private wakeUp: (() => void) | undefined;
+
+  constructor(
+    private readonly deliver: () => Promise<DeliveryReport>,
+    private readonly pollMs: number,
+    private readonly logger: Logger | undefined,
+  ) {}
+
+  pass(): Promise<DeliveryReport> {
+    const result = this.tail.then(() => this.deliver());
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+
+  start(): void {
+    if (this.loop) return;
+    this.stopped = false;
+    this.loop = (async () => {
+      while (!this.stopped) {
+        let attempted = 0;
+        try {
+          const report = await this.pass();
+          attempted = report.delivered + report.failed + report.parked;
+        } catch (error) {
+          this.logger?.warn({ err: { name: (error as Error)?.name } }, 'webhook delivery pass failed; will retry');
+        }
+        if (attempted === 0 && !this.stopped) {
+          await new Promise<void>((done) => {
+            const timer = setTimeout(done, this.pollMs);
+            this.wakeUp = () => {
+              clearTimeout(timer);
+              done();
+            };
+          });
+          this.wakeUp = undefined;
+        }
+      }
+    })();
+  }
+
+  wake(): void {
+    this.wakeUp?.();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake();
+    await this.loop;
+    this.loop = undefined;
+    await this.tail;
+  }
+}
+
+/**
+ * Carebridge inside an existing Node backend (issue 8: embedding): the same adapters as the standalone
+ * service (SQLite or PostgreSQL through Sequelize, the durable queue in the same database, blobs on disk,
+ * HMAC-signed URLs, HTTP webhooks, the sandbox HIE network), without an HTTP server of its own. Mount
+ * `handler` where you like; `publicUrl` must say where.
+ */
+export async function createCarebridge(options: CarebridgeOptions): Promise<Carebridge> {
+  const dataDir = options.dataDir ?? './data';
+  const background = options.background ?? true;
+  const pollMs = options.pollMs ?? 500;
+  const logger = options.logger;
+  const givenSequelize = typeof options.database === 'object' ? options.database : undefined;
+  const sequelize =
+    givenSequelize ??
+    (await openDatabase({
+      dataDir,
+      ...(typeof options.database === 'string' ? { databaseUrl: options.database } : {}),
+      ...(options.databaseSchema ? { databaseSchema: options.databaseSchema } : {}),
+    }));
+
+  const container = new Container();
+  try {
+    const config: CoreConfig = { publicUrl: options.publicUrl.replace(/\/+$/, ''), webhookAllowPrivate: options.webhooks?.allowPrivate ?? false };
+    container.bind(TOKENS.config).toConstantValue(config);
+    container.load(
+      infraModule({
+        urlSecret: await urlSigningSecret(dataDir, options.urlSigningSecret),
+        blob: options.blob ? { kind: 'instance', blob: options.blob } : { kind: 'fs', root: options.blobDir ?? join(resolve(dataDir), 'blobs') },
+        ...(options.clock ? { clock: options.clock } : {}),
+        ...(options.ids ? { ids: options.ids } : {}),
+      }),
+      storageModule({ kind: 'sequelize', sequelize }),
+      queueModule({ kind: 'sql', sequelize, ...(options.databaseSchema ? { schema: options.databaseSchema } : {}) }),
+    );
+    container.bind(TOKENS.hie).toConstantValue(new SandboxHieNetwork({ fixturesDir: sandboxDocumentsDir() }));
+    container.bind(TOKENS.ccda).toConstantValue(new MedplumCcdaConverter());
+    container.bind(TOKENS.search).toConstantValue(new MiniSearchIndex());
+    container.bind(TOKENS.renderer).toConstantValue(new BundleRenderer());
+    if (options.webhooks?.sender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhooks.sender);
+    else container.load(webhookModule);
+    const deps = await resolveCoreDeps(container);
+
+    const runner = new QueueRunner({
+      queue: deps.queue,
+      clock: deps.clock,
+      handlers: coreJobHandlers(deps),
+      workerId: `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
+      concurrency: 2,
+      leaseMs: 60_000,
+      pollMs,
+      ...(logger ? { logger: logger.child({ component: 'queue' }) } : {}),
+    });
+    const delivery = new DeliveryLoop(
+      () => deliverDueMessages({ ...deps, random: Math.random }, { limit: DELIVERY_BATCH }),
+      pollMs,
+      logger?.child({ component: 'webhooks' }),
+    );
+    const core = createApiHandler(deps, {
+      onUnexpectedError: (error, request) =>
+        logger?.error({ err: { name: (error as Error)?.name, stack: (error as Error)?.stack }, method: request.method, route: core.routeOf(request) ?? null }, 'unexpected error'),
+    });
+    // A write may have queued a job or a webhook: look now rather than at the next poll.
+    const handler: ApiHandler = Object.assign(
+      async (request: Parameters<ApiHandler>[0]) => {
+        const response = await core(request);
+        if (request.method.toUpperCase() !== 'GET' && background) {
+          runner.wake();
+          delivery.wake();
+        }
+        return response;
+      },
+      { routes: core.routes, routeOf: core.routeOf },
+    );
+
+    await resumeInterruptedWork(deps);
+    if (background) {
+      runner.start();
+      delivery.start();
+    }
+
+    let closing: Promise<void> | undefined;
+    return {
+      deps,
+      handler,
+      async createAccount(name) {
+        const { account, apiKey } = await createAccount(deps, { name });
+        return { accountId: account.id, apiKey };
+      },
+      async settle() {
+        for (let round = 0; round < 1_000; round++) {
+          const ran = await runner.drain();
+          const report = await delivery.pass();
+          if (ran === 0 && report.delivered + report.failed + report.parked === 0) return;
+        }
+      },
+      close() {
+        closing ??= (async () => {
+          await delivery.stop();
+          await runner.stop();
+          await container.unbindAllAsync();
+          if (!givenSequelize) await sequelize.close();
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    await container.unbindAllAsync().catch(() => undefined);
+    if (!givenSequelize) await sequelize.close().catch(() => undefined);
+    throw error;
+  }
+}

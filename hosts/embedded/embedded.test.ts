@@ -1,0 +1,185 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Koa from 'koa';
+import { Sequelize } from 'sequelize';
+import { afterEach, describe, expect, test } from 'vitest';
+import { CarebridgeApiError, CarebridgeClient } from '../../client/index.js';
+import { createCarebridge, type Carebridge } from './carebridge.js';
+import { carebridgeKoa } from './koa.js';
+import { inProcessFetch, MemoryHost } from './memory.js';
+import { createNodeListener } from './node-http.js';
+
+/*
+ * Issue 8, embedding: carebridge inside an application that already exists, beside its own routes, under
+ * `/api`, on 127.0.0.1 with a free port; the client works against each. Background work runs on its own
+ * (as it would in the application), so the tests wait for outcomes rather than drive them.
+ */
+
+const ADDRESS = { addressLine1: '1 Main St', city: 'Springfield', state: 'IL', zip: '62701' };
+const FACILITY = { name: 'Main Clinic', npi: '1234567893', address: ADDRESS };
+const CSV = 'firstName,lastName,dob,gender,addressLine1,city,state,zip\nAnn,Lee,1970-01-01,F,1 Main St,Springfield,IL,62701\nBo,Kim,1980-02-02,M,2 Oak St,Springfield,IL,62701\n';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** A server on 127.0.0.1 whose listener is set once the port (and so the public URL) is known. */
+async function listenFirst(): Promise<{ url: string; serve(listener: (req: IncomingMessage, res: ServerResponse) => void): void }> {
+  let listener: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  const server: Server = createServer((req, res) => listener!(req, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    serve(given) {
+      listener = given;
+    },
+  };
+}
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'carebridge-embedded-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function embedded(options: Omit<Parameters<typeof createCarebridge>[0], 'dataDir'>): Promise<Carebridge> {
+  const carebridge = await createCarebridge({ dataDir: await tempDir(), pollMs: 20, ...options });
+  cleanups.push(() => carebridge.close());
+  return carebridge;
+}
+
+/** Polls until the request leaves waiting/processing (the background loop runs the import). */
+async function finished(client: CarebridgeClient, requestId: string) {
+  for (let attempt = 0; attempt < 400; attempt++) {
+    const status = await client.getBulkPatientCreate(requestId);
+    if (status.status !== 'processing' && status.status !== 'waiting') return status;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`bulk request ${requestId} did not finish`);
+}
+
+/** What every embedding must support: entities, the whole bulk flow with its upload URL, the result download. */
+async function exercise(client: CarebridgeClient): Promise<void> {
+  const facility = await client.createFacility(FACILITY);
+  expect(await client.listFacilities()).toEqual([facility]);
+  const patient = await client.createPatient({ firstName: 'Eve', lastName: 'Park', dob: '1990-03-03', genderAtBirth: 'F', address: ADDRESS });
+  expect(await client.getPatient(patient.id)).toEqual(patient);
+  expect(await client.updatePatientHieOptOut(patient.id, true)).toMatchObject({ hieOptOut: true });
+
+  const requestId = await client.createPatientsFromCsv(CSV);
+  const done = await finished(client, requestId);
+  expect(done).toMatchObject({ status: 'completed', succeeded: 2, failed: 0 });
+  const result = await (await client.download(done.result!)).text();
+  expect(result.split(/\r?\n/)[0]).toMatch(/metriportId,status,reason$/);
+  expect((await client.listPatients()).patients).toHaveLength(3);
+
+  const missing = await client.getPatient('00000000-0000-7000-8000-000000000000').catch((error: unknown) => error);
+  expect(missing).toBeInstanceOf(CarebridgeApiError);
+  expect(missing).toMatchObject({ status: 404, code: 'PATIENT_NOT_FOUND' });
+}
+
+describe('embedded in an existing Koa app under /api', () => {
+  test("beside the app's own routes; the client works through the mount", async () => {
+    const server = await listenFirst();
+    const carebridge = await embedded({ publicUrl: `${server.url}/api` });
+
+    const app = new Koa();
+    app.use(async (ctx, next) => {
+      if (ctx.path === '/orders') {
+        ctx.body = { orders: ['o1'] };
+        return;
+      }
+      await next();
+    });
+    app.use(carebridgeKoa(carebridge, { prefix: '/api' }));
+    app.use((ctx) => {
+      ctx.status = 404;
+      ctx.body = { app: 'not found' };
+    });
+    server.serve(app.callback());
+
+    const { apiKey } = await carebridge.createAccount('Koa Embedder');
+    await exercise(new CarebridgeClient({ apiKey, baseUrl: `${server.url}/api` }));
+
+    expect(await (await fetch(`${server.url}/orders`)).json()).toEqual({ orders: ['o1'] });
+    expect(await (await fetch(`${server.url}/medical/v1/facility`, { headers: { 'x-api-key': apiKey } })).json()).toEqual({ app: 'not found' });
+    const unknown = await fetch(`${server.url}/api/medical/v1/nothing`, { headers: { 'x-api-key': apiKey } });
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ code: 'ROUTE_NOT_FOUND' });
+    expect(await (await fetch(`${server.url}/api/openapi.json`)).json()).toMatchObject({ openapi: expect.stringMatching(/^3\.1/) });
+  });
+});
+
+describe('embedded in a bare node:http server through the handler', () => {
+  test("on the application's own Sequelize instance, which carebridge leaves open", async () => {
+    const server = await listenFirst();
+    const sequelize = new Sequelize({ dialect: 'sqlite', storage: ':memory:', logging: false });
+    cleanups.push(() => sequelize.close());
+    const carebridge = await embedded({ publicUrl: `${server.url}/api`, database: sequelize });
+
+    const api = createNodeListener(carebridge.handler, { prefix: '/api' });
+    server.serve((req, res) => {
+      api(req, res, () => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end('the application');
+      });
+    });
+
+    const { apiKey } = await carebridge.createAccount('Node Embedder');
+    await exercise(new CarebridgeClient({ apiKey, baseUrl: `${server.url}/api` }));
+    expect(await (await fetch(`${server.url}/`)).text()).toBe('the application');
+
+    // Bodies are translated as the Koa host does: JSON only, within limits, never echoed.
+    const notJson = await fetch(`${server.url}/api/medical/v1/facility`, { method: 'POST', headers: { 'x-api-key': apiKey, 'content-type': 'text/plain' }, body: '{}' });
+    expect(notJson.status).toBe(415);
+    const malformed = await fetch(`${server.url}/api/medical/v1/facility`, { method: 'POST', headers: { 'x-api-key': apiKey, 'content-type': 'application/json' }, body: '{"name": "Jane Secret' });
+    expect(malformed.status).toBe(400);
+    expect(await malformed.text()).not.toContain('Secret');
+
+    await carebridge.close();
+    const [[row]] = (await sequelize.query('SELECT COUNT(*) AS n FROM patients')) as [{ n: number }[], unknown];
+    expect(Number(row!.n)).toBe(3);
+  });
+});
+
+describe('the sandbox host in process', () => {
+  test('the client runs against MemoryHost with no port at all', async () => {
+    const host = await MemoryHost.create();
+    cleanups.push(() => host.close());
+    const { apiKey } = await host.createAccount('Sandbox');
+    const client = new CarebridgeClient({ apiKey, baseUrl: host.deps.config.publicUrl, fetch: inProcessFetch(host.handler) });
+    const facility = await client.createFacility(FACILITY);
+    const requestId = await client.createPatientsFromCsv(CSV, { facilityId: facility.id, dryRun: true });
+    await host.settle();
+    const done = await client.getBulkPatientCreate(requestId);
+    expect(done).toMatchObject({ status: 'completed', dryRun: true, succeeded: 2 });
+    expect(await (await client.download(done.result!)).text()).toContain('succeeded');
+    expect((await client.listPatients()).patients).toEqual([]);
+  });
+});
+
+describe('package entry points', () => {
+  test('carebridge, carebridge/koa, carebridge/memory and carebridge/client resolve through the package exports', async () => {
+    const [root, koa, memory, client] = await Promise.all([import('carebridge'), import('carebridge/koa'), import('carebridge/memory'), import('carebridge/client')]);
+    expect(root.createCarebridge).toBe(createCarebridge);
+    expect(typeof root.createApiHandler).toBe('function');
+    expect(typeof root.createNodeListener).toBe('function');
+    expect(root.ERROR_CODES.PATIENT_OPTED_OUT).toBe(400);
+    expect(koa.carebridgeKoa).toBe(carebridgeKoa);
+    expect(memory.MemoryHost).toBe(MemoryHost);
+    expect(client.CarebridgeClient).toBe(CarebridgeClient);
+    expect(typeof client.parseWebhook).toBe('function');
+    expect(typeof client.verifyWebhookSignature).toBe('function');
+  });
+});
