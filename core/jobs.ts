@@ -1,3 +1,4 @@
+import { BULK_DOCUMENT_QUERIES_JOB, queueBulkDocumentQueries, startBulkDocumentQueries } from './bulk/document-queries.js';
 import { processBulkRequest, failBulkRequest } from './bulk/process.js';
 import { BULK_JOB, expireIfDue } from './bulk/start.js';
 import { enqueueBulkProcessing } from './bulk/upload.js';
@@ -24,6 +25,8 @@ export function coreJobHandlers(deps: CoreDeps): Record<string, JobHandler> {
       const requestId = requestIdOf(payload);
       try {
         await processBulkRequest(deps, requestId);
+        const request = await deps.storage.bulkRequests.getById(requestId);
+        if (request?.status === 'completed' && !request.dryRun) await queueBulkDocumentQueries(deps, requestId);
       } catch (error) {
         // Transient failures are retried by the queue; on the last attempt the request fails visibly
         // rather than sitting in `processing` forever.
@@ -35,6 +38,10 @@ export function coreJobHandlers(deps: CoreDeps): Record<string, JobHandler> {
         }
         throw error;
       }
+    },
+    async [BULK_DOCUMENT_QUERIES_JOB](payload) {
+      const fromRow = (payload as { fromRow?: unknown }).fromRow;
+      await startBulkDocumentQueries(deps, requestIdOf(payload), typeof fromRow === 'number' ? fromRow : 0);
     },
     async [BULK_JOB.expire](payload) {
       const request = await deps.storage.bulkRequests.getById(requestIdOf(payload));

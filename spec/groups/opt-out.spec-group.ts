@@ -37,6 +37,32 @@ export function defineOptOutGroup({ describe, test, makeHost }: HostSpecOptions)
       });
     });
 
+    test('a bulk import starts a document query for every patient it creates, never for an opted-out one', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        const status = await api.importCsv(csvOf([personRow(1), personRow(2, { hieOptOut: 'true' }), personRow(3)]));
+        expect(status).toMatchObject({ status: 'completed', succeeded: 3 });
+        await host.settle();
+        for (const patient of await api.listAllPatients()) {
+          const query = await api.call('GET', '/medical/v1/document/query', { query: { patientId: patient.id } });
+          expect(query.status, query.text).toBe(200);
+          if (patient.hieOptOut) {
+            expect(query.body).toEqual({});
+            const documents = await api.call('GET', '/medical/v1/document', { query: { patientId: patient.id } });
+            expect(documents.body.documents).toEqual([]);
+          } else {
+            expect(query.body.download?.status).toBe('completed');
+          }
+        }
+        // A dry run starts nothing.
+        const dry = await api.importCsv(csvOf([personRow(4)]), { dryRun: true });
+        expect(dry.status).toBe('completed');
+        await host.settle();
+        expect(await api.listAllPatients()).toHaveLength(3);
+      });
+    });
+
     test('bulk hieOptOut: empty opts a new patient in and keeps an existing one; true/false change it', async () => {
       await withHost(makeHost, async (host) => {
         const api = await AccountApi.create(host);

@@ -24,7 +24,7 @@ export function defineWebhooksGroup({ describe, test, makeHost }: HostSpecOption
           expect((await api.call('GET', '/settings')).body.webhookUrl).toBe(`${receiver.url}/hooks`);
 
           await api.importCsv(csvOf([personRow(1)]));
-          const bulk = receiver.requests.slice(1);
+          const bulk = receiver.requests.slice(1).filter((r) => JSON.parse(r.body).meta.type === 'medical.bulk-patient-create');
           expect(bulk.map((r) => JSON.parse(r.body).bulkPatientCreate.status)).toEqual(['processing', 'completed']);
           for (const request of bulk) {
             expect(request.path).toBe('/hooks');
@@ -52,15 +52,19 @@ export function defineWebhooksGroup({ describe, test, makeHost }: HostSpecOption
           await api.importCsv(csvOf([personRow(1)]));
           const failing = receiver.requests.slice(1);
           expect(failing.length).toBeGreaterThanOrEqual(1);
-          expect((await api.call('GET', '/settings/webhook')).body.processing).toBe(2);
+          const pending = (await api.call('GET', '/settings/webhook')).body.processing;
+          // Two bulk messages, plus the document query's two when the sandbox network had documents for the patient.
+          expect(pending).toBeGreaterThanOrEqual(2);
 
           receiver.setDefault({ kind: 'ok' });
           host.clock.advance(24 * 3_600_000);
           await host.settle();
           const ids = receiver.requests.slice(1).map((r) => JSON.parse(r.body).meta.messageId);
           const delivered = receiver.requests.filter((r) => r.answeredStatus === 200).slice(1);
-          expect(new Set(delivered.map((r) => JSON.parse(r.body).meta.messageId)).size).toBe(2);
-          expect(new Set(ids).size).toBe(2);
+          // Every message that was tried is delivered in the end, once, under the id it first had.
+          expect(new Set(delivered.map((r) => JSON.parse(r.body).meta.messageId)).size).toBe(pending);
+          expect(delivered).toHaveLength(pending);
+          expect(new Set(ids).size).toBe(pending);
           expect((await api.call('GET', '/settings/webhook')).body).toMatchObject({ processing: 0, failed: 0 });
         });
       } finally {

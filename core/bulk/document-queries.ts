@@ -1,0 +1,30 @@
+import type { CoreDeps } from '../deps.js';
+import { startDocumentQueryUnlessOptedOut } from '../documents/query.js';
+
+export const BULK_DOCUMENT_QUERIES_JOB = 'bulk.document-queries';
+
+/** Patients handled per job: a 100,000-row import becomes 200 small, resumable jobs, not one long one. */
+const PAGE = 500;
+
+/**
+ * Issue 5: after an import completes, every patient it created or updated gets a document query, except
+ * opted-out ones, who never reach the network (issue 6). Runs in pages, each a queued job that queues the
+ * next, so a crash resumes at the page it stopped on; a query already running for a patient is reused.
+ */
+export async function queueBulkDocumentQueries(deps: Pick<CoreDeps, 'queue'>, requestId: string, fromRow = 0): Promise<void> {
+  await deps.queue.enqueue({ type: BULK_DOCUMENT_QUERIES_JOB, payload: { requestId, fromRow }, key: `${BULK_DOCUMENT_QUERIES_JOB}:${requestId}:${fromRow}` });
+}
+
+export async function startBulkDocumentQueries(deps: CoreDeps, requestId: string, fromRow: number): Promise<void> {
+  const request = await deps.storage.bulkRequests.getById(requestId);
+  if (!request || request.status !== 'completed' || request.dryRun) return;
+  const outcomes = await deps.storage.bulkRows.range(requestId, fromRow, fromRow + PAGE);
+  const patientIds = new Set(outcomes.flatMap((outcome) => (outcome.status === 'succeeded' && outcome.patientId ? [outcome.patientId] : [])));
+  for (const patientId of patientIds) {
+    const patient = await deps.storage.patients.get(request.accountId, patientId);
+    if (!patient) continue;
+    const facilityId = patient.facilityIds.includes(request.facilityId) ? request.facilityId : patient.facilityIds[0];
+    if (facilityId) await startDocumentQueryUnlessOptedOut(deps, patient, { facilityId });
+  }
+  if (request.total !== undefined && fromRow + PAGE < request.total) await queueBulkDocumentQueries(deps, requestId, fromRow + PAGE);
+}
