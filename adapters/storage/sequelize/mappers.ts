@@ -15,6 +15,32 @@ import type {
 } from '../../../core/domain/types.js';
 import type { Row } from './models.js';
 
+/** Columns of `patients`, in the order of `RowMapper.patientValues`. */
+export const PATIENT_COLUMNS = [
+  'id',
+  'account_id',
+  'facility_ids',
+  'cohort_ids',
+  'external_id',
+  'first_name',
+  'last_name',
+  'dob',
+  'gender_at_birth',
+  'address',
+  'contact',
+  'personal_identifiers',
+  'hie_opt_out',
+  'match_keys',
+  'created_at',
+  'updated_at',
+] as const;
+
+/** Columns of `patient_match_keys`, in the order of `RowMapper.matchKeyValues`. */
+export const MATCH_KEY_COLUMNS = ['patient_id', 'match_key', 'account_id'] as const;
+
+/** Columns of `bulk_rows`, in the order of `RowMapper.bulkRowValues`. */
+export const BULK_ROW_COLUMNS = ['request_id', 'row_index', 'status', 'action', 'patient_id', 'reason'] as const;
+
 /**
  * Domain record <-> table row. Optional fields are NULL in a row and absent (not `undefined`) in a record,
  * so a record read back equals the one written. Reads are `raw`, so each dialect's own representation is
@@ -178,6 +204,33 @@ export class RowMapper {
     };
   }
 
+  /** The patient as bound values of a raw statement, in `PATIENT_COLUMNS` order (JSON as text on both dialects). */
+  patientValues(patient: Patient): unknown[] {
+    return [
+      patient.id,
+      patient.accountId,
+      JSON.stringify(patient.facilityIds),
+      JSON.stringify(patient.cohortIds),
+      patient.externalId ?? null,
+      patient.firstName,
+      patient.lastName,
+      patient.dob,
+      patient.genderAtBirth,
+      JSON.stringify(patient.address),
+      JSON.stringify(patient.contact),
+      JSON.stringify(patient.personalIdentifiers),
+      patient.hieOptOut,
+      JSON.stringify(patient.matchKeys),
+      patient.createdAt,
+      patient.updatedAt,
+    ];
+  }
+
+  /** The outcome as bound values of a raw statement, in `BULK_ROW_COLUMNS` order. */
+  bulkRowValues(outcome: BulkRowOutcome): unknown[] {
+    return [outcome.requestId, outcome.rowIndex, outcome.status, outcome.action ?? null, outcome.patientId ?? null, outcome.reason ?? null];
+  }
+
   /** The patient's rows of the blocking-key index: each distinct key once. */
   matchKeyRows(patient: Patient): Row[] {
     return [...new Set(patient.matchKeys)].map((matchKey) => ({
@@ -185,6 +238,11 @@ export class RowMapper {
       match_key: matchKey,
       account_id: patient.accountId,
     }));
+  }
+
+  /** The patient's blocking keys as bound values, each distinct key once, in `MATCH_KEY_COLUMNS` order. */
+  matchKeyValues(patient: Patient): unknown[][] {
+    return [...new Set(patient.matchKeys)].map((matchKey) => [patient.id, matchKey, patient.accountId]);
   }
 
   patient(row: Row): Patient {

@@ -18,9 +18,10 @@ import type {
   WebhookSettingsRepository,
 } from '../../../core/ports/storage.port.js';
 import { configureSqlite, openSequelize, runTransaction, type SequelizeConnectionOptions } from './connection.js';
-import { RowMapper } from './mappers.js';
+import { BULK_ROW_COLUMNS, MATCH_KEY_COLUMNS, PATIENT_COLUMNS, RowMapper } from './mappers.js';
 import { migrateStorage } from './migrations/index.js';
 import { defineStorageModels, type Row, type StorageModel, type StorageModels } from './models.js';
+import { MAX_BOUND_VALUES, RawSql } from './raw-sql.js';
 
 export interface SequelizeStorageOptions extends SequelizeConnectionOptions {
   /**
@@ -39,6 +40,15 @@ const ROWS_PER_STATEMENT = 1_000;
 /** Values per `IN (...)` list. */
 const IDS_PER_STATEMENT = 500;
 
+/** ` ON CONFLICT (key) DO UPDATE SET column = excluded.column, ...`: the same text on SQLite and PostgreSQL. */
+function upsertClause(keys: readonly string[], columns: readonly string[]): string {
+  const updates = columns.filter((column) => !keys.includes(column)).map((column) => `${column} = excluded.${column}`);
+  return ` ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${updates.join(', ')}`;
+}
+
+const PATIENT_UPSERT = upsertClause(['id'], PATIENT_COLUMNS);
+const BULK_ROW_UPSERT = upsertClause(['request_id', 'row_index'], BULK_ROW_COLUMNS);
+
 const OLDEST_FIRST: [string, string][] = [
   ['created_at', 'ASC'],
   ['id', 'ASC'],
@@ -53,6 +63,8 @@ interface Context {
   sequelize: Sequelize;
   models: StorageModels;
   map: RowMapper;
+  /** Batch statements on the driver connection (the bulk import's hot paths). */
+  raw: RawSql;
   postgres: boolean;
   /** Whether `close` closes the Sequelize instance (it opened it). */
   owned: boolean;
@@ -71,6 +83,11 @@ function lastByKey<T>(items: readonly T[], keyOf: (item: T) => string): T[] {
 }
 
 const copy = <T>(value: T): T => structuredClone(value);
+
+/** The stored `match_keys` column as JSON text, whichever form the dialect returns it in. */
+function matchKeysText(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
 
 /**
  * Sequelize errors carry the failed statement (`sql`, `parameters`, the driver's `detail`) as enumerable
@@ -144,6 +161,7 @@ export class SequelizeStorage implements StoragePort {
       sequelize,
       models: defineStorageModels(sequelize),
       map: new RowMapper(postgres),
+      raw: new RawSql(sequelize),
       postgres,
       owned: given === undefined,
       closed: false,
@@ -202,6 +220,7 @@ class Repositories {
   private readonly sequelize: Sequelize;
   private readonly models: StorageModels;
   private readonly map: RowMapper;
+  private readonly raw: RawSql;
 
   constructor(
     private readonly context: Context,
@@ -211,6 +230,26 @@ class Repositories {
     this.sequelize = context.sequelize;
     this.models = context.models;
     this.map = context.map;
+    this.raw = context.raw;
+  }
+
+  /**
+   * Multi-row INSERTs of bound value tuples through the driver, at most ROWS_PER_STATEMENT rows (and
+   * MAX_BOUND_VALUES values) per statement; `suffix` follows the VALUES list (an upsert clause).
+   */
+  private async insertValues(
+    transaction: Transaction,
+    table: string,
+    columns: readonly string[],
+    tuples: readonly unknown[][],
+    entity: string,
+    suffix = '',
+  ): Promise<void> {
+    const perStatement = Math.min(ROWS_PER_STATEMENT, Math.floor(MAX_BOUND_VALUES / columns.length));
+    const head = `INSERT INTO ${table} (${columns.join(', ')}) VALUES `;
+    for (const chunk of chunks(tuples, perStatement)) {
+      await this.raw.run(transaction, head + this.raw.values(chunk.length, columns.length) + suffix, chunk.flat(), entity);
+    }
   }
 
   private async findOne(model: StorageModel, where: WhereOptions, order?: [string, string][]): Promise<Row | undefined> {
@@ -351,17 +390,24 @@ class Repositories {
     const { patients: model, patientMatchKeys: keysModel } = this.models;
     const toPatient = (row: Row) => this.map.patient(row);
 
-    const insertAll = (batch: readonly Patient[]) =>
+    /** Single records go through the models (their failures carry the statement for debugging); batches through the driver. */
+    const insertOne = (patient: Patient) =>
       this.atomic(async (transaction) => {
-        await this.insertRows(model, batch.map((patient) => this.map.patientRow(patient)), 'patient', transaction);
-        await this.insertRows(keysModel, batch.flatMap((patient) => this.map.matchKeyRows(patient)), 'patient match key', transaction);
+        await this.insertRows(model, [this.map.patientRow(patient)], 'patient', transaction);
+        await this.insertRows(keysModel, this.map.matchKeyRows(patient), 'patient match key', transaction);
+      });
+
+    const insertBatch = (batch: readonly Patient[]) =>
+      this.atomic(async (transaction) => {
+        await this.insertValues(transaction, 'patients', PATIENT_COLUMNS, batch.map((patient) => this.map.patientValues(patient)), 'patient');
+        await this.insertKeys(batch, transaction);
       });
 
     const replaceKeys = async (batch: readonly Patient[], transaction: Transaction) => {
       for (const chunk of chunks(batch.map((patient) => patient.id), IDS_PER_STATEMENT)) {
-        await this.destroy(keysModel, { patient_id: chunk }, transaction);
+        await this.raw.run(transaction, `DELETE FROM patient_match_keys WHERE patient_id IN (${this.raw.list(chunk.length)})`, chunk);
       }
-      await this.insertRows(keysModel, batch.flatMap((patient) => this.map.matchKeyRows(patient)), 'patient match key', transaction);
+      await this.insertKeys(batch, transaction);
     };
 
     /** A JSON array column holding `value`, as each dialect spells it. */
@@ -371,9 +417,9 @@ class Repositories {
         : literal(`EXISTS (SELECT 1 FROM json_each(${column}) WHERE json_each.value = ${this.sequelize.escape(value)})`);
 
     return {
-      insert: (patient) => insertAll([patient]),
+      insert: (patient) => insertOne(patient),
       insertMany: async (batch) => {
-        if (batch.length > 0) await insertAll(batch);
+        if (batch.length > 0) await insertBatch(batch);
       },
       get: async (accountId, id) => {
         const row = await this.findOne(model, { account_id: accountId, id });
@@ -418,15 +464,17 @@ class Repositories {
         if (batch.length === 0) return;
         const patients = lastByKey(batch, (patient) => patient.id);
         await this.atomic(async (transaction) => {
-          const stored = new Map<string, string>();
+          const stored = new Map<string, { accountId: string; matchKeys: string }>();
           for (const chunk of chunks(patients.map((patient) => patient.id), IDS_PER_STATEMENT)) {
-            const rows = await model.findAll({ attributes: ['id', 'account_id'], where: { id: chunk }, raw: true, transaction });
-            for (const row of rows as unknown as Row[]) stored.set(String(row.id), String(row.account_id));
+            const rows = await this.raw.all(transaction, `SELECT id, account_id, match_keys FROM patients WHERE id IN (${this.raw.list(chunk.length)})`, chunk);
+            for (const row of rows) stored.set(String(row.id), { accountId: String(row.account_id), matchKeys: matchKeysText(row.match_keys) });
           }
-          const missing = patients.find((patient) => stored.get(patient.id) !== patient.accountId);
+          const missing = patients.find((patient) => stored.get(patient.id)?.accountId !== patient.accountId);
           if (missing) throw new CoreError('PATIENT_NOT_FOUND', `patient ${missing.id} not found`, { details: { id: missing.id } });
-          await this.upsertRows(model, patients.map((patient) => this.map.patientRow(patient)), transaction);
-          await replaceKeys(patients, transaction);
+          // INSERT ... ON CONFLICT DO UPDATE: one multi-row statement per chunk replaces every column but the id.
+          await this.insertValues(transaction, 'patients', PATIENT_COLUMNS, patients.map((patient) => this.map.patientValues(patient)), 'patient', PATIENT_UPSERT);
+          // A matching row mostly keeps the blocking keys it had; only changed key sets are rewritten.
+          await replaceKeys(patients.filter((patient) => stored.get(patient.id)!.matchKeys !== JSON.stringify(patient.matchKeys)), transaction);
         });
       },
       remove: (accountId, id) =>
@@ -436,6 +484,11 @@ class Repositories {
           return true;
         }),
     };
+  }
+
+  private async insertKeys(batch: readonly Patient[], transaction: Transaction): Promise<void> {
+    const tuples = batch.flatMap((patient) => this.map.matchKeyValues(patient));
+    await this.insertValues(transaction, 'patient_match_keys', MATCH_KEY_COLUMNS, tuples, 'patient match key');
   }
 
   bulkRequests(): BulkRequestRepository {
@@ -465,10 +518,10 @@ class Repositories {
     return {
       putMany: async (outcomes) => {
         if (outcomes.length === 0) return;
-        const rows = lastByKey(outcomes, (outcome: BulkRowOutcome) => `${outcome.requestId}\u0000${outcome.rowIndex}`).map((outcome) =>
-          this.map.bulkRowRow(outcome),
+        const tuples = lastByKey(outcomes, (outcome: BulkRowOutcome) => `${outcome.requestId}\u0000${outcome.rowIndex}`).map((outcome) =>
+          this.map.bulkRowValues(outcome),
         );
-        await this.atomic((transaction) => this.upsertRows(model, rows, transaction));
+        await this.atomic((transaction) => this.insertValues(transaction, 'bulk_rows', BULK_ROW_COLUMNS, tuples, 'bulk row', BULK_ROW_UPSERT));
       },
       range: async (requestId, from, to) =>
         (await this.findAll(model, { request_id: requestId, row_index: { [Op.gte]: from, [Op.lt]: to } }, [['row_index', 'ASC']])).map((row) =>
