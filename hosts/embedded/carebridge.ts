@@ -81,6 +81,14 @@ export interface Carebridge {
 
 const DELIVERY_BATCH = 100;
 
+/** Name, code and stack frames of an error, without its message: library messages may quote PHI they choked on. */
+function errorFacts(error: unknown): Record<string, unknown> {
+  if (!(error instanceof Error)) return { type: typeof error };
+  const code = (error as { code?: unknown }).code;
+  const frames = (error.stack ?? '').split('\n').filter((line) => line.trimStart().startsWith('at '));
+  return { name: error.name, ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}), stack: frames.slice(0, 12).join('\n') };
+}
+
 /** One webhook delivery pass at a time (the outbox does not claim messages), in the background or on demand. */
 class DeliveryLoop {
   private tail: Promise<unknown> = Promise.resolve();
@@ -110,7 +118,7 @@ class DeliveryLoop {
           const report = await this.pass();
           attempted = report.delivered + report.failed + report.parked;
         } catch (error) {
-          this.logger?.warn({ err: { name: (error as Error)?.name } }, 'webhook delivery pass failed; will retry');
+          this.logger?.warn({ err: errorFacts(error) }, 'webhook delivery pass failed; will retry');
         }
         if (attempted === 0 && !this.stopped) {
           await new Promise<void>((done) => {
@@ -198,7 +206,7 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
     );
     const core = createApiHandler(deps, {
       onUnexpectedError: (error, request) =>
-        logger?.error({ err: { name: (error as Error)?.name, stack: (error as Error)?.stack }, method: request.method, route: core.routeOf(request) ?? null }, 'unexpected error'),
+        logger?.error({ err: errorFacts(error), method: request.method, route: core.routeOf(request) ?? null }, 'unexpected error'),
     });
     // A write may have queued a job or a webhook: look now rather than at the next poll.
     const handler: ApiHandler = Object.assign(
