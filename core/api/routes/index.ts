@@ -3,7 +3,6 @@ import { bulkRoutes } from './bulk.routes.js';
 import { consolidatedRoutes } from './consolidated.routes.js';
 import { documentRoutes } from './documents.routes.js';
 import { cohortRoutes, facilityRoutes, organizationRoutes, patientRoutes } from './entities.routes.js';
-import { notYetRoutes } from './not-yet.routes.js';
 import { settingsRoutes } from './settings.routes.js';
 
 export const apiRoutes: readonly RouteDefinition[] = [
@@ -15,5 +14,4 @@ export const apiRoutes: readonly RouteDefinition[] = [
   ...settingsRoutes,
   ...documentRoutes,
   ...consolidatedRoutes,
-  ...notYetRoutes,
 ];
