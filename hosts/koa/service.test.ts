@@ -155,17 +155,17 @@ describe('the service on SQLite', () => {
     const { requestId, uploadUrl } = await startImport(service, apiKey);
     expect((await fetch(uploadUrl, { method: 'PUT', headers: { 'x-api-key': apiKey, 'content-type': 'text/csv' }, body: CSV })).status).toBe(200);
 
+    // The import's document queries follow on their own; only its two bulk messages are looked at here.
+    const bulkRequests = () => receiver.requests.filter((request) => JSON.parse(request.body).meta.type === 'medical.bulk-patient-create');
     const deadline = Date.now() + 15_000;
-    while (receiver.requests.length < 2 && Date.now() < deadline) await sleep(50);
-    const bodies = receiver.requests.map((request) => JSON.parse(request.body));
-    expect(bodies.map((body) => body.bulkPatientCreate?.status)).toEqual(['processing', 'completed']);
+    while (bulkRequests().length < 2 && Date.now() < deadline) await sleep(50);
+    expect(bulkRequests().map((request) => JSON.parse(request.body).bulkPatientCreate.status)).toEqual(['processing', 'completed']);
     for (const request of receiver.requests) {
       const expected = createHmac('sha256', settings.webhookKey).update(request.body).digest('hex');
       expect(request.headers['x-metriport-signature']).toBe(expected);
-      expect(JSON.parse(request.body).meta.requestId).toBe(requestId);
     }
+    for (const request of bulkRequests()) expect(JSON.parse(request.body).meta.requestId).toBe(requestId);
     expect((await api(service, apiKey, 'GET', `/medical/v1/patient/bulk/${requestId}`)).body).toMatchObject({ status: 'completed', succeeded: 2 });
-    expect((await service.deps.queue.stats()).running).toBe(0);
   });
 });
 

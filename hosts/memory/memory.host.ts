@@ -7,21 +7,16 @@ import type { CoreConfig, CoreDeps } from '../../core/deps.js';
 import { coreJobHandlers } from '../../core/jobs.js';
 import type { ClockPort, IdsPort, StoragePort, WebhookSenderPort } from '../../core/ports/index.js';
 import { deliverDueMessages } from '../../core/webhooks/deliver.js';
-import { MemoryBlob } from '../../adapters/blob/memory/memory.blob.js';
-import { MedplumCcdaConverter } from '../../adapters/ccda/medplum.ccda.js';
 import { SystemClock } from '../../adapters/clock/system.clock.js';
 import { resolveCoreDeps } from '../../adapters/container/core-deps.js';
+import { documentsModule } from '../../adapters/container/documents.module.js';
+import { infraModule } from '../../adapters/container/infra.module.js';
+import { queueModule } from '../../adapters/container/queue.module.js';
+import { storageModule } from '../../adapters/container/storage.module.js';
 import { TOKENS } from '../../adapters/container/tokens.js';
 import { webhookModule } from '../../adapters/container/webhook.module.js';
-import { HmacUrlSigner } from '../../adapters/crypto/hmac.url-signer.js';
-import { NodeSecrets } from '../../adapters/crypto/node.secrets.js';
-import { SandboxHieNetwork } from '../../adapters/hie/sandbox.hie.js';
 import { Uuid7Ids } from '../../adapters/ids/uuid7.ids.js';
-import { MemoryQueue } from '../../adapters/queue/memory/memory.queue.js';
 import { QueueRunner } from '../../adapters/queue/runner.js';
-import { BundleRenderer } from '../../adapters/render/bundle.renderer.js';
-import { MiniSearchIndex } from '../../adapters/search/minisearch.search-index.js';
-import { MemoryStorage } from '../../adapters/storage/memory/memory.storage.js';
 import { sandboxDocumentsDir } from '../sandbox-documents.js';
 import { randomBytes } from 'node:crypto';
 
@@ -63,17 +58,12 @@ export class MemoryHost {
     const clock = options.clock ?? new SystemClock();
     const ids = options.ids ?? new Uuid7Ids();
     container.bind(TOKENS.config).toConstantValue(config);
-    container.bind(TOKENS.clock).toConstantValue(clock);
-    container.bind(TOKENS.ids).toConstantValue(ids);
-    container.bind(TOKENS.secrets).toConstantValue(new NodeSecrets());
-    container.bind(TOKENS.urlSigner).toConstantValue(new HmacUrlSigner(options.urlSecret ?? randomBytes(32).toString('hex')));
-    container.bind(TOKENS.storage).toConstantValue(options.storage ?? new MemoryStorage());
-    container.bind(TOKENS.blob).toConstantValue(new MemoryBlob());
-    container.bind(TOKENS.queue).toConstantValue(new MemoryQueue({ clock, ids }));
-    container.bind(TOKENS.hie).toConstantValue(new SandboxHieNetwork({ fixturesDir: options.fixturesDir ?? sandboxDocumentsDir() }));
-    container.bind(TOKENS.ccda).toConstantValue(new MedplumCcdaConverter());
-    container.bind(TOKENS.search).toConstantValue(new MiniSearchIndex());
-    container.bind(TOKENS.renderer).toConstantValue(new BundleRenderer());
+    container.load(
+      infraModule({ urlSecret: options.urlSecret ?? randomBytes(32).toString('hex'), blob: { kind: 'memory' }, clock, ids }),
+      storageModule(options.storage ? { kind: 'instance', storage: options.storage } : { kind: 'memory' }),
+      queueModule({ kind: 'memory' }),
+      documentsModule({ sandboxDocumentsDir: options.fixturesDir ?? sandboxDocumentsDir() }),
+    );
     if (options.webhookSender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhookSender);
     else container.load(webhookModule);
 
