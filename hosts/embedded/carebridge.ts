@@ -11,17 +11,14 @@ import type { CoreConfig, CoreDeps } from '../../core/deps.js';
 import { coreJobHandlers, resumeInterruptedWork } from '../../core/jobs.js';
 import type { BlobPort, ClockPort, IdsPort, WebhookSenderPort } from '../../core/ports/index.js';
 import { deliverDueMessages, type DeliveryReport } from '../../core/webhooks/deliver.js';
-import { MedplumCcdaConverter } from '../../adapters/ccda/medplum.ccda.js';
 import { resolveCoreDeps } from '../../adapters/container/core-deps.js';
+import { documentsModule } from '../../adapters/container/documents.module.js';
 import { infraModule } from '../../adapters/container/infra.module.js';
 import { queueModule } from '../../adapters/container/queue.module.js';
 import { storageModule } from '../../adapters/container/storage.module.js';
 import { TOKENS } from '../../adapters/container/tokens.js';
 import { webhookModule } from '../../adapters/container/webhook.module.js';
-import { SandboxHieNetwork } from '../../adapters/hie/sandbox.hie.js';
 import { QueueRunner } from '../../adapters/queue/runner.js';
-import { BundleRenderer } from '../../adapters/render/bundle.renderer.js';
-import { MiniSearchIndex } from '../../adapters/search/minisearch.search-index.js';
 import { openDatabase } from '../koa/database.js';
 import { urlSigningSecret } from '../koa/settings.js';
 import { sandboxDocumentsDir } from '../sandbox-documents.js';
@@ -180,11 +177,8 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
       }),
       storageModule({ kind: 'sequelize', sequelize }),
       queueModule({ kind: 'sql', sequelize, ...(options.databaseSchema ? { schema: options.databaseSchema } : {}) }),
+      documentsModule({ sandboxDocumentsDir: sandboxDocumentsDir() }),
     );
-    container.bind(TOKENS.hie).toConstantValue(new SandboxHieNetwork({ fixturesDir: sandboxDocumentsDir() }));
-    container.bind(TOKENS.ccda).toConstantValue(new MedplumCcdaConverter());
-    container.bind(TOKENS.search).toConstantValue(new MiniSearchIndex());
-    container.bind(TOKENS.renderer).toConstantValue(new BundleRenderer());
     if (options.webhooks?.sender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhooks.sender);
     else container.load(webhookModule);
     const deps = await resolveCoreDeps(container);
