@@ -21,6 +21,8 @@ import { webhookModule } from '../../adapters/container/webhook.module.js';
 import { QueueRunner } from '../../adapters/queue/runner.js';
 import { openDatabase } from '../koa/database.js';
 import { urlSigningSecret } from '../koa/settings.js';
+import { describeError } from '../error-facts.js';
+import { withAccountNotes } from '../koa/request-facts.js';
 import { sandboxDocumentsDir } from '../sandbox-documents.js';
 
 export interface CarebridgeOptions {
@@ -72,19 +74,16 @@ export interface Carebridge {
   createAccount(name: string): Promise<{ accountId: string; apiKey: string }>;
   /** Runs background work until nothing is due now (tests and scripts; the background loop does it otherwise). */
   settle(): Promise<void>;
+  /** Throws when the database does not answer (for health checks). */
+  checkHealth(): Promise<void>;
+  /** The SQL dialect in use: `sqlite` or `postgres`. */
+  readonly database: string;
   /** Stops the background work (jobs in flight finish or are handed back), closes what carebridge opened. Idempotent. */
   close(): Promise<void>;
 }
 
 const DELIVERY_BATCH = 100;
 
-/** Name, code and stack frames of an error, without its message: library messages may quote PHI they choked on. */
-function errorFacts(error: unknown): Record<string, unknown> {
-  if (!(error instanceof Error)) return { type: typeof error };
-  const code = (error as { code?: unknown }).code;
-  const frames = (error.stack ?? '').split('\n').filter((line) => line.trimStart().startsWith('at '));
-  return { name: error.name, ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}), stack: frames.slice(0, 12).join('\n') };
-}
 
 /** One webhook delivery pass at a time (the outbox does not claim messages), in the background or on demand. */
 class DeliveryLoop {
@@ -115,7 +114,7 @@ class DeliveryLoop {
           const report = await this.pass();
           attempted = report.delivered + report.failed + report.parked;
         } catch (error) {
-          this.logger?.warn({ err: errorFacts(error) }, 'webhook delivery pass failed; will retry');
+          this.logger?.warn({ err: describeError(error) }, 'webhook delivery pass failed; will retry');
         }
         if (attempted === 0 && !this.stopped) {
           await new Promise<void>((done) => {
@@ -189,7 +188,9 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
       handlers: coreJobHandlers(deps),
       workerId: `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
       concurrency: 2,
-      leaseMs: 60_000,
+      // Short enough that a restarted process takes over a killed one's jobs within seconds; the runner renews
+      // a live lease every third of it, so long jobs keep theirs.
+      leaseMs: 15_000,
       pollMs,
       ...(logger ? { logger: logger.child({ component: 'queue' }) } : {}),
     });
@@ -198,9 +199,10 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
       pollMs,
       logger?.child({ component: 'webhooks' }),
     );
-    const core = createApiHandler(deps, {
+    // The account a key resolves to is noted for the access log of the request (ids only; nothing outside a request).
+    const core = createApiHandler({ ...deps, storage: withAccountNotes(deps.storage) }, {
       onUnexpectedError: (error, request) =>
-        logger?.error({ err: errorFacts(error), method: request.method, route: core.routeOf(request) ?? null }, 'unexpected error'),
+        logger?.error({ err: describeError(error), method: request.method, route: core.routeOf(request) ?? null }, 'unexpected error'),
     });
     // A write may have queued a job or a webhook: look now rather than at the next poll.
     const handler: ApiHandler = Object.assign(
@@ -215,7 +217,8 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
       { routes: core.routes, routeOf: core.routeOf },
     );
 
-    await resumeInterruptedWork(deps);
+    const { resumed } = await resumeInterruptedWork(deps);
+    if (resumed > 0) logger?.info({ resumed }, 'resumed bulk imports interrupted by the last stop');
     if (background) {
       runner.start();
       delivery.start();
@@ -225,6 +228,10 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
     return {
       deps,
       handler,
+      database: sequelize.getDialect(),
+      async checkHealth() {
+        await sequelize.authenticate();
+      },
       async createAccount(name) {
         const { account, apiKey } = await createAccount(deps, { name });
         return { accountId: account.id, apiKey };

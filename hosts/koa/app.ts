@@ -11,6 +11,7 @@ import { CoreError } from '../../core/errors.js';
 import { docsFile, type DocsFile } from './docs.js';
 import { declaredLength, finishUnreadBody, hasBody, limitedBody, readLimitedBody, tooLarge } from './http-body.js';
 import { withRequestFacts, type RequestFacts } from './request-facts.js';
+import { describeError } from '../error-facts.js';
 
 /** Issue 4: JSON bodies up to 1 MB. */
 export const JSON_LIMIT_BYTES = 1024 * 1024;
@@ -189,16 +190,6 @@ function docsPage(prefix: string, path: string): DocsFile | undefined {
   return path.startsWith('/docs/') ? docsFile(prefix, path.slice('/docs/'.length)) : undefined;
 }
 
-/**
- * Name, code and stack frames of an unexpected error, without its message: library errors may quote the
- * data they choked on, and that data may be PHI.
- */
-export function describeError(error: unknown): Record<string, unknown> {
-  if (!(error instanceof Error)) return { type: typeof error };
-  const code = (error as { code?: unknown }).code;
-  const frames = (error.stack ?? '').split('\n').filter((line) => line.trimStart().startsWith('at '));
-  return { name: error.name, ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}), stack: frames.slice(0, 12).join('\n') };
-}
 
 /**
  * The standalone Koa application: the API at the root, `/openapi.json`, `/docs` and `/healthz`. Anything
