@@ -60,3 +60,23 @@ export function facilityToWire(facility: Facility) {
     address: facility.address,
   };
 }
+
+/**
+ * The facility a request (or a patient) belongs to (PRODUCT: Start Bulk Patient Create — Errors):
+ * a given id must be one of the account's facilities (else FACILITY_NOT_FOUND, 404, whether it is missing
+ * or another account's); with none given, the account's only facility is used, and an account with
+ * several (or none) must name one (FACILITY_REQUIRED, 400).
+ */
+export async function resolveFacility(deps: Pick<CoreDeps, 'storage'>, accountId: string, facilityId: string | undefined): Promise<Facility> {
+  if (facilityId !== undefined) {
+    const facility = await deps.storage.facilities.get(accountId, facilityId);
+    if (!facility) throw new CoreError('FACILITY_NOT_FOUND', 'No facility with this id in your account');
+    return facility;
+  }
+  const facilities = await deps.storage.facilities.list(accountId);
+  if (facilities.length === 1) return facilities[0]!;
+  if (facilities.length === 0) {
+    throw new CoreError('FACILITY_REQUIRED', 'Your account has no facility yet; create one first');
+  }
+  throw new CoreError('FACILITY_REQUIRED', `Your account has ${facilities.length} facilities; pass facilityId to choose one`);
+}

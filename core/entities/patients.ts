@@ -1,9 +1,9 @@
 import type { PatientCreate } from '../api/schemas.js';
-import { resolveFacility } from '../bulk/start.js';
 import { DOB_IN_FUTURE } from '../csv/dates.js';
 import type { CoreDeps } from '../deps.js';
 import type { Patient } from '../domain/types.js';
 import { CoreError } from '../errors.js';
+import { resolveFacility } from './facilities.js';
 import { matchKeysFor } from '../matching/block.js';
 import { nowIso, todayIso } from '../time.js';
 
