@@ -15,31 +15,46 @@ import type {
 } from '../../../core/domain/types.js';
 import type { Row } from './models.js';
 
+/** How a column's value travels in the JSON of a batch statement (see `RawSql.insertFromJson`). */
+export type ColumnKind = 'text' | 'json' | 'boolean' | 'integer';
+export type Columns = readonly (readonly [name: string, kind: ColumnKind])[];
+
 /** Columns of `patients`, in the order of `RowMapper.patientValues`. */
-export const PATIENT_COLUMNS = [
-  'id',
-  'account_id',
-  'facility_ids',
-  'cohort_ids',
-  'external_id',
-  'first_name',
-  'last_name',
-  'dob',
-  'gender_at_birth',
-  'address',
-  'contact',
-  'personal_identifiers',
-  'hie_opt_out',
-  'match_keys',
-  'created_at',
-  'updated_at',
-] as const;
+export const PATIENT_COLUMNS: Columns = [
+  ['id', 'text'],
+  ['account_id', 'text'],
+  ['facility_ids', 'json'],
+  ['cohort_ids', 'json'],
+  ['external_id', 'text'],
+  ['first_name', 'text'],
+  ['last_name', 'text'],
+  ['dob', 'text'],
+  ['gender_at_birth', 'text'],
+  ['address', 'json'],
+  ['contact', 'json'],
+  ['personal_identifiers', 'json'],
+  ['hie_opt_out', 'boolean'],
+  ['match_keys', 'json'],
+  ['created_at', 'text'],
+  ['updated_at', 'text'],
+];
 
 /** Columns of `patient_match_keys`, in the order of `RowMapper.matchKeyValues`. */
-export const MATCH_KEY_COLUMNS = ['patient_id', 'match_key', 'account_id'] as const;
+export const MATCH_KEY_COLUMNS: Columns = [
+  ['patient_id', 'text'],
+  ['match_key', 'text'],
+  ['account_id', 'text'],
+];
 
 /** Columns of `bulk_rows`, in the order of `RowMapper.bulkRowValues`. */
-export const BULK_ROW_COLUMNS = ['request_id', 'row_index', 'status', 'action', 'patient_id', 'reason'] as const;
+export const BULK_ROW_COLUMNS: Columns = [
+  ['request_id', 'text'],
+  ['row_index', 'integer'],
+  ['status', 'text'],
+  ['action', 'text'],
+  ['patient_id', 'text'],
+  ['reason', 'text'],
+];
 
 /**
  * Domain record <-> table row. Optional fields are NULL in a row and absent (not `undefined`) in a record,
@@ -204,29 +219,29 @@ export class RowMapper {
     };
   }
 
-  /** The patient as bound values of a raw statement, in `PATIENT_COLUMNS` order (JSON as text on both dialects). */
+  /** The patient as one row of a batch statement, in `PATIENT_COLUMNS` order (nested values as they are). */
   patientValues(patient: Patient): unknown[] {
     return [
       patient.id,
       patient.accountId,
-      JSON.stringify(patient.facilityIds),
-      JSON.stringify(patient.cohortIds),
+      patient.facilityIds,
+      patient.cohortIds,
       patient.externalId ?? null,
       patient.firstName,
       patient.lastName,
       patient.dob,
       patient.genderAtBirth,
-      JSON.stringify(patient.address),
-      JSON.stringify(patient.contact),
-      JSON.stringify(patient.personalIdentifiers),
+      patient.address,
+      patient.contact,
+      patient.personalIdentifiers,
       patient.hieOptOut,
-      JSON.stringify(patient.matchKeys),
+      patient.matchKeys,
       patient.createdAt,
       patient.updatedAt,
     ];
   }
 
-  /** The outcome as bound values of a raw statement, in `BULK_ROW_COLUMNS` order. */
+  /** The outcome as one row of a batch statement, in `BULK_ROW_COLUMNS` order. */
   bulkRowValues(outcome: BulkRowOutcome): unknown[] {
     return [outcome.requestId, outcome.rowIndex, outcome.status, outcome.action ?? null, outcome.patientId ?? null, outcome.reason ?? null];
   }
@@ -240,7 +255,7 @@ export class RowMapper {
     }));
   }
 
-  /** The patient's blocking keys as bound values, each distinct key once, in `MATCH_KEY_COLUMNS` order. */
+  /** The patient's blocking keys as rows of a batch statement, each distinct key once, in `MATCH_KEY_COLUMNS` order. */
   matchKeyValues(patient: Patient): unknown[][] {
     return [...new Set(patient.matchKeys)].map((matchKey) => [patient.id, matchKey, patient.accountId]);
   }

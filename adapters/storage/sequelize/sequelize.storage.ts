@@ -18,10 +18,10 @@ import type {
   WebhookSettingsRepository,
 } from '../../../core/ports/storage.port.js';
 import { configureSqlite, openSequelize, runTransaction, type SequelizeConnectionOptions } from './connection.js';
-import { BULK_ROW_COLUMNS, MATCH_KEY_COLUMNS, PATIENT_COLUMNS, RowMapper } from './mappers.js';
+import { BULK_ROW_COLUMNS, MATCH_KEY_COLUMNS, PATIENT_COLUMNS, RowMapper, type Columns } from './mappers.js';
 import { migrateStorage } from './migrations/index.js';
 import { defineStorageModels, type Row, type StorageModel, type StorageModels } from './models.js';
-import { MAX_BOUND_VALUES, RawSql } from './raw-sql.js';
+import { RawSql } from './raw-sql.js';
 
 export interface SequelizeStorageOptions extends SequelizeConnectionOptions {
   /**
@@ -32,17 +32,17 @@ export interface SequelizeStorageOptions extends SequelizeConnectionOptions {
 }
 
 /**
- * Rows per multi-row statement. SQLite allows 32,766 bound variables per statement; the widest table has
- * 17 columns, so 1,000 rows (17,000 values) stay well under it, and a batch of ~1,000 patients is one
- * statement per table.
+ * Rows per multi-row statement (model `bulkCreate`s and the JSON batches alike): a batch of ~1,000
+ * patients is one statement per table, and no statement carries more than a few MB. For `bulkCreate`,
+ * SQLite allows 32,766 bound variables per statement; the widest table has 17 columns.
  */
 const ROWS_PER_STATEMENT = 1_000;
 /** Values per `IN (...)` list. */
 const IDS_PER_STATEMENT = 500;
 
 /** ` ON CONFLICT (key) DO UPDATE SET column = excluded.column, ...`: the same text on SQLite and PostgreSQL. */
-function upsertClause(keys: readonly string[], columns: readonly string[]): string {
-  const updates = columns.filter((column) => !keys.includes(column)).map((column) => `${column} = excluded.${column}`);
+function upsertClause(keys: readonly string[], columns: Columns): string {
+  const updates = columns.filter(([column]) => !keys.includes(column)).map(([column]) => `${column} = excluded.${column}`);
   return ` ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${updates.join(', ')}`;
 }
 
@@ -234,22 +234,12 @@ class Repositories {
   }
 
   /**
-   * Multi-row INSERTs of bound value tuples through the driver, at most ROWS_PER_STATEMENT rows (and
-   * MAX_BOUND_VALUES values) per statement; `suffix` follows the VALUES list (an upsert clause).
+   * INSERTs of rows (arrays in column order) through the driver, ROWS_PER_STATEMENT rows per statement,
+   * each statement's rows bound as one JSON parameter; `suffix` follows (an upsert clause).
    */
-  private async insertValues(
-    transaction: Transaction,
-    table: string,
-    columns: readonly string[],
-    tuples: readonly unknown[][],
-    entity: string,
-    suffix = '',
-  ): Promise<void> {
-    const perStatement = Math.min(ROWS_PER_STATEMENT, Math.floor(MAX_BOUND_VALUES / columns.length));
-    const head = `INSERT INTO ${table} (${columns.join(', ')}) VALUES `;
-    for (const chunk of chunks(tuples, perStatement)) {
-      await this.raw.run(transaction, head + this.raw.values(chunk.length, columns.length) + suffix, chunk.flat(), entity);
-    }
+  private async insertValues(transaction: Transaction, table: string, columns: Columns, rows: readonly unknown[][], entity: string, suffix = ''): Promise<void> {
+    const sql = this.raw.insertFromJson(table, columns, suffix);
+    for (const chunk of chunks(rows, ROWS_PER_STATEMENT)) await this.raw.run(transaction, sql, [JSON.stringify(chunk)], entity);
   }
 
   private async findOne(model: StorageModel, where: WhereOptions, order?: [string, string][]): Promise<Row | undefined> {
@@ -431,11 +421,13 @@ class Repositories {
         const keyChunks = chunks([...new Set(matchKeys)], IDS_PER_STATEMENT);
         const found = new Map<string, Patient>();
         for (const keys of keyChunks) {
-          const rows = await this.select(
-            `SELECT * FROM patients WHERE account_id = :accountId AND id IN (
-               SELECT patient_id FROM patient_match_keys WHERE account_id = :accountId AND match_key IN (:keys)
+          // The plan stays an index probe per key then per patient id, whatever the account's size.
+          const rows = await this.raw.all(
+            this.transaction,
+            `SELECT * FROM patients WHERE account_id = ${this.raw.list(1, 1)} AND id IN (
+               SELECT patient_id FROM patient_match_keys WHERE account_id = ${this.raw.list(1, 2)} AND match_key IN (${this.raw.list(keys.length, 3)})
              ) ORDER BY created_at ASC, id ASC`,
-            { accountId, keys },
+            [accountId, accountId, ...keys],
           );
           for (const row of rows) found.set(String(row.id), toPatient(row));
         }
