@@ -7,9 +7,10 @@ import { formatReason, validateRow } from '../csv/validate-row.js';
 import { matchKeysFor } from '../matching/block.js';
 import { decideMatch, demographicsOfPatient, demographicsOfRow } from '../matching/decide.js';
 import { nowIso, todayIso } from '../time.js';
-import { csvRecords } from './csv-stream.js';
+import { csvRecords, storedRecordChunks } from './csv-stream.js';
 import { nextStatus } from './machine.js';
 import { notifyBulkStatus } from './notify.js';
+import { recordsKeyOf } from './upload.js';
 import { assembleResultCsv, resultDownloadUrl, resultLine, writeResultHeaderPart, writeResultPart } from './result.js';
 
 /** Rows applied per transaction: large enough to amortise a commit, small enough to resume cheaply. */
@@ -20,18 +21,57 @@ interface PendingRow {
   cells: string[];
 }
 
+/** A batch after the work that needs no storage: rows validated, blocking keys worked out. */
+interface PreparedBatch {
+  rows: readonly PendingRow[];
+  layout: HeaderLayout;
+  /** Outcomes of the rows that failed validation. */
+  invalid: BulkRowOutcome[];
+  valid: { rowIndex: number; row: ParsedRow; keys: string[] }[];
+}
+
+/**
+ * The records of the upload, header first, a chunk at a time: the ones the upload check stored (see
+ * `recordsKeyOf`), or, when those are gone (an upload accepted before they existed), the CSV parsed again.
+ */
+async function uploadRecords(deps: CoreDeps, request: BulkRequest): Promise<AsyncIterable<string[][]> | undefined> {
+  const recordsKey = recordsKeyOf(request.uploadKey);
+  const stored = await deps.blob.stream(recordsKey);
+  if (stored) {
+    return (async function* () {
+      try {
+        yield* storedRecordChunks(stored);
+      } catch (error) {
+        // Damaged: the retried job parses the CSV instead, resuming after the last committed batch.
+        await deps.blob.delete(recordsKey);
+        throw error;
+      }
+    })();
+  }
+  const source = await deps.blob.stream(request.uploadKey);
+  if (!source) return undefined;
+  return (async function* () {
+    for await (const record of csvRecords(source)) yield [record];
+  })();
+}
+
 /**
  * Imports the rows of a `processing` request, in file order, in batches that each commit patients and
  * row outcomes together. Resumable: it starts after the last committed row, so a crash (or a retried
  * job) never applies a row twice. Then writes the result CSV and completes the request.
  * A request that is not `processing` is left alone (the job is idempotent).
+ *
+ * Pipelined: while one batch is written, the next is read, validated and its candidates looked up.
+ * Batches still commit one after the other, in file order, and a batch is matched only once the one
+ * before it has committed, against its candidates plus what that batch wrote (which its lookup, made
+ * meanwhile, may not have seen), so a row sees every patient the earlier rows created or changed.
  */
 export async function processBulkRequest(deps: CoreDeps, requestId: string): Promise<void> {
   let request = await deps.storage.bulkRequests.getById(requestId);
   if (!request || request.status !== 'processing') return;
 
-  const source = await deps.blob.stream(request.uploadKey);
-  if (!source) {
+  const records = await uploadRecords(deps, request);
+  if (!records) {
     await failBulkRequest(deps, request, 'The uploaded file is no longer stored; start a new bulk request');
     return;
   }
@@ -43,26 +83,46 @@ export async function processBulkRequest(deps: CoreDeps, requestId: string): Pro
   let batch: PendingRow[] = [];
   // Batches start at fixed row indexes (0, BATCH, 2*BATCH...), so a resumed import names its parts as the first run did.
   const partStarts: number[] = [];
+  // The batch with the storage now; at most one, so memory holds two batches whatever the file size.
+  let applying: Promise<BulkRequest> | undefined;
+  const applyNext = async (rows: PendingRow[], header: HeaderLayout) => {
+    const prepared = importer.prepare(rows, header);
+    const lookup = importer.lookUp(prepared);
+    // `apply` awaits it; should the previous batch fail first, its failure must not count as unhandled.
+    lookup.catch(() => undefined);
+    if (applying) request = await applying;
+    applying = importer.apply(prepared, lookup);
+    // Awaited before the next batch (or at the end); until then a failure must not count as unhandled.
+    applying.catch(() => undefined);
+  };
   try {
-    for await (const cells of csvRecords(source)) {
-      if (!layout) {
-        layout = layoutHeader(cells);
-        await writeResultHeaderPart(deps, request, cells);
-        continue;
-      }
-      if (rowIndex % BULK_BATCH_SIZE === 0) partStarts.push(rowIndex);
-      if (rowIndex >= resumeAt) batch.push({ rowIndex, cells });
-      rowIndex++;
-      if (rowIndex % BULK_BATCH_SIZE === 0 && batch.length > 0) {
-        request = await importer.apply(batch, layout);
-        batch = [];
+    for await (const chunk of records) {
+      for (const cells of chunk) {
+        if (!layout) {
+          layout = layoutHeader(cells);
+          await writeResultHeaderPart(deps, request, cells);
+          continue;
+        }
+        if (rowIndex % BULK_BATCH_SIZE === 0) partStarts.push(rowIndex);
+        if (rowIndex >= resumeAt) batch.push({ rowIndex, cells });
+        rowIndex++;
+        if (rowIndex % BULK_BATCH_SIZE === 0 && batch.length > 0) {
+          await applyNext(batch, layout);
+          batch = [];
+        }
       }
     }
-    if (layout && batch.length > 0) request = await importer.apply(batch, layout);
+    if (layout && batch.length > 0) await applyNext(batch, layout);
+    if (applying) request = await applying;
+    await importer.finish();
   } catch (error) {
+    // A batch still with the storage finishes (or fails) before the request is failed or the job retried.
+    const applyFailure = applying && (await applying.then(() => undefined, (failure: unknown) => failure));
+    await importer.finish().catch(() => undefined);
+    if (applyFailure) throw applyFailure;
     // The file passed the upload check, so a CSV error here means the stored bytes changed: unrecoverable.
     if (isCoreError(error) && (error.code === 'CSV_INVALID' || error.code === 'CSV_TOO_MANY_ROWS')) {
-      await failBulkRequest(deps, request, error.message);
+      await failBulkRequest(deps, importer.current, error.message);
       return;
     }
     throw error;
@@ -75,6 +135,10 @@ class RowImporter {
   private readonly knownFacilities = new Map<string, boolean>();
   private readonly knownCohorts = new Map<string, boolean>();
   private readonly today: string;
+  /** What the last applied batch wrote: a lookup made while it was being written may predate it. */
+  private lastWritten: Patient[] = [];
+  /** The result part of the last applied batch, being written. */
+  private partWrite: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly deps: CoreDeps,
@@ -84,32 +148,70 @@ class RowImporter {
     this.knownFacilities.set(request.facilityId, true);
   }
 
-  async apply(rows: readonly PendingRow[], layout: HeaderLayout): Promise<BulkRequest> {
-    const { deps } = this;
-    const accountId = this.request.accountId;
-    const outcomes: BulkRowOutcome[] = [];
-    const valid: { rowIndex: number; row: ParsedRow }[] = [];
+  /** Waits for the last result part to be stored. */
+  async finish(): Promise<void> {
+    await this.partWrite;
+  }
 
+  /** The request as last committed. */
+  get current(): BulkRequest {
+    return this.request;
+  }
+
+  /** Validation and blocking keys: pure work, done while the previous batch is with the storage. */
+  prepare(rows: readonly PendingRow[], layout: HeaderLayout): PreparedBatch {
+    const invalid: BulkRowOutcome[] = [];
+    const valid: PreparedBatch['valid'] = [];
     for (const { rowIndex, cells } of rows) {
       const validation = validateRow(cells, layout, this.today);
-      if (validation.ok) valid.push({ rowIndex, row: validation.row });
-      else outcomes.push(this.failed(rowIndex, formatReason(validation.problems)));
+      if (validation.ok) {
+        const row = validation.row;
+        valid.push({ rowIndex, row, keys: matchKeysFor({ lastName: row.lastName, dob: row.dob, genderAtBirth: row.gender }) });
+      } else {
+        invalid.push(this.failed(rowIndex, formatReason(validation.problems)));
+      }
     }
+    return { rows, layout, invalid, valid };
+  }
 
-    await this.learnReferences(valid.map((v) => v.row));
-    const candidates = await this.candidatesFor(valid.map((v) => v.row));
+  /**
+   * Reads what matching the batch needs: the facilities and cohorts its rows name, and the stored patients
+   * sharing a blocking key with a row. May run while the previous batch is being written.
+   */
+  async lookUp(batch: PreparedBatch): Promise<Patient[]> {
+    await this.learnReferences(batch.valid.map((v) => v.row));
+    const keys = new Set<string>();
+    for (const row of batch.valid) for (const key of row.keys) keys.add(key);
+    return keys.size > 0 ? this.deps.storage.patients.findByMatchKeys(this.request.accountId, [...keys]) : [];
+  }
+
+  /**
+   * Matches the batch against its looked-up candidates and commits its patients and outcomes. Call in
+   * file order, each once the previous batch has committed.
+   */
+  async apply(batch: PreparedBatch, lookup: Promise<Patient[]>): Promise<BulkRequest> {
+    const { deps } = this;
+    const accountId = this.request.accountId;
+    const outcomes: BulkRowOutcome[] = batch.invalid;
+    const { valid, rows, layout } = batch;
+
+    const candidates = new CandidateIndex();
+    for (const patient of await lookup) candidates.add(patient);
+    // The previous batch's patients as it wrote them, whatever the lookup saw of them.
+    for (const patient of this.lastWritten) candidates.put(patient);
     const now = nowIso(deps.clock);
     const created = new Map<string, Patient>();
     const updated = new Map<string, Patient>();
 
-    for (const { rowIndex, row } of valid) {
+    for (const { rowIndex, row, keys } of valid) {
       const referenceProblem = this.referenceProblem(row);
       if (referenceProblem) {
         outcomes.push(this.failed(rowIndex, referenceProblem));
         continue;
       }
-      const keys = matchKeysFor({ lastName: row.lastName, dob: row.dob, genderAtBirth: row.gender });
-      const decision = decideMatch(demographicsOfRow(row), candidates.around(keys).map(demographicsOfPatient));
+      const around = candidates.around(keys);
+      // No patient shares a blocking key: nothing to compare (the common case in a fresh account).
+      const decision = around.length === 0 ? ({ kind: 'created' } as const) : decideMatch(demographicsOfRow(row), around.map(demographicsOfPatient));
       if (decision.kind === 'ambiguous') {
         outcomes.push(
           this.failed(
@@ -122,13 +224,13 @@ class RowImporter {
       }
       const facilityId = row.facilityId ?? this.request.facilityId;
       if (decision.kind === 'created') {
-        const patient = newPatientFromRow(row, { id: deps.ids.next(), accountId, facilityId, now });
+        const patient = newPatientFromRow(row, { id: deps.ids.next(), accountId, facilityId, now, matchKeys: keys });
         candidates.add(patient);
         if (!this.request.dryRun) created.set(patient.id, patient);
         outcomes.push(this.succeeded(rowIndex, 'created', patient.id));
       } else {
         const existing = candidates.get(decision.patientId)!;
-        const patient = updatePatientFromRow(existing, row, { facilityId, now });
+        const patient = updatePatientFromRow(existing, row, { facilityId, now, matchKeys: keys });
         candidates.replace(existing, patient);
         if (!this.request.dryRun) {
           if (created.has(patient.id)) created.set(patient.id, patient);
@@ -140,12 +242,6 @@ class RowImporter {
 
     outcomes.sort((a, b) => a.rowIndex - b.rowIndex);
     const width = layout.original.length;
-    await writeResultPart(
-      deps,
-      this.request,
-      rows[0]!.rowIndex,
-      rows.map((pending, i) => resultLine(pending.cells, width, outcomes[i])),
-    );
     const failedCount = outcomes.filter((o) => o.status === 'failed').length;
     const next: BulkRequest = {
       ...this.request,
@@ -154,14 +250,30 @@ class RowImporter {
       failed: this.request.failed + failedCount,
       updatedAt: now,
     };
-    const stored = await deps.storage.transaction(async (tx) => {
-      if (created.size > 0) await tx.patients.insertMany([...created.values()]);
-      if (updated.size > 0) await tx.patients.updateMany([...updated.values()]);
-      await tx.bulkRows.putMany(outcomes);
-      return tx.bulkRequests.updateIfStatus(next, 'processing');
-    });
+    // A batch's result part is written while the batch commits and the next one is matched; it is
+    // awaited with the next commit (or by `finish`). A crash in between either replays the batch
+    // (rewriting the part) or leaves a committed batch without its part, and completion then rebuilds the
+    // result from the stored outcomes instead.
+    const previousPart = this.partWrite;
+    this.partWrite = writeResultPart(
+      deps,
+      this.request,
+      rows[0]!.rowIndex,
+      rows.map((pending, i) => resultLine(pending.cells, width, outcomes[i])),
+    );
+    this.partWrite.catch(() => undefined);
+    const [, stored] = await Promise.all([
+      previousPart,
+      deps.storage.transaction(async (tx) => {
+        if (created.size > 0) await tx.patients.insertMany([...created.values()]);
+        if (updated.size > 0) await tx.patients.updateMany([...updated.values()]);
+        await tx.bulkRows.putMany(outcomes);
+        return tx.bulkRequests.updateIfStatus(next, 'processing');
+      }),
+    ]);
     if (!stored) throw new CoreError('CONFLICT', `Bulk request ${this.request.id} left processing while rows were applied`);
     this.request = stored;
+    this.lastWritten = [...created.values(), ...updated.values()];
     return stored;
   }
 
@@ -205,17 +317,6 @@ class RowImporter {
     }
     return problems.length > 0 ? problems.join('; ') : undefined;
   }
-
-  private async candidatesFor(rows: readonly ParsedRow[]): Promise<CandidateIndex> {
-    const keys = new Set<string>();
-    for (const row of rows) {
-      for (const key of matchKeysFor({ lastName: row.lastName, dob: row.dob, genderAtBirth: row.gender })) keys.add(key);
-    }
-    const found = keys.size > 0 ? await this.deps.storage.patients.findByMatchKeys(this.request.accountId, [...keys]) : [];
-    const index = new CandidateIndex();
-    for (const patient of found) index.add(patient);
-    return index;
-  }
 }
 
 /**
@@ -249,6 +350,13 @@ class CandidateIndex {
     for (const key of previous.matchKeys) this.byKey.get(key)?.delete(previous.id);
     this.add(next);
   }
+
+  /** Adds the patient, or replaces the version of it already held. */
+  put(patient: Patient): void {
+    const held = this.byId.get(patient.id);
+    if (held) this.replace(held, patient);
+    else this.add(patient);
+  }
 }
 
 function contactsOf(row: ParsedRow): Contact[] {
@@ -270,7 +378,8 @@ function identifiersOf(row: ParsedRow): PersonalIdentifier[] {
   return identifiers;
 }
 
-function demographicFields(row: ParsedRow) {
+/** `matchKeys`: the row's blocking keys when the caller has them already. */
+function demographicFields(row: ParsedRow, matchKeys?: string[]) {
   return {
     firstName: row.firstName,
     lastName: row.lastName,
@@ -279,18 +388,18 @@ function demographicFields(row: ParsedRow) {
     address: row.addresses,
     contact: contactsOf(row),
     personalIdentifiers: identifiersOf(row),
-    matchKeys: matchKeysFor({ lastName: row.lastName, dob: row.dob, genderAtBirth: row.gender }),
+    matchKeys: matchKeys ?? matchKeysFor({ lastName: row.lastName, dob: row.dob, genderAtBirth: row.gender }),
   };
 }
 
-export function newPatientFromRow(row: ParsedRow, at: { id: string; accountId: string; facilityId: string; now: string }): Patient {
+export function newPatientFromRow(row: ParsedRow, at: { id: string; accountId: string; facilityId: string; now: string; matchKeys?: string[] }): Patient {
   return {
     id: at.id,
     accountId: at.accountId,
     facilityIds: [at.facilityId],
     cohortIds: [...new Set(row.cohortIds)],
     ...(row.externalId ? { externalId: row.externalId } : {}),
-    ...demographicFields(row),
+    ...demographicFields(row, at.matchKeys),
     // DESIGN: an empty hieOptOut cell opts a new patient in.
     hieOptOut: row.hieOptOut ?? false,
     createdAt: at.now,
@@ -302,11 +411,11 @@ export function newPatientFromRow(row: ParsedRow, at: { id: string; accountId: s
  * DESIGN: a matching row replaces the demographics with its own, adds its facility and cohorts, and
  * changes hieOptOut only when the cell says true or false.
  */
-export function updatePatientFromRow(existing: Patient, row: ParsedRow, at: { facilityId: string; now: string }): Patient {
+export function updatePatientFromRow(existing: Patient, row: ParsedRow, at: { facilityId: string; now: string; matchKeys?: string[] }): Patient {
   const externalId = row.externalId ?? existing.externalId;
   return {
     ...existing,
-    ...demographicFields(row),
+    ...demographicFields(row, at.matchKeys),
     ...(externalId ? { externalId } : {}),
     facilityIds: existing.facilityIds.includes(at.facilityId) ? existing.facilityIds : [...existing.facilityIds, at.facilityId],
     cohortIds: [...new Set([...existing.cohortIds, ...row.cohortIds])],
@@ -322,6 +431,8 @@ async function completeBulkRequest(deps: CoreDeps, request: BulkRequest, partSta
     const stored = await tx.bulkRequests.updateIfStatus(completed, 'processing');
     if (stored) await notifyBulkStatus(tx, deps, stored, { status: 'completed', result: resultDownloadUrl(deps, stored) });
   });
+  // The parsed records were for the import only; the upload itself stays.
+  await deps.blob.delete(recordsKeyOf(request.uploadKey));
 }
 
 /** processing -> failed with a reason and the `failed` webhook, atomically. A no-op if it already left processing. */

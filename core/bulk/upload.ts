@@ -3,7 +3,7 @@ import type { Account, BulkRequest } from '../domain/types.js';
 import { CoreError, isCoreError } from '../errors.js';
 import { headerProblem, layoutHeader } from '../csv/header.js';
 import { nowIso } from '../time.js';
-import { csvRecords, MAX_BULK_ROWS } from './csv-stream.js';
+import { csvRecords, MAX_BULK_ROWS, RecordsWriter } from './csv-stream.js';
 import { nextStatus } from './machine.js';
 import { notifyBulkStatus } from './notify.js';
 import { BULK_JOB, expireIfDue } from './start.js';
@@ -23,28 +23,70 @@ export interface FileCheck {
 }
 
 /**
+ * Where the upload check stores the records it parsed (header first, see `RecordsWriter`), so the import
+ * does not parse the CSV again. Derived from the upload's key: each upload attempt has its own.
+ */
+export function recordsKeyOf(uploadKey: string): string {
+  return `${uploadKey.replace(/\.csv$/, '')}.records`;
+}
+
+/** The file-level rules of the upload check, record by record (header first). */
+class FileChecker {
+  private header: string[] | undefined;
+  private rows = 0;
+
+  /** Throws CSV_INVALID or CSV_TOO_MANY_ROWS as soon as the records so far break a rule. */
+  accept(record: string[]): void {
+    if (!this.header) {
+      this.header = record;
+      const problem = headerProblem(layoutHeader(record));
+      if (problem) throw new CoreError('CSV_INVALID', problem);
+      return;
+    }
+    this.rows++;
+    if (this.rows > MAX_BULK_ROWS) {
+      throw new CoreError('CSV_TOO_MANY_ROWS', `The file has more than ${MAX_BULK_ROWS.toLocaleString('en-US')} patient rows; split it into several files`);
+    }
+  }
+
+  finish(): FileCheck {
+    if (!this.header) throw new CoreError('CSV_INVALID', 'The file is empty');
+    if (this.rows === 0) throw new CoreError('CSV_INVALID', 'The file has a header but no patient rows');
+    return { rows: this.rows };
+  }
+}
+
+/**
  * Reads the whole stored upload once to decide whether it can be imported at all (PRODUCT: the service
  * checks the file is CSV, then validates each row). Throws CSV_INVALID or CSV_TOO_MANY_ROWS with a reason
  * a person can act on; row-level problems are not looked at here.
  */
 export async function checkCsvFile(source: AsyncIterable<Uint8Array>): Promise<FileCheck> {
-  let header: string[] | undefined;
-  let rows = 0;
-  for await (const record of csvRecords(source)) {
-    if (!header) {
-      header = record;
-      const problem = headerProblem(layoutHeader(record));
-      if (problem) throw new CoreError('CSV_INVALID', problem);
-      continue;
+  const checker = new FileChecker();
+  for await (const record of csvRecords(source)) checker.accept(record);
+  return checker.finish();
+}
+
+/**
+ * `checkCsvFile`, also storing the records it parsed under `recordsKeyOf(uploadKey)`, streamed (memory does
+ * not grow with the file). A file that fails the check leaves no records behind.
+ */
+async function checkAndKeepRecords(deps: Pick<CoreDeps, 'blob'>, source: AsyncIterable<Uint8Array>, uploadKey: string): Promise<FileCheck> {
+  const checker = new FileChecker();
+  let check: FileCheck | undefined;
+  async function* storedRecords(): AsyncGenerator<Uint8Array> {
+    const writer = new RecordsWriter();
+    for await (const record of csvRecords(source)) {
+      checker.accept(record);
+      const chunk = writer.add(record);
+      if (chunk) yield chunk;
     }
-    rows++;
-    if (rows > MAX_BULK_ROWS) {
-      throw new CoreError('CSV_TOO_MANY_ROWS', `The file has more than ${MAX_BULK_ROWS.toLocaleString('en-US')} patient rows; split it into several files`);
-    }
+    check = checker.finish();
+    const tail = writer.flush();
+    if (tail) yield tail;
   }
-  if (!header) throw new CoreError('CSV_INVALID', 'The file is empty');
-  if (rows === 0) throw new CoreError('CSV_INVALID', 'The file has a header but no patient rows');
-  return { rows };
+  await deps.blob.put(recordsKeyOf(uploadKey), storedRecords(), { contentType: 'application/octet-stream' });
+  return check!;
 }
 
 export interface UploadInput {
@@ -75,10 +117,11 @@ export async function acceptUpload(deps: CoreDeps, account: Account, requestId: 
   try {
     const stream = await deps.blob.stream(uploadKey);
     if (!stream) throw new Error('stored upload vanished');
-    check = await checkCsvFile(stream);
+    check = await checkAndKeepRecords(deps, stream, uploadKey);
   } catch (error) {
     if (!isCoreError(error)) {
       await deps.blob.delete(uploadKey);
+      await deps.blob.delete(recordsKeyOf(uploadKey));
       throw error;
     }
     check = error;
@@ -108,6 +151,7 @@ export async function acceptUpload(deps: CoreDeps, account: Account, requestId: 
   });
   if (!stored) {
     await deps.blob.delete(uploadKey);
+    await deps.blob.delete(recordsKeyOf(uploadKey));
     const current = await deps.storage.bulkRequests.get(account.id, requestId);
     if (current) assertWaiting(await expireIfDue(deps, current));
     throw new CoreError('UPLOAD_URL_USED', 'This upload URL was already used');

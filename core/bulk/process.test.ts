@@ -1,0 +1,162 @@
+import { describe, expect, test } from 'vitest';
+import { MemoryBlob } from '../../adapters/blob/memory/memory.blob.js';
+import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
+import { HmacUrlSigner } from '../../adapters/crypto/hmac.url-signer.js';
+import { NodeSecrets } from '../../adapters/crypto/node.secrets.js';
+import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
+import { MemoryQueue } from '../../adapters/queue/memory/memory.queue.js';
+import { MemoryStorage } from '../../adapters/storage/memory/memory.storage.js';
+import { createAccount } from '../accounts.js';
+import type { CoreDeps } from '../deps.js';
+import type { Account, BulkRequest } from '../domain/types.js';
+import type { StoragePort } from '../ports/storage.port.js';
+import { BULK_BATCH_SIZE, processBulkRequest } from './process.js';
+import { startBulkCreate } from './start.js';
+import { acceptUpload, recordsKeyOf } from './upload.js';
+
+const HEADER = 'externalId,firstName,lastName,dob,gender,addressLine1,city,state,zip';
+
+/** Every row its own person (distinct last names), unless `people` says otherwise for a row index. */
+function csvOf(rows: number, people: Record<number, string> = {}): string {
+  const lines = [HEADER];
+  for (let i = 0; i < rows; i++) lines.push(people[i] ?? `e${i},Pat,Person${i},1980-01-0${1 + (i % 9)},F,1 Main St,Springfield,IL,62701`);
+  return lines.join('\n') + '\n';
+}
+
+/**
+ * A storage whose transactions start late, as a busy database's do: the importer's lookup for the next
+ * batch runs while the previous batch is still uncommitted, so it sees the storage as it was before.
+ */
+function slowCommits(storage: StoragePort, delayMs: number): StoragePort {
+  return {
+    ...storage,
+    accounts: storage.accounts,
+    transaction: async (work) => {
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      return storage.transaction(work);
+    },
+    close: () => storage.close(),
+  };
+}
+
+async function world(storage: StoragePort = new MemoryStorage()) {
+  const clock = new SteppedClock('2026-01-05T10:00:00.000Z');
+  const ids = new SequentialIds();
+  const unused = new Proxy({}, { get: () => () => Promise.reject(new Error('not used by the import')) });
+  const deps = {
+    storage,
+    blob: new MemoryBlob(),
+    queue: new MemoryQueue({ clock, ids, random: () => 0 }),
+    urlSigner: new HmacUrlSigner('process-test-secret'),
+    clock,
+    ids,
+    secrets: new NodeSecrets(),
+    webhookSender: unused,
+    hie: unused,
+    ccda: unused,
+    search: unused,
+    renderer: unused,
+    config: { publicUrl: 'http://carebridge.test', webhookAllowPrivate: true },
+  } as unknown as CoreDeps;
+  const { account } = await createAccount(deps, { name: 'Process Clinic' });
+  const now = clock.now().toISOString();
+  const facilityId = ids.next();
+  await storage.facilities.insert({
+    id: facilityId,
+    accountId: account.id,
+    oid: '2.25.1',
+    name: 'Main',
+    npi: '1234567893',
+    active: true,
+    address: { addressLine1: '1 Main St', city: 'Springfield', state: 'IL', zip: '62701', country: 'USA' },
+    createdAt: now,
+    updatedAt: now,
+  });
+  return { deps, account, facilityId };
+}
+
+async function upload(deps: CoreDeps, account: Account, facilityId: string, csv: string, dryRun = false): Promise<BulkRequest> {
+  const { request } = await startBulkCreate(deps, account, { facilityId, dryRun });
+  return acceptUpload(deps, account, request.id, { contentType: 'text/csv', body: csv });
+}
+
+async function resultText(deps: CoreDeps, request: BulkRequest): Promise<string> {
+  const stored = await deps.storage.bulkRequests.getById(request.id);
+  expect(stored?.status).toBe('completed');
+  return new TextDecoder().decode(await deps.blob.get(stored!.resultKey!));
+}
+
+describe('processBulkRequest', () => {
+  test('a row matches patients created and changed by earlier batches, even while those were still being written', async () => {
+    expect(BULK_BATCH_SIZE).toBe(1_000);
+    const { deps, account, facilityId } = await world(slowCommits(new MemoryStorage(), 15));
+    const csv = csvOf(2_600, {
+      10: 'ann-1,Ann,Able,1970-02-02,F,1 Main St,Springfield,IL,11111',
+      // Next batch: its candidates are looked up while batch 0 (which created Ann) is uncommitted.
+      1_010: 'ann-2,Ann,Able,1970-02-02,F,2 Oak St,Springfield,IL,11111',
+      // The batch after: Ann as batch 1 changed her (a second last name, so new blocking keys).
+      2_020: ',Ann,"Able,Baker",1970-02-02,F,3 Elm St,Springfield,IL,11111',
+      // Across a batch boundary.
+      999: 'bob-1,Bob,Boundary,1960-03-03,M,1 Main St,Springfield,IL,22222',
+      1_000: 'bob-2,Bob,Boundary,1960-03-03,M,1 Main St,Springfield,IL,22222',
+    });
+    const request = await upload(deps, account, facilityId, csv);
+    await processBulkRequest(deps, request.id);
+
+    const outcomes = await deps.storage.bulkRows.range(request.id, 0, 3_000);
+    expect(outcomes).toHaveLength(2_600);
+    const ann = outcomes[10]!;
+    expect(ann).toMatchObject({ status: 'succeeded', action: 'created' });
+    expect(outcomes[1_010]).toMatchObject({ status: 'succeeded', action: 'updated', patientId: ann.patientId });
+    expect(outcomes[2_020]).toMatchObject({ status: 'succeeded', action: 'updated', patientId: ann.patientId });
+    expect(outcomes[999]).toMatchObject({ action: 'created' });
+    expect(outcomes[1_000]).toMatchObject({ action: 'updated', patientId: outcomes[999]!.patientId });
+    expect(outcomes.filter((outcome) => outcome.action === 'created')).toHaveLength(2_600 - 3);
+
+    const stored = await deps.storage.patients.get(account.id, ann.patientId!);
+    expect(stored).toMatchObject({ lastName: 'Able,Baker', externalId: 'ann-2' });
+    expect(stored!.address.map((address) => address.addressLine1)).toEqual(['3 Elm St']);
+    expect(await deps.storage.patients.count(account.id)).toBe(2_600 - 3);
+    expect(await deps.storage.bulkRequests.getById(request.id)).toMatchObject({ status: 'completed', processed: 2_600, succeeded: 2_600, failed: 0 });
+  });
+
+  test('the records the upload check stored are used, then removed; without them the CSV is parsed again, to the same result', async () => {
+    const { deps, account, facilityId } = await world();
+    const csv = csvOf(1_500, { 3: 'x,Broken,Row,1980-13-40,F,1 Main St,Springfield,IL,62701', 7: '"quoted, cell",Ann,"Multi\nLine",1970-02-02,F,1 Main St,Springfield,IL,11111' });
+
+    const withRecords = await upload(deps, account, facilityId, csv, true);
+    expect(await deps.blob.head(recordsKeyOf(withRecords.uploadKey))).toBeDefined();
+    await processBulkRequest(deps, withRecords.id);
+    expect(await deps.blob.head(recordsKeyOf(withRecords.uploadKey))).toBeUndefined();
+
+    const withoutRecords = await upload(deps, account, facilityId, csv, true);
+    await deps.blob.delete(recordsKeyOf(withoutRecords.uploadKey));
+    await processBulkRequest(deps, withoutRecords.id);
+
+    const result = await resultText(deps, withRecords);
+    expect(await resultText(deps, withoutRecords)).toBe(result);
+    expect(result.split('\r\n')[4]).toContain('failed');
+  });
+
+  test('damaged stored records fail the job; the retry parses the CSV and resumes after the committed batches', async () => {
+    const { deps, account, facilityId } = await world();
+    const csv = csvOf(2_500);
+    const reference = await upload(deps, account, facilityId, csv, true);
+    await processBulkRequest(deps, reference.id);
+
+    const request = await upload(deps, account, facilityId, csv, true);
+    const key = recordsKeyOf(request.uploadKey);
+    const bytes = (await deps.blob.get(key))!;
+    // Cut in the middle of a record of the third batch: two batches commit before the damage shows.
+    const text = new TextDecoder().decode(bytes);
+    const cut = text.indexOf('Person2100');
+    await deps.blob.put(key, new TextEncoder().encode(text.slice(0, cut)));
+
+    await expect(processBulkRequest(deps, request.id)).rejects.toMatchObject({ code: 'INTERNAL' });
+    expect((await deps.storage.bulkRequests.getById(request.id))?.processed).toBe(2_000);
+    expect(await deps.blob.head(key)).toBeUndefined();
+
+    await processBulkRequest(deps, request.id);
+    expect(await resultText(deps, request)).toBe(await resultText(deps, reference));
+  });
+});
