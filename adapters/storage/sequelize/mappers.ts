@@ -19,7 +19,7 @@ import type { Row } from './models.js';
 export type ColumnKind = 'text' | 'json' | 'boolean' | 'integer';
 export type Columns = readonly (readonly [name: string, kind: ColumnKind])[];
 
-/** Columns of `patients`, in the order of `RowMapper.patientValues`. */
+/** Columns of `patients`, in the order of `RowMapper.pushPatientValues`. */
 export const PATIENT_COLUMNS: Columns = [
   ['id', 'text'],
   ['account_id', 'text'],
@@ -219,26 +219,26 @@ export class RowMapper {
     };
   }
 
-  /** The patient as one row of a batch statement, in `PATIENT_COLUMNS` order (nested values as they are). */
-  patientValues(patient: Patient): unknown[] {
-    return [
+  /** Appends the patient's values, in `PATIENT_COLUMNS` order, as bound parameters (nested values as JSON text). */
+  pushPatientValues(patient: Patient, values: unknown[]): void {
+    values.push(
       patient.id,
       patient.accountId,
-      patient.facilityIds,
-      patient.cohortIds,
+      JSON.stringify(patient.facilityIds),
+      JSON.stringify(patient.cohortIds),
       patient.externalId ?? null,
       patient.firstName,
       patient.lastName,
       patient.dob,
       patient.genderAtBirth,
-      patient.address,
-      patient.contact,
-      patient.personalIdentifiers,
+      JSON.stringify(patient.address),
+      JSON.stringify(patient.contact),
+      JSON.stringify(patient.personalIdentifiers),
       patient.hieOptOut,
-      patient.matchKeys,
+      JSON.stringify(patient.matchKeys),
       patient.createdAt,
       patient.updatedAt,
-    ];
+    );
   }
 
   /** The outcome as one row of a batch statement, in `BULK_ROW_COLUMNS` order. */

@@ -237,9 +237,18 @@ class Repositories {
    * INSERTs of rows (arrays in column order) through the driver, ROWS_PER_STATEMENT rows per statement,
    * each statement's rows bound as one JSON parameter; `suffix` follows (an upsert clause).
    */
-  private async insertValues(transaction: Transaction, table: string, columns: Columns, rows: readonly unknown[][], entity: string, suffix = ''): Promise<void> {
+  private async insertJsonRows(transaction: Transaction, table: string, columns: Columns, rows: readonly unknown[][], entity: string, suffix = ''): Promise<void> {
     const sql = this.raw.insertFromJson(table, columns, suffix);
     for (const chunk of chunks(rows, ROWS_PER_STATEMENT)) await this.raw.run(transaction, sql, [JSON.stringify(chunk)], entity);
+  }
+
+  /** Patients through the driver, every value bound on its own (see `RawSql.insertValues`); `suffix` as above. */
+  private async insertPatientRows(transaction: Transaction, patients: readonly Patient[], suffix = ''): Promise<void> {
+    for (const chunk of chunks(patients, ROWS_PER_STATEMENT)) {
+      const values: unknown[] = [];
+      for (const patient of chunk) this.map.pushPatientValues(patient, values);
+      await this.raw.run(transaction, this.raw.insertValues('patients', PATIENT_COLUMNS, chunk.length, suffix), values, 'patient');
+    }
   }
 
   private async findOne(model: StorageModel, where: WhereOptions, order?: [string, string][]): Promise<Row | undefined> {
@@ -389,7 +398,7 @@ class Repositories {
 
     const insertBatch = (batch: readonly Patient[]) =>
       this.atomic(async (transaction) => {
-        await this.insertValues(transaction, 'patients', PATIENT_COLUMNS, batch.map((patient) => this.map.patientValues(patient)), 'patient');
+        await this.insertPatientRows(transaction, batch);
         await this.insertKeys(batch, transaction);
       });
 
@@ -464,7 +473,7 @@ class Repositories {
           const missing = patients.find((patient) => stored.get(patient.id)?.accountId !== patient.accountId);
           if (missing) throw new CoreError('PATIENT_NOT_FOUND', `patient ${missing.id} not found`, { details: { id: missing.id } });
           // INSERT ... ON CONFLICT DO UPDATE: one multi-row statement per chunk replaces every column but the id.
-          await this.insertValues(transaction, 'patients', PATIENT_COLUMNS, patients.map((patient) => this.map.patientValues(patient)), 'patient', PATIENT_UPSERT);
+          await this.insertPatientRows(transaction, patients, PATIENT_UPSERT);
           // A matching row mostly keeps the blocking keys it had; only changed key sets are rewritten.
           await replaceKeys(patients.filter((patient) => stored.get(patient.id)!.matchKeys !== JSON.stringify(patient.matchKeys)), transaction);
         });
@@ -480,7 +489,7 @@ class Repositories {
 
   private async insertKeys(batch: readonly Patient[], transaction: Transaction): Promise<void> {
     const tuples = batch.flatMap((patient) => this.map.matchKeyValues(patient));
-    await this.insertValues(transaction, 'patient_match_keys', MATCH_KEY_COLUMNS, tuples, 'patient match key');
+    await this.insertJsonRows(transaction, 'patient_match_keys', MATCH_KEY_COLUMNS, tuples, 'patient match key');
   }
 
   bulkRequests(): BulkRequestRepository {
@@ -513,7 +522,7 @@ class Repositories {
         const tuples = lastByKey(outcomes, (outcome: BulkRowOutcome) => `${outcome.requestId}\u0000${outcome.rowIndex}`).map((outcome) =>
           this.map.bulkRowValues(outcome),
         );
-        await this.atomic((transaction) => this.insertValues(transaction, 'bulk_rows', BULK_ROW_COLUMNS, tuples, 'bulk row', BULK_ROW_UPSERT));
+        await this.atomic((transaction) => this.insertJsonRows(transaction, 'bulk_rows', BULK_ROW_COLUMNS, tuples, 'bulk row', BULK_ROW_UPSERT));
       },
       range: async (requestId, from, to) =>
         (await this.findAll(model, { request_id: requestId, row_index: { [Op.gte]: from, [Op.lt]: to } }, [['row_index', 'ASC']])).map((row) =>
