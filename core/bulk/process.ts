@@ -61,10 +61,11 @@ async function uploadRecords(deps: CoreDeps, request: BulkRequest): Promise<Asyn
  * job) never applies a row twice. Then writes the result CSV and completes the request.
  * A request that is not `processing` is left alone (the job is idempotent).
  *
- * Pipelined: while one batch is written, the next is read, validated and its candidates looked up.
- * Batches still commit one after the other, in file order, and a batch is matched only once the one
- * before it has committed, against its candidates plus what that batch wrote (which its lookup, made
- * meanwhile, may not have seen), so a row sees every patient the earlier rows created or changed.
+ * Pipelined, so the storage's writer seldom waits for this thread: while batch N is written, batch N+1
+ * is read, validated, looked up and matched, ready to be written the moment N commits. Batches commit one
+ * after the other, in file order. A lookup is made only once every batch but the one being written has
+ * committed, and matching patches in what that one writes, so a row sees every patient the earlier rows
+ * created or changed.
  */
 export async function processBulkRequest(deps: CoreDeps, requestId: string): Promise<void> {
   let request = await deps.storage.bulkRequests.getById(requestId);
@@ -83,17 +84,20 @@ export async function processBulkRequest(deps: CoreDeps, requestId: string): Pro
   let batch: PendingRow[] = [];
   // Batches start at fixed row indexes (0, BATCH, 2*BATCH...), so a resumed import names its parts as the first run did.
   const partStarts: number[] = [];
-  // The batch with the storage now; at most one, so memory holds two batches whatever the file size.
-  let applying: Promise<BulkRequest> | undefined;
+  // The last batch's write (chained after every earlier one) and the one before it: at most two batches
+  // are held, one being written and one matched, whatever the file size.
+  let lastWrite: Promise<BulkRequest> | undefined;
+  let writeBefore: Promise<BulkRequest> | undefined;
   const applyNext = async (rows: PendingRow[], header: HeaderLayout) => {
     const prepared = importer.prepare(rows, header);
-    const lookup = importer.lookUp(prepared);
-    // `apply` awaits it; should the previous batch fail first, its failure must not count as unhandled.
-    lookup.catch(() => undefined);
-    if (applying) request = await applying;
-    applying = importer.apply(prepared, lookup);
-    // Awaited before the next batch (or at the end); until then a failure must not count as unhandled.
-    applying.catch(() => undefined);
+    // Everything but the last batch has committed: the lookup misses at most what that one writes.
+    if (writeBefore) await writeBefore;
+    const decided = importer.decide(prepared, await importer.lookUp(prepared));
+    const previous = lastWrite;
+    writeBefore = previous;
+    lastWrite = (previous ?? Promise.resolve()).then(() => importer.write(decided));
+    // Awaited by the next batch (or at the end); until then a failure must not count as unhandled.
+    lastWrite.catch(() => undefined);
   };
   try {
     for await (const chunk of records) {
@@ -113,13 +117,11 @@ export async function processBulkRequest(deps: CoreDeps, requestId: string): Pro
       }
     }
     if (layout && batch.length > 0) await applyNext(batch, layout);
-    if (applying) request = await applying;
-    await importer.finish();
+    if (lastWrite) request = await lastWrite;
   } catch (error) {
-    // A batch still with the storage finishes (or fails) before the request is failed or the job retried.
-    const applyFailure = applying && (await applying.then(() => undefined, (failure: unknown) => failure));
-    await importer.finish().catch(() => undefined);
-    if (applyFailure) throw applyFailure;
+    // Batches still with the storage finish (or fail) before the request is failed or the job retried.
+    const writeFailure = lastWrite && (await lastWrite.then(() => undefined, (failure: unknown) => failure));
+    if (writeFailure) throw writeFailure;
     // The file passed the upload check, so a CSV error here means the stored bytes changed: unrecoverable.
     if (isCoreError(error) && (error.code === 'CSV_INVALID' || error.code === 'CSV_TOO_MANY_ROWS')) {
       await failBulkRequest(deps, importer.current, error.message);
@@ -130,15 +132,22 @@ export async function processBulkRequest(deps: CoreDeps, requestId: string): Pro
   await completeBulkRequest(deps, request, partStarts);
 }
 
+/** A batch matched and ready to write: its patients, its outcomes, and its result part being stored. */
+interface DecidedBatch {
+  created: Patient[];
+  updated: Patient[];
+  outcomes: BulkRowOutcome[];
+  failed: number;
+  part: Promise<void>;
+}
+
 /** Applies batches of rows of one request; caches what does not change between batches. */
 class RowImporter {
   private readonly knownFacilities = new Map<string, boolean>();
   private readonly knownCohorts = new Map<string, boolean>();
   private readonly today: string;
-  /** What the last applied batch wrote: a lookup made while it was being written may predate it. */
+  /** What the last matched batch writes: the next batch's lookup may be made before it commits. */
   private lastWritten: Patient[] = [];
-  /** The result part of the last applied batch, being written. */
-  private partWrite: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly deps: CoreDeps,
@@ -148,17 +157,12 @@ class RowImporter {
     this.knownFacilities.set(request.facilityId, true);
   }
 
-  /** Waits for the last result part to be stored. */
-  async finish(): Promise<void> {
-    await this.partWrite;
-  }
-
   /** The request as last committed. */
   get current(): BulkRequest {
     return this.request;
   }
 
-  /** Validation and blocking keys: pure work, done while the previous batch is with the storage. */
+  /** Validation and blocking keys: work that needs no storage. */
   prepare(rows: readonly PendingRow[], layout: HeaderLayout): PreparedBatch {
     const invalid: BulkRowOutcome[] = [];
     const valid: PreparedBatch['valid'] = [];
@@ -176,7 +180,7 @@ class RowImporter {
 
   /**
    * Reads what matching the batch needs: the facilities and cohorts its rows name, and the stored patients
-   * sharing a blocking key with a row. May run while the previous batch is being written.
+   * sharing a blocking key with a row.
    */
   async lookUp(batch: PreparedBatch): Promise<Patient[]> {
     await this.learnReferences(batch.valid.map((v) => v.row));
@@ -186,18 +190,18 @@ class RowImporter {
   }
 
   /**
-   * Matches the batch against its looked-up candidates and commits its patients and outcomes. Call in
-   * file order, each once the previous batch has committed.
+   * Matches the batch's rows, in file order, against the patients looked up for it plus what the previous
+   * batch writes (its lookup may predate that batch's commit), and starts storing its result part.
+   * Call in file order.
    */
-  async apply(batch: PreparedBatch, lookup: Promise<Patient[]>): Promise<BulkRequest> {
+  decide(batch: PreparedBatch, found: readonly Patient[]): DecidedBatch {
     const { deps } = this;
     const accountId = this.request.accountId;
     const outcomes: BulkRowOutcome[] = batch.invalid;
     const { valid, rows, layout } = batch;
 
     const candidates = new CandidateIndex();
-    for (const patient of await lookup) candidates.add(patient);
-    // The previous batch's patients as it wrote them, whatever the lookup saw of them.
+    for (const patient of found) candidates.add(patient);
     for (const patient of this.lastWritten) candidates.put(patient);
     const now = nowIso(deps.clock);
     const created = new Map<string, Patient>();
@@ -242,42 +246,51 @@ class RowImporter {
 
     outcomes.sort((a, b) => a.rowIndex - b.rowIndex);
     const width = layout.original.length;
-    const failedCount = outcomes.filter((o) => o.status === 'failed').length;
-    const next: BulkRequest = {
-      ...this.request,
-      processed: this.request.processed + outcomes.length,
-      succeeded: this.request.succeeded + outcomes.length - failedCount,
-      failed: this.request.failed + failedCount,
-      updatedAt: now,
-    };
-    // A batch's result part is written while the batch commits and the next one is matched; it is
-    // awaited with the next commit (or by `finish`). A crash in between either replays the batch
-    // (rewriting the part) or leaves a committed batch without its part, and completion then rebuilds the
-    // result from the stored outcomes instead.
-    const previousPart = this.partWrite;
-    this.partWrite = writeResultPart(
+    // Stored while the batch waits for its turn and is written. A crash in between either replays the
+    // batch (rewriting the part) or leaves a committed batch without its part, and completion then
+    // rebuilds the result from the stored outcomes instead.
+    const part = writeResultPart(
       deps,
       this.request,
       rows[0]!.rowIndex,
       rows.map((pending, i) => resultLine(pending.cells, width, outcomes[i])),
     );
-    this.partWrite.catch(() => undefined);
-    const [, stored] = await Promise.all([
-      previousPart,
-      deps.storage.transaction(async (tx) => {
-        if (created.size > 0) await tx.patients.insertMany([...created.values()]);
-        if (updated.size > 0) await tx.patients.updateMany([...updated.values()]);
-        await tx.bulkRows.putMany(outcomes);
-        return tx.bulkRequests.updateIfStatus(next, 'processing');
-      }),
-    ]);
+    part.catch(() => undefined);
+    const decided: DecidedBatch = {
+      created: [...created.values()],
+      updated: [...updated.values()],
+      outcomes,
+      failed: outcomes.filter((o) => o.status === 'failed').length,
+      part,
+    };
+    this.lastWritten = [...decided.created, ...decided.updated];
+    return decided;
+  }
+
+  /** Commits a matched batch: its patients, its outcomes and the request's counts together. Call in file order. */
+  async write(batch: DecidedBatch): Promise<BulkRequest> {
+    const { outcomes, created, updated, failed } = batch;
+    const next: BulkRequest = {
+      ...this.request,
+      processed: this.request.processed + outcomes.length,
+      succeeded: this.request.succeeded + outcomes.length - failed,
+      failed: this.request.failed + failed,
+      updatedAt: nowIso(this.deps.clock),
+    };
+    const stored = await this.deps.storage.transaction(async (tx) => {
+      if (created.length > 0) await tx.patients.insertMany(created);
+      if (updated.length > 0) await tx.patients.updateMany(updated);
+      await tx.bulkRows.putMany(outcomes);
+      return tx.bulkRequests.updateIfStatus(next, 'processing');
+    });
     if (!stored) throw new CoreError('CONFLICT', `Bulk request ${this.request.id} left processing while rows were applied`);
     this.request = stored;
-    this.lastWritten = [...created.values(), ...updated.values()];
+    await batch.part;
     return stored;
   }
 
   private failed(rowIndex: number, reason: string): BulkRowOutcome {
+
     return { requestId: this.request.id, rowIndex, status: 'failed', reason };
   }
 
