@@ -37,7 +37,27 @@ import { Table, TableOverlay, type IndexSpec, type TableView } from './table.js'
 /** Joins key parts; NUL never occurs in ids, so the joined key is unambiguous. */
 const key = (...parts: (string | number)[]): string => parts.join('\u0000');
 
-const copy = <T>(value: T): T => structuredClone(value);
+/**
+ * A deep copy of a stored record. Records are plain data (objects, arrays, strings, numbers, booleans,
+ * null; timestamps are ISO strings), so a recursive copy does what structuredClone did, at a fraction of
+ * the cost: structuredClone took ~15 µs per patient, most of an in-memory bulk import's storage time.
+ */
+function copy<T>(value: T): T {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) {
+    const array: unknown[] = new Array(value.length);
+    for (let i = 0; i < value.length; i++) array[i] = copy(value[i]);
+    return array as T;
+  }
+  const object: Record<string, unknown> = {};
+  for (const key in value) {
+    const field = copy((value as Record<string, unknown>)[key]);
+    // A JSON-parsed FHIR resource may own a `__proto__` key: keep it a key, as structuredClone did.
+    if (key === '__proto__') Object.defineProperty(object, key, { value: field, enumerable: true, writable: true, configurable: true });
+    else object[key] = field;
+  }
+  return object as T;
+}
 
 interface Timestamped {
   id: string;
@@ -501,7 +521,7 @@ interface Engine {
 
 /**
  * The storage port on in-process Maps: the sandbox host's storage and the reference the contract suite is
- * written against. Every record goes in and out as a structured clone.
+ * written against. Every record goes in and out as a deep copy.
  *
  * `transaction(work)` runs `work` against a copy-on-write overlay of every table: nothing it writes is
  * visible outside until it returns, and a throw drops the overlay, so rollback costs nothing. Transactions

@@ -108,12 +108,20 @@ const DELETED = Symbol('deleted');
 /**
  * A transaction's private view of a table: reads see the table plus the transaction's own writes; the
  * table sees nothing until `commit`.
+ *
+ * The overlay's own indexes are brought up to date only when an index is read: a batch of writes that is
+ * never looked up by index inside its transaction (a bulk import's) is indexed once, by the table at
+ * commit, rather than twice.
  */
 export class TableOverlay<T> implements TableView<T> {
   private readonly writes = new Map<string, T | typeof DELETED>();
   /** The base row each written key had when the transaction first wrote it (undefined: absent). */
   private readonly baseSeen = new Map<string, T | undefined>();
   private readonly indexes: Map<string, SecondaryIndex<T>>;
+  /** The version of each written row the overlay's indexes hold. */
+  private readonly indexed = new Map<string, T>();
+  /** Keys written since the indexes were last brought up to date. */
+  private readonly unindexed = new Set<string>();
 
   constructor(private readonly base: Table<T>) {
     this.indexes = buildIndexes(base.spec);
@@ -126,6 +134,7 @@ export class TableOverlay<T> implements TableView<T> {
   }
 
   keysBy(index: string, indexKey: string): string[] {
+    this.updateIndexes();
     const keys: string[] = [];
     for (const key of this.base.keySetBy(index, indexKey)) if (!this.writes.has(key)) keys.push(key);
     for (const key of indexOf(this.indexes, index).lookup(indexKey)) keys.push(key);
@@ -139,16 +148,15 @@ export class TableOverlay<T> implements TableView<T> {
 
   set(key: string, row: T): void {
     this.remember(key);
-    this.unindex(key);
     this.writes.set(key, row);
-    for (const index of this.indexes.values()) index.add(key, row);
+    this.unindexed.add(key);
   }
 
   delete(key: string): boolean {
     if (this.get(key) === undefined) return false;
     this.remember(key);
-    this.unindex(key);
     this.writes.set(key, DELETED);
+    this.unindexed.add(key);
     return true;
   }
 
@@ -175,8 +183,18 @@ export class TableOverlay<T> implements TableView<T> {
     if (!this.baseSeen.has(key)) this.baseSeen.set(key, this.base.get(key));
   }
 
-  private unindex(key: string): void {
-    const written = this.writes.get(key);
-    if (written !== undefined && written !== DELETED) for (const index of this.indexes.values()) index.remove(key, written);
+  private updateIndexes(): void {
+    for (const key of this.unindexed) {
+      const previous = this.indexed.get(key);
+      if (previous !== undefined) for (const index of this.indexes.values()) index.remove(key, previous);
+      const written = this.writes.get(key);
+      if (written === undefined || written === DELETED) {
+        this.indexed.delete(key);
+      } else {
+        for (const index of this.indexes.values()) index.add(key, written);
+        this.indexed.set(key, written);
+      }
+    }
+    this.unindexed.clear();
   }
 }
