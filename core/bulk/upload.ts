@@ -89,6 +89,75 @@ async function checkAndKeepRecords(deps: Pick<CoreDeps, 'blob'>, source: AsyncIt
   return check!;
 }
 
+/** Chunks one branch of `tee` may run ahead of the other before it waits. */
+const TEE_MAX_AHEAD = 16;
+
+/**
+ * Two streams of the same chunks, read from `source` once: each branch moves at its own pace, the
+ * faster at most TEE_MAX_AHEAD chunks ahead. A branch that stops early (its reader returns) stops
+ * holding the other back; a failing source fails both.
+ */
+function tee(source: AsyncIterable<Uint8Array>): [AsyncIterable<Uint8Array>, AsyncIterable<Uint8Array>] {
+  const iterator = source[Symbol.asyncIterator]();
+  const queues: Uint8Array[][] = [[], []];
+  const open = [true, true];
+  let ended = false;
+  let failure: { error: unknown } | undefined;
+  let pulling: Promise<void> | undefined;
+  let wakeUp: (() => void) | undefined;
+  const wake = () => {
+    wakeUp?.();
+    wakeUp = undefined;
+  };
+
+  const pull = (): Promise<void> =>
+    (pulling ??= (async () => {
+      try {
+        const next = await iterator.next();
+        if (next.done) ended = true;
+        else for (const branch of [0, 1]) if (open[branch]) queues[branch]!.push(next.value);
+      } catch (error) {
+        failure = { error };
+      } finally {
+        pulling = undefined;
+      }
+    })());
+
+  async function* branch(self: number): AsyncGenerator<Uint8Array> {
+    const other = 1 - self;
+    try {
+      for (;;) {
+        const queued = queues[self]!.shift();
+        if (queued) {
+          wake();
+          yield queued;
+          continue;
+        }
+        if (failure) throw failure.error;
+        if (ended) return;
+        if (open[other] && queues[other]!.length >= TEE_MAX_AHEAD) {
+          await new Promise<void>((resolve) => (wakeUp = resolve));
+          continue;
+        }
+        await pull();
+      }
+    } finally {
+      open[self] = false;
+      queues[self] = [];
+      wake();
+      // Neither branch reads any more: let the source release what it holds.
+      if (!open[other] && !ended && !failure) await iterator.return?.();
+    }
+  }
+  return [branch(0), branch(1)];
+}
+
+async function* chunksOf(body: UploadInput['body']): AsyncGenerator<Uint8Array> {
+  if (typeof body === 'string') yield new TextEncoder().encode(body);
+  else if (body instanceof Uint8Array) yield body;
+  else yield* body;
+}
+
 export interface UploadInput {
   contentType: string | undefined;
   body: AsyncIterable<Uint8Array> | Uint8Array | string;
@@ -111,21 +180,25 @@ export async function acceptUpload(deps: CoreDeps, account: Account, requestId: 
 
   // A fresh key per attempt: two racing uploads never overwrite each other's bytes.
   const uploadKey = `${account.id}/bulk/${requestId}/upload-${deps.ids.next()}.csv`;
-  await deps.blob.put(uploadKey, input.body, { contentType: 'text/csv' });
-
-  let check: FileCheck | CoreError;
-  try {
-    const stream = await deps.blob.stream(uploadKey);
-    if (!stream) throw new Error('stored upload vanished');
-    check = await checkAndKeepRecords(deps, stream, uploadKey);
-  } catch (error) {
-    if (!isCoreError(error)) {
-      await deps.blob.delete(uploadKey);
-      await deps.blob.delete(recordsKeyOf(uploadKey));
-      throw error;
-    }
-    check = error;
+  // Stored and checked as it arrives: the check (a full parse) runs while the bytes come in and go to disk.
+  const [toStore, toCheck] = tee(chunksOf(input.body));
+  const checking = checkAndKeepRecords(deps, toCheck, uploadKey).then(
+    (result): FileCheck | { error: unknown } => result,
+    (error: unknown) => ({ error }),
+  );
+  const storeFailure = await deps.blob.put(uploadKey, toStore, { contentType: 'text/csv' }).then(
+    () => undefined,
+    (error: unknown) => ({ error }),
+  );
+  const checked = await checking;
+  // Storing comes first: an upload that never arrived whole (too large, cut off) is refused as it was.
+  const failure = storeFailure ?? ('error' in checked && !isCoreError(checked.error) ? checked : undefined);
+  if (failure) {
+    await deps.blob.delete(uploadKey);
+    await deps.blob.delete(recordsKeyOf(uploadKey));
+    throw failure.error;
   }
+  const check: FileCheck | CoreError = 'error' in checked ? (checked.error as CoreError) : checked;
 
   const now = nowIso(deps.clock);
   if (check instanceof CoreError) {
