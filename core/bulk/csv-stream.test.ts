@@ -1,6 +1,8 @@
+import { parse } from 'csv-parse/sync';
+import { stringify } from 'csv-stringify/sync';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { csvRecords, RecordsWriter, storedRecordChunks } from './csv-stream.js';
+import { csvRecordChunks, csvRecords, RecordsWriter, storedRecordChunks } from './csv-stream.js';
 
 /** The bytes cut at the given offsets (sorted, deduplicated), as a blob stream might deliver them. */
 async function* cutAt(bytes: Uint8Array, offsets: number[]): AsyncGenerator<Uint8Array> {
@@ -74,5 +76,39 @@ describe('stored records', () => {
     for await (const record of csvRecords(cutAt(new TextEncoder().encode(csv), [9]))) parsed.push(record);
     expect(parsed).toHaveLength(3);
     expect(await read(cutAt(write(parsed), [5, 17, 40]))).toEqual(parsed);
+  });
+});
+
+async function parsed(stream: AsyncIterable<Uint8Array>): Promise<string[][]> {
+  const records: string[][] = [];
+  for await (const chunk of csvRecordChunks(stream)) records.push(...chunk);
+  return records;
+}
+
+describe('csvRecordChunks', () => {
+  test('property: however the bytes are cut (inside a multi-byte letter, a quoted cell, a CRLF), the records are csv-parse\'s of the whole text', async () => {
+    const cell = fc.oneof(fc.string({ unit: 'grapheme', maxLength: 8 }), fc.constantFrom('é', 'Zoë', '😀', 'a,b', 'say "hi"', 'two\nlines', 'cr\r\nlf', ' '));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.array(cell, { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 20 }),
+        fc.array(fc.nat(), { maxLength: 10 }),
+        async (rows, cuts) => {
+          const text = stringify(rows, { record_delimiter: '\r\n', quote_record_delimiter: true });
+          const bytes = new TextEncoder().encode(text);
+          const expected = (parse(text, { relax_column_count: true, skip_empty_lines: true }) as string[][]).filter((row) => !row.every((c) => c.trim() === ''));
+          expect(await parsed(cutAt(bytes, cuts.map((cut) => cut % (bytes.length + 1))))).toEqual(expected);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  test('refuses what is not CSV text: invalid UTF-8 (also cut off at the very end), NUL, an unclosed quote', async () => {
+    const encode = (text: string) => new TextEncoder().encode(text);
+    const cutLetter = encode('a,b\nc,é');
+    await expect(parsed(cutAt(cutLetter.slice(0, cutLetter.length - 1), [2]))).rejects.toMatchObject({ code: 'CSV_INVALID', message: expect.stringContaining('UTF-8') });
+    await expect(parsed(cutAt(new Uint8Array([0x61, 0x2c, 0xff, 0x0a]), []))).rejects.toMatchObject({ code: 'CSV_INVALID', message: expect.stringContaining('UTF-8') });
+    await expect(parsed(cutAt(encode('a,b\nc,\u0000d\n'), [3]))).rejects.toMatchObject({ code: 'CSV_INVALID', message: expect.stringContaining('binary') });
+    await expect(parsed(cutAt(encode('a,b\nc,"never closed\n'), [5]))).rejects.toMatchObject({ code: 'CSV_INVALID', message: expect.stringContaining('never closed') });
   });
 });

@@ -7,7 +7,7 @@ import { formatReason, validateRow } from '../csv/validate-row.js';
 import { matchKeysFor } from '../matching/block.js';
 import { decideMatch, demographicsOfPatient, demographicsOfRow } from '../matching/decide.js';
 import { nowIso, todayIso } from '../time.js';
-import { csvRecords, storedRecordChunks } from './csv-stream.js';
+import { csvRecordChunks, storedRecordChunks } from './csv-stream.js';
 import { nextStatus } from './machine.js';
 import { notifyBulkStatus } from './notify.js';
 import { recordsKeyOf } from './upload.js';
@@ -50,9 +50,7 @@ async function uploadRecords(deps: CoreDeps, request: BulkRequest): Promise<Asyn
   }
   const source = await deps.blob.stream(request.uploadKey);
   if (!source) return undefined;
-  return (async function* () {
-    for await (const record of csvRecords(source)) yield [record];
-  })();
+  return csvRecordChunks(source);
 }
 
 /**
@@ -337,7 +335,8 @@ class RowImporter {
  * changed by an earlier row is what a later row sees (DESIGN: domain rules).
  */
 class CandidateIndex {
-  private readonly byKey = new Map<string, Map<string, Patient>>();
+  /** Blocking key -> ids of the patients holding it (a few at most: plain arrays, not a Map per key). */
+  private readonly byKey = new Map<string, string[]>();
   private readonly byId = new Map<string, Patient>();
 
   get(id: string): Patient | undefined {
@@ -345,22 +344,26 @@ class CandidateIndex {
   }
 
   around(keys: readonly string[]): Patient[] {
-    const seen = new Map<string, Patient>();
-    for (const key of keys) for (const [id, patient] of this.byKey.get(key) ?? []) seen.set(id, patient);
-    return [...seen.values()];
+    const ids: string[] = [];
+    for (const key of keys) for (const id of this.byKey.get(key) ?? []) if (!ids.includes(id)) ids.push(id);
+    return ids.map((id) => this.byId.get(id)!);
   }
 
   add(patient: Patient): void {
     this.byId.set(patient.id, patient);
     for (const key of patient.matchKeys) {
-      let bucket = this.byKey.get(key);
-      if (!bucket) this.byKey.set(key, (bucket = new Map()));
-      bucket.set(patient.id, patient);
+      const bucket = this.byKey.get(key);
+      if (!bucket) this.byKey.set(key, [patient.id]);
+      else if (!bucket.includes(patient.id)) bucket.push(patient.id);
     }
   }
 
   replace(previous: Patient, next: Patient): void {
-    for (const key of previous.matchKeys) this.byKey.get(key)?.delete(previous.id);
+    for (const key of previous.matchKeys) {
+      const bucket = this.byKey.get(key);
+      const at = bucket ? bucket.indexOf(previous.id) : -1;
+      if (at >= 0) bucket!.splice(at, 1);
+    }
     this.add(next);
   }
 

@@ -50,16 +50,18 @@ const NEEDS_QUOTES = /[",\r\n]/;
  * before, csv-stringify leaves a lone LF unquoted, so a multi-line cell broke its result row.)
  */
 export function csvText(lines: readonly (readonly string[])[]): string {
-  let text = '';
-  for (const line of lines) {
+  const texts: string[] = new Array(lines.length + 1);
+  for (let l = 0; l < lines.length; l++) {
+    const line = lines[l]!;
+    const cells: string[] = new Array(line.length);
     for (let i = 0; i < line.length; i++) {
       const cell = line[i]!;
-      if (i > 0) text += ',';
-      text += NEEDS_QUOTES.test(cell) ? `"${cell.replaceAll('"', '""')}"` : cell;
+      cells[i] = NEEDS_QUOTES.test(cell) ? `"${cell.replaceAll('"', '""')}"` : cell;
     }
-    text += '\r\n';
+    texts[l] = cells.join(',');
   }
-  return text;
+  texts[lines.length] = '';
+  return texts.join('\r\n');
 }
 
 function csvBytes(lines: readonly (readonly string[])[]): Uint8Array {

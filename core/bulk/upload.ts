@@ -3,7 +3,7 @@ import type { Account, BulkRequest } from '../domain/types.js';
 import { CoreError, isCoreError } from '../errors.js';
 import { headerProblem, layoutHeader } from '../csv/header.js';
 import { nowIso } from '../time.js';
-import { csvRecords, MAX_BULK_ROWS, RecordsWriter } from './csv-stream.js';
+import { csvRecordChunks, MAX_BULK_ROWS, RecordsWriter } from './csv-stream.js';
 import { nextStatus } from './machine.js';
 import { notifyBulkStatus } from './notify.js';
 import { BULK_JOB, expireIfDue } from './start.js';
@@ -63,7 +63,7 @@ class FileChecker {
  */
 export async function checkCsvFile(source: AsyncIterable<Uint8Array>): Promise<FileCheck> {
   const checker = new FileChecker();
-  for await (const record of csvRecords(source)) checker.accept(record);
+  for await (const records of csvRecordChunks(source)) for (const record of records) checker.accept(record);
   return checker.finish();
 }
 
@@ -76,10 +76,12 @@ async function checkAndKeepRecords(deps: Pick<CoreDeps, 'blob'>, source: AsyncIt
   let check: FileCheck | undefined;
   async function* storedRecords(): AsyncGenerator<Uint8Array> {
     const writer = new RecordsWriter();
-    for await (const record of csvRecords(source)) {
-      checker.accept(record);
-      const chunk = writer.add(record);
-      if (chunk) yield chunk;
+    for await (const records of csvRecordChunks(source)) {
+      for (const record of records) {
+        checker.accept(record);
+        const chunk = writer.add(record);
+        if (chunk) yield chunk;
+      }
     }
     check = checker.finish();
     const tail = writer.flush();
