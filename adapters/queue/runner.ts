@@ -28,6 +28,12 @@ export interface QueueRunnerOptions {
   /** Longest sleep between polls when nothing is due. 1 s unless told. */
   pollMs?: number;
   logger?: RunnerLogger;
+  /**
+   * Called after each job's outcome is recorded (done, or failed whether retried or dead). Lets a host
+   * start what a job may have made due at once, e.g. wake its webhook delivery loop when an import has
+   * stored its `completed` message, instead of waiting for the loop's next poll. Must not throw.
+   */
+  onJobFinished?: (job: ClaimedJob, outcome: 'done' | 'failed') => void;
 }
 
 const silent: RunnerLogger = { info() {}, warn() {}, error() {} };
@@ -73,6 +79,7 @@ export class QueueRunner {
   private readonly leaseMs: number;
   private readonly pollMs: number;
   private readonly logger: RunnerLogger;
+  private readonly onJobFinished: QueueRunnerOptions['onJobFinished'];
 
   private readonly inFlight = new Set<Promise<void>>();
   private loop: Promise<void> | undefined;
@@ -89,6 +96,7 @@ export class QueueRunner {
     this.leaseMs = options.leaseMs ?? 60_000;
     this.pollMs = options.pollMs ?? 1_000;
     this.logger = options.logger ?? silent;
+    this.onJobFinished = options.onJobFinished;
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new RangeError('QueueRunner: concurrency must be a positive integer');
     if (!Number.isInteger(this.leaseMs) || this.leaseMs < 1) throw new RangeError('QueueRunner: leaseMs must be a positive integer');
     if (!(this.pollMs > 0)) throw new RangeError('QueueRunner: pollMs must be positive');
@@ -229,6 +237,7 @@ export class QueueRunner {
     }
     if (!outcome.ok) {
       await this.recordFailure(job, outcome.error, fields);
+      this.notifyFinished(job, 'failed');
       return;
     }
     try {
@@ -237,6 +246,15 @@ export class QueueRunner {
     } catch (error) {
       // The lease will expire and the job run again: handlers are idempotent, so at-least-once holds.
       this.logger.error({ ...fields, error: describe(error) }, 'could not mark a job done');
+    }
+    this.notifyFinished(job, 'done');
+  }
+
+  private notifyFinished(job: ClaimedJob, outcome: 'done' | 'failed'): void {
+    try {
+      this.onJobFinished?.(job, outcome);
+    } catch (error) {
+      this.logger.warn({ jobId: job.id, type: job.type, error: describe(error) }, 'onJobFinished threw');
     }
   }
 
