@@ -226,7 +226,10 @@ class RowImporter {
       }
       const facilityId = row.facilityId ?? this.request.facilityId;
       if (decision.kind === 'created') {
-        const patient = newPatientFromRow(row, { id: deps.ids.next(), accountId, facilityId, now, matchKeys: keys });
+        // A dry run's patients only live in this batch's matching and are never stored or shown: a local
+        // id does, at a fraction of a UUID v7's cost.
+        const id = this.request.dryRun ? `dry-run-${rowIndex}` : deps.ids.next();
+        const patient = newPatientFromRow(row, { id, accountId, facilityId, now, matchKeys: keys });
         candidates.add(patient);
         if (!this.request.dryRun) created.set(patient.id, patient);
         outcomes.push(this.succeeded(rowIndex, 'created', patient.id));
