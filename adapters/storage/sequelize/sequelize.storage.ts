@@ -40,13 +40,20 @@ const ROWS_PER_STATEMENT = 1_000;
 /** Values per `IN (...)` list. */
 const IDS_PER_STATEMENT = 500;
 
-/** ` ON CONFLICT (key) DO UPDATE SET column = excluded.column, ...`: the same text on SQLite and PostgreSQL. */
-function upsertClause(keys: readonly string[], columns: Columns): string {
-  const updates = columns.filter(([column]) => !keys.includes(column)).map(([column]) => `${column} = excluded.${column}`);
+/**
+ * ` ON CONFLICT (key) DO UPDATE SET column = excluded.column, ...`: the same text on SQLite and PostgreSQL.
+ * `unchanged` columns are left out of the SET: SQLite rewrites the entries of every index on a column
+ * the SET names, changed or not.
+ */
+function upsertClause(keys: readonly string[], columns: Columns, unchanged: readonly string[] = []): string {
+  const updates = columns
+    .filter(([column]) => !keys.includes(column) && !unchanged.includes(column))
+    .map(([column]) => `${column} = excluded.${column}`);
   return ` ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${updates.join(', ')}`;
 }
 
-const PATIENT_UPSERT = upsertClause(['id'], PATIENT_COLUMNS);
+// updateMany checks each patient is the stored one's account before writing: account_id never changes.
+const PATIENT_UPSERT = upsertClause(['id'], PATIENT_COLUMNS, ['account_id']);
 const BULK_ROW_UPSERT = upsertClause(['request_id', 'row_index'], BULK_ROW_COLUMNS);
 
 const OLDEST_FIRST: [string, string][] = [
