@@ -10,14 +10,17 @@ import { nowIso, todayIso } from '../time.js';
 import { csvRecordChunks, storedRecordChunks } from './csv-stream.js';
 import { nextStatus } from './machine.js';
 import { notifyBulkStatus } from './notify.js';
-import { recordsKeyOf } from './upload.js';
-import { assembleResultCsv, resultDownloadUrl, resultLine, writeResultHeaderPart, writeResultPart } from './result.js';
+import { legacyRecordsKeyOf, recordsKeyOf } from './upload.js';
+import { csvLine, csvLineCells } from './csv-text.js';
+import { assembleResultCsv, resultDownloadUrl, resultLineText, writeResultHeaderPart, writeResultPart } from './result.js';
 
 /** Rows applied per transaction: large enough to amortise a commit, small enough to resume cheaply. */
 export const BULK_BATCH_SIZE = 1_000;
 
 interface PendingRow {
   rowIndex: number;
+  /** The record as `csvLine` writes it: its result row repeats this text. */
+  line: string;
   cells: string[];
 }
 
@@ -31,10 +34,11 @@ interface PreparedBatch {
 }
 
 /**
- * The records of the upload, header first, a chunk at a time: the ones the upload check stored (see
- * `recordsKeyOf`), or, when those are gone (an upload accepted before they existed), the CSV parsed again.
+ * The records of the upload as their lines (`csvLine`), header first, a chunk at a time: the ones the
+ * upload check stored (see `recordsKeyOf`), or, when those are gone (an upload accepted before they
+ * existed), the CSV parsed again.
  */
-async function uploadRecords(deps: CoreDeps, request: BulkRequest): Promise<AsyncIterable<string[][]> | undefined> {
+async function uploadRecords(deps: CoreDeps, request: BulkRequest): Promise<AsyncIterable<string[]> | undefined> {
   const recordsKey = recordsKeyOf(request.uploadKey);
   const stored = await deps.blob.stream(recordsKey);
   if (stored) {
@@ -50,7 +54,9 @@ async function uploadRecords(deps: CoreDeps, request: BulkRequest): Promise<Asyn
   }
   const source = await deps.blob.stream(request.uploadKey);
   if (!source) return undefined;
-  return csvRecordChunks(source);
+  return (async function* () {
+    for await (const records of csvRecordChunks(source)) yield records.map(csvLine);
+  })();
 }
 
 /**
@@ -99,14 +105,15 @@ export async function processBulkRequest(deps: CoreDeps, requestId: string): Pro
   };
   try {
     for await (const chunk of records) {
-      for (const cells of chunk) {
+      for (const line of chunk) {
         if (!layout) {
+          const cells = csvLineCells(line);
           layout = layoutHeader(cells);
           await writeResultHeaderPart(deps, request, cells);
           continue;
         }
         if (rowIndex % BULK_BATCH_SIZE === 0) partStarts.push(rowIndex);
-        if (rowIndex >= resumeAt) batch.push({ rowIndex, cells });
+        if (rowIndex >= resumeAt) batch.push({ rowIndex, line, cells: csvLineCells(line) });
         rowIndex++;
         if (rowIndex % BULK_BATCH_SIZE === 0 && batch.length > 0) {
           await applyNext(batch, layout);
@@ -250,12 +257,12 @@ class RowImporter {
     // Stored while the batch waits for its turn and is written. A crash in between either replays the
     // batch (rewriting the part) or leaves a committed batch without its part, and completion then
     // rebuilds the result from the stored outcomes instead.
-    const part = writeResultPart(
-      deps,
-      this.request,
-      rows[0]!.rowIndex,
-      rows.map((pending, i) => resultLine(pending.cells, width, outcomes[i])),
-    );
+    let text = '';
+    for (let i = 0; i < rows.length; i++) {
+      const { line, cells } = rows[i]!;
+      text += resultLineText(line, cells.length, width, outcomes[i]) + '\r\n';
+    }
+    const part = writeResultPart(deps, this.request, rows[0]!.rowIndex, text);
     part.catch(() => undefined);
     const decided: DecidedBatch = {
       created: [...created.values()],
@@ -452,6 +459,7 @@ async function completeBulkRequest(deps: CoreDeps, request: BulkRequest, partSta
   });
   // The parsed records were for the import only; the upload itself stays.
   await deps.blob.delete(recordsKeyOf(request.uploadKey));
+  await deps.blob.delete(legacyRecordsKeyOf(request.uploadKey));
 }
 
 /** processing -> failed with a reason and the `failed` webhook, atomically. A no-op if it already left processing. */

@@ -3,6 +3,11 @@ import type { BulkRequest, BulkRowOutcome } from '../domain/types.js';
 import { CoreError } from '../errors.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { csvRecords } from './csv-stream.js';
+import { csvCell, csvText } from './csv-text.js';
+
+// csv-stringify, used before, ran at 10 ms per 1,000 result rows on the import's main thread, and with
+// `record_delimiter` alone left a lone LF unquoted, so a multi-line cell broke its result row.
+export { csvText };
 
 /** PRODUCT: Limits — result CSV URL validity, 600 seconds. */
 export const RESULT_URL_VALIDITY_MS = 600_000;
@@ -40,28 +45,15 @@ export function resultLine(cells: readonly string[], width: number, outcome: Bul
   return line;
 }
 
-const NEEDS_QUOTES = /[",\r\n]/;
-
 /**
- * RFC 4180 text of the lines, CRLF after each: a cell holding a comma, a quote or a line break (CR or LF
- * alone too) is quoted, its quotes doubled. The same bytes as csv-stringify with `record_delimiter: '\r\n'`
- * and `quote_record_delimiter: true` (a test holds them equal), about seven times faster: csv-stringify ran
- * at 10 ms per 1,000 result rows, on the import's main thread. (With `record_delimiter` alone, as used
- * before, csv-stringify leaves a lone LF unquoted, so a multi-line cell broke its result row.)
+ * The text of `resultLine(cells, width, outcome)` from the cells' line as `csvLine` wrote it and their
+ * count: the input cells are not quoted a second time.
  */
-export function csvText(lines: readonly (readonly string[])[]): string {
-  const texts: string[] = new Array(lines.length + 1);
-  for (let l = 0; l < lines.length; l++) {
-    const line = lines[l]!;
-    const cells: string[] = new Array(line.length);
-    for (let i = 0; i < line.length; i++) {
-      const cell = line[i]!;
-      cells[i] = NEEDS_QUOTES.test(cell) ? `"${cell.replaceAll('"', '""')}"` : cell;
-    }
-    texts[l] = cells.join(',');
-  }
-  texts[lines.length] = '';
-  return texts.join('\r\n');
+export function resultLineText(line: string, cellCount: number, width: number, outcome: BulkRowOutcome | undefined): string {
+  let text = line;
+  for (let i = cellCount; i < width; i++) text += ',';
+  if (outcome) return `${text},${csvCell(outcome.patientId ?? '')},${outcome.status},${csvCell(outcome.reason ?? '')}`;
+  return `${text},,failed,row was not processed`;
 }
 
 function csvBytes(lines: readonly (readonly string[])[]): Uint8Array {
@@ -76,13 +68,9 @@ export async function writeResultHeaderPart(deps: Pick<CoreDeps, 'blob'>, reques
   await deps.blob.put(partKey(request, 'header'), csvBytes([[...header, ...RESULT_COLUMNS]]), { contentType: 'text/csv' });
 }
 
-export async function writeResultPart(
-  deps: Pick<CoreDeps, 'blob'>,
-  request: BulkRequest,
-  firstRowIndex: number,
-  lines: readonly (readonly string[])[],
-): Promise<void> {
-  await deps.blob.put(partKey(request, firstRowIndex), csvBytes(lines), { contentType: 'text/csv' });
+/** Stores a batch's part: `text` holds its result lines (`resultLineText`), CRLF after each. */
+export async function writeResultPart(deps: Pick<CoreDeps, 'blob'>, request: BulkRequest, firstRowIndex: number, text: string): Promise<void> {
+  await deps.blob.put(partKey(request, firstRowIndex), encoder.encode(text), { contentType: 'text/csv' });
 }
 
 /**

@@ -27,6 +27,14 @@ export interface FileCheck {
  * does not parse the CSV again. Derived from the upload's key: each upload attempt has its own.
  */
 export function recordsKeyOf(uploadKey: string): string {
+  return `${uploadKey.replace(/\.csv$/, '')}.records-v2`;
+}
+
+/**
+ * Where uploads accepted before the records became CSV lines kept theirs. The import never reads them (it
+ * parses such an upload again) but removes them when it completes.
+ */
+export function legacyRecordsKeyOf(uploadKey: string): string {
   return `${uploadKey.replace(/\.csv$/, '')}.records`;
 }
 
