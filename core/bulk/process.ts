@@ -4,8 +4,16 @@ import { CoreError, isCoreError } from '../errors.js';
 import { layoutHeader } from '../csv/header.js';
 import type { HeaderLayout, ParsedRow } from '../csv/types.js';
 import { formatReason, validateRow } from '../csv/validate-row.js';
-import { matchKeysFor } from '../matching/block.js';
-import { decideMatch, demographicsOfPatient, demographicsOfRow } from '../matching/decide.js';
+import { matchKeysFor, matchKeysOfFolded } from '../matching/block.js';
+import {
+  decidePrepared,
+  demographicsOfPatient,
+  prepareDemographics,
+  prepareRowDemographics,
+  type MatchDecision,
+  type PreparedDemographics,
+} from '../matching/decide.js';
+import { foldNames } from '../matching/normalise.js';
 import { nowIso, todayIso } from '../time.js';
 import { csvRecordChunks, storedRecordChunks } from './csv-stream.js';
 import { nextStatus } from './machine.js';
@@ -30,7 +38,15 @@ interface PreparedBatch {
   layout: HeaderLayout;
   /** Outcomes of the rows that failed validation. */
   invalid: BulkRowOutcome[];
-  valid: { rowIndex: number; row: ParsedRow; keys: string[] }[];
+  valid: ValidRow[];
+}
+
+interface ValidRow {
+  rowIndex: number;
+  row: ParsedRow;
+  /** The folded last names (`nameList`), which the blocking keys are made of. */
+  lastNames: string[];
+  keys: string[];
 }
 
 /**
@@ -175,7 +191,9 @@ class RowImporter {
       const validation = validateRow(cells, layout, this.today);
       if (validation.ok) {
         const row = validation.row;
-        valid.push({ rowIndex, row, keys: matchKeysFor({ lastName: row.lastName, dob: row.dob, genderAtBirth: row.gender }) });
+        // The field's names are split already: folding them gives `nameList(row.lastName)`.
+        const lastNames = foldNames(row.lastNames);
+        valid.push({ rowIndex, row, lastNames, keys: matchKeysOfFolded(row.dob, row.gender, lastNames) });
       } else {
         invalid.push(this.failed(rowIndex, formatReason(validation.problems)));
       }
@@ -202,57 +220,73 @@ class RowImporter {
   decide(batch: PreparedBatch, found: readonly Patient[]): DecidedBatch {
     const { deps } = this;
     const accountId = this.request.accountId;
-    const outcomes: BulkRowOutcome[] = batch.invalid;
+    const dryRun = this.request.dryRun;
     const { valid, rows, layout } = batch;
+    // In row order without sorting: the batch's rows are consecutive.
+    const firstRowIndex = rows[0]!.rowIndex;
+    const outcomes: BulkRowOutcome[] = new Array(rows.length);
+    for (const outcome of batch.invalid) outcomes[outcome.rowIndex - firstRowIndex] = outcome;
 
     const candidates = new CandidateIndex();
-    for (const patient of found) candidates.add(patient);
-    for (const patient of this.lastWritten) candidates.put(patient);
+    for (const patient of found) candidates.put(patientCandidate(patient));
+    for (const patient of this.lastWritten) candidates.put(patientCandidate(patient));
     const now = nowIso(deps.clock);
     const created = new Map<string, Patient>();
     const updated = new Map<string, Patient>();
 
-    for (const { rowIndex, row, keys } of valid) {
+    for (const { rowIndex, row, lastNames, keys } of valid) {
+      const at = rowIndex - firstRowIndex;
       const referenceProblem = this.referenceProblem(row);
       if (referenceProblem) {
-        outcomes.push(this.failed(rowIndex, referenceProblem));
+        outcomes[at] = this.failed(rowIndex, referenceProblem);
         continue;
       }
       const around = candidates.around(keys);
+      let demographics: PreparedDemographics | undefined;
+      let decision: MatchDecision;
       // No patient shares a blocking key: nothing to compare (the common case in a fresh account).
-      const decision = around.length === 0 ? ({ kind: 'created' } as const) : decideMatch(demographicsOfRow(row), around.map(demographicsOfPatient));
+      if (around.length === 0) decision = { kind: 'created' };
+      else {
+        demographics = prepareRowDemographics(row, lastNames);
+        decision = decidePrepared(demographics, around);
+      }
       if (decision.kind === 'ambiguous') {
-        outcomes.push(
-          this.failed(
-            rowIndex,
-            `matches ${decision.count} existing patients (same first name, last name, dob, gender and a shared zip); ` +
-              'remove the duplicates or add details that tell them apart',
-          ),
+        outcomes[at] = this.failed(
+          rowIndex,
+          `matches ${decision.count} existing patients (same first name, last name, dob, gender and a shared zip); ` +
+            'remove the duplicates or add details that tell them apart',
         );
         continue;
       }
       const facilityId = row.facilityId ?? this.request.facilityId;
       if (decision.kind === 'created') {
-        // A dry run's patients only live in this batch's matching and are never stored or shown: a local
-        // id does, at a fraction of a UUID v7's cost.
-        const id = this.request.dryRun ? `dry-run-${rowIndex}` : deps.ids.next();
-        const patient = newPatientFromRow(row, { id, accountId, facilityId, now, matchKeys: keys });
-        candidates.add(patient);
-        if (!this.request.dryRun) created.set(patient.id, patient);
-        outcomes.push(this.succeeded(rowIndex, 'created', patient.id));
+        let id: string;
+        if (dryRun) {
+          // A dry run's patients only live in this batch's matching and are never stored or shown: what
+          // matching reads of them is the row's, and a local id does, at a fraction of a UUID v7's cost.
+          id = `dry-run-${rowIndex}`;
+          candidates.put(rowCandidate(id, row, lastNames, keys, demographics));
+        } else {
+          const patient = newPatientFromRow(row, { id: deps.ids.next(), accountId, facilityId, now, matchKeys: keys });
+          id = patient.id;
+          candidates.put(patientCandidate(patient, demographics));
+          created.set(id, patient);
+        }
+        outcomes[at] = this.succeeded(rowIndex, 'created', id);
       } else {
         const existing = candidates.get(decision.patientId)!;
-        const patient = updatePatientFromRow(existing, row, { facilityId, now, matchKeys: keys });
-        candidates.replace(existing, patient);
-        if (!this.request.dryRun) {
+        // The row replaces the demographics (and so the blocking keys): it is what later rows match against.
+        if (dryRun) candidates.put(rowCandidate(existing.id, row, lastNames, keys, demographics));
+        else {
+          const patient = updatePatientFromRow(existing.patient!, row, { facilityId, now, matchKeys: keys });
+          candidates.put(patientCandidate(patient, demographics));
           if (created.has(patient.id)) created.set(patient.id, patient);
           else updated.set(patient.id, patient);
         }
-        outcomes.push(this.succeeded(rowIndex, 'updated', patient.id));
+        outcomes[at] = this.succeeded(rowIndex, 'updated', existing.id);
       }
     }
 
-    outcomes.sort((a, b) => a.rowIndex - b.rowIndex);
     const width = layout.original.length;
     // Stored while the batch waits for its turn and is written. A crash in between either replays the
     // batch (rewriting the part) or leaves a committed batch without its part, and completion then
@@ -341,47 +375,74 @@ class RowImporter {
 }
 
 /**
+ * A patient a row may match: its id, its blocking keys and what matching compares (folded when first
+ * compared). A stored patient's or, in a real run, one a row creates or changes; in a dry run, which keeps
+ * no patients, what a row would make of one.
+ */
+interface Candidate {
+  id: string;
+  matchKeys: readonly string[];
+  patient: Patient | undefined;
+  row: { row: ParsedRow; lastNames: string[] } | undefined;
+  folded: PreparedDemographics | undefined;
+}
+
+function patientCandidate(patient: Patient, folded?: PreparedDemographics): Candidate {
+  return { id: patient.id, matchKeys: patient.matchKeys, patient, row: undefined, folded };
+}
+
+/** A patient whose demographics and keys are those of `row` (the folded ones when already worked out). */
+function rowCandidate(id: string, row: ParsedRow, lastNames: string[], keys: string[], folded?: PreparedDemographics): Candidate {
+  return { id, matchKeys: keys, patient: undefined, row: { row, lastNames }, folded };
+}
+
+function foldedOf(candidate: Candidate): PreparedDemographics {
+  if (candidate.folded === undefined) {
+    const { row, patient } = candidate;
+    candidate.folded = row ? prepareRowDemographics(row.row, row.lastNames) : prepareDemographics(demographicsOfPatient(patient!));
+  }
+  return candidate.folded;
+}
+
+/**
  * The patients a batch may match, by blocking key. Rows apply in file order, so a patient created or
  * changed by an earlier row is what a later row sees (DESIGN: domain rules).
  */
 class CandidateIndex {
   /** Blocking key -> ids of the patients holding it (a few at most: plain arrays, not a Map per key). */
   private readonly byKey = new Map<string, string[]>();
-  private readonly byId = new Map<string, Patient>();
+  private readonly byId = new Map<string, Candidate>();
 
-  get(id: string): Patient | undefined {
+  get(id: string): Candidate | undefined {
     return this.byId.get(id);
   }
 
-  around(keys: readonly string[]): Patient[] {
+  /** The candidates sharing a key with `keys`, each once, with what matching compares. */
+  around(keys: readonly string[]): { id: string; demographics: PreparedDemographics }[] {
     const ids: string[] = [];
-    for (const key of keys) for (const id of this.byKey.get(key) ?? []) if (!ids.includes(id)) ids.push(id);
-    return ids.map((id) => this.byId.get(id)!);
-  }
-
-  add(patient: Patient): void {
-    this.byId.set(patient.id, patient);
-    for (const key of patient.matchKeys) {
+    for (const key of keys) {
       const bucket = this.byKey.get(key);
-      if (!bucket) this.byKey.set(key, [patient.id]);
-      else if (!bucket.includes(patient.id)) bucket.push(patient.id);
+      if (bucket) for (const id of bucket) if (!ids.includes(id)) ids.push(id);
     }
+    return ids.map((id) => ({ id, demographics: foldedOf(this.byId.get(id)!) }));
   }
 
-  replace(previous: Patient, next: Patient): void {
-    for (const key of previous.matchKeys) {
+  /** Adds the candidate, or replaces the version of it already held. */
+  put(candidate: Candidate): void {
+    const held = this.byId.get(candidate.id);
+    if (held) {
+      for (const key of held.matchKeys) {
+        const bucket = this.byKey.get(key);
+        const at = bucket ? bucket.indexOf(held.id) : -1;
+        if (at >= 0) bucket!.splice(at, 1);
+      }
+    }
+    this.byId.set(candidate.id, candidate);
+    for (const key of candidate.matchKeys) {
       const bucket = this.byKey.get(key);
-      const at = bucket ? bucket.indexOf(previous.id) : -1;
-      if (at >= 0) bucket!.splice(at, 1);
+      if (!bucket) this.byKey.set(key, [candidate.id]);
+      else if (!bucket.includes(candidate.id)) bucket.push(candidate.id);
     }
-    this.add(next);
-  }
-
-  /** Adds the patient, or replaces the version of it already held. */
-  put(patient: Patient): void {
-    const held = this.byId.get(patient.id);
-    if (held) this.replace(held, patient);
-    else this.add(patient);
   }
 }
 

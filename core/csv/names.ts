@@ -1,4 +1,4 @@
-import { splitNames } from '../matching/normalise.js';
+import { isWhitespaceCode, splitNames } from '../matching/normalise.js';
 
 export const NAME_REQUIRED = 'required (one or more names, separated by commas or spaces)';
 
@@ -17,8 +17,31 @@ export interface NameField {
  * `123`), which is as good as missing: such a row could never be matched by name.
  */
 export function parseNameField(value: string): NameField | undefined {
-  const text = value.replace(WHITESPACE_RUNS, ' ');
+  const text = needsCollapsing(value) ? value.replace(WHITESPACE_RUNS, ' ') : value;
   const names = splitNames(text);
-  for (const name of names) if (HAS_LETTER.test(name)) return { text, names };
+  for (const name of names) if (hasLetter(name)) return { text, names };
   return undefined;
+}
+
+/** Whether collapsing whitespace changes the text: most names have single spaces or none. */
+function needsCollapsing(value: string): boolean {
+  let afterSpace = false;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c === 32) {
+      if (afterSpace) return true;
+      afterSpace = true;
+    } else if (isWhitespaceCode(c)) return true;
+    else afterSpace = false;
+  }
+  return false;
+}
+
+function hasLetter(name: string): boolean {
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c >= 0x80) return HAS_LETTER.test(name);
+    if ((c >= 97 && c <= 122) || (c >= 65 && c <= 90)) return true;
+  }
+  return false;
 }

@@ -7,6 +7,13 @@ import { nameList } from './normalise.js';
  * folded last name), so looking candidates up by key never misses a match and never scans the account.
  */
 export function matchKeysFor(d: { lastName: string; dob: string; genderAtBirth: Gender }): string[] {
-  const prefix = `${d.dob}|${d.genderAtBirth}|`;
-  return nameList(d.lastName).map((lastName) => prefix + lastName);
+  return matchKeysOfFolded(d.dob, d.genderAtBirth, nameList(d.lastName));
+}
+
+/** `matchKeysFor` from the folded last names (`nameList` of the last name field). */
+export function matchKeysOfFolded(dob: string, genderAtBirth: Gender, foldedLastNames: readonly string[]): string[] {
+  const prefix = `${dob}|${genderAtBirth}|`;
+  const keys: string[] = [];
+  for (const lastName of foldedLastNames) keys.push(prefix + lastName);
+  return keys;
 }

@@ -1,6 +1,6 @@
 import type { Gender, Patient } from '../domain/types.js';
 import type { ParsedRow } from '../csv/types.js';
-import { nameList } from './normalise.js';
+import { foldNames, nameList } from './normalise.js';
 
 /** What two people are compared on (PRODUCT: create-or-update rule). */
 export interface Demographics {
@@ -26,7 +26,7 @@ export type MatchDecision =
   | { kind: 'ambiguous'; count: number };
 
 /** Demographics folded once, so comparing a row with many candidates folds the row only once. */
-interface Prepared {
+export interface PreparedDemographics {
   firstNames: string[];
   lastNames: string[];
   dob: string;
@@ -38,15 +38,47 @@ const ZIP_DIGITS = /\D/g;
 
 /** `12345-6789`, ` 12345 ` and `12345` all compare as `12345`. */
 function zipKey(zip: string): string {
+  // A row's zips are 5 digits already (validation normalised them).
+  if (zip.length === 5 && isDigits(zip)) return zip;
   return zip.replace(ZIP_DIGITS, '').slice(0, 5);
 }
 
-function prepare(d: Demographics): Prepared {
-  const zips: string[] = [];
-  for (const zip of d.zips) {
-    const key = zipKey(zip);
-    if (key !== '' && !zips.includes(key)) zips.push(key);
+function isDigits(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
   }
+  return true;
+}
+
+function zipKeys(zips: readonly string[]): string[] {
+  const keys: string[] = [];
+  for (const zip of zips) {
+    const key = zipKey(zip);
+    if (key !== '' && !keys.includes(key)) keys.push(key);
+  }
+  return keys;
+}
+
+type Prepared = PreparedDemographics;
+
+/** Folds demographics for `decidePrepared`. */
+export function prepareDemographics(d: Demographics): PreparedDemographics {
+  return prepare(d);
+}
+
+/**
+ * `prepareDemographics(demographicsOfRow(row))` from the row's lists of names (the same names its fields
+ * split into), the folded last names given when the caller has them (its blocking keys were made from them).
+ */
+export function prepareRowDemographics(row: ParsedRow, foldedLastNames: string[] = foldNames(row.lastNames)): PreparedDemographics {
+  const zips: string[] = [];
+  for (const address of row.addresses) zips.push(address.zip);
+  return { firstNames: foldNames(row.firstNames), lastNames: foldedLastNames, dob: row.dob, genderAtBirth: row.gender, zips: zipKeys(zips) };
+}
+
+function prepare(d: Demographics): Prepared {
+  const zips = zipKeys(d.zips);
   return {
     firstNames: nameList(d.firstName),
     lastNames: nameList(d.lastName),
@@ -84,11 +116,18 @@ export function isSamePerson(a: Demographics, b: Demographics): boolean {
  * Candidates given twice (same id) count once.
  */
 export function decideMatch(row: Demographics, candidates: readonly MatchCandidate[]): MatchDecision {
-  const preparedRow = prepare(row);
+  return decidePrepared(
+    prepare(row),
+    candidates.map((candidate) => ({ id: candidate.id, demographics: prepare(candidate) })),
+  );
+}
+
+/** `decideMatch` on demographics folded beforehand (a candidate compared with many rows is folded once). */
+export function decidePrepared(row: PreparedDemographics, candidates: readonly { id: string; demographics: PreparedDemographics }[]): MatchDecision {
   const matchedIds: string[] = [];
   for (const candidate of candidates) {
     if (matchedIds.includes(candidate.id)) continue;
-    if (samePrepared(preparedRow, prepare(candidate))) matchedIds.push(candidate.id);
+    if (samePrepared(row, candidate.demographics)) matchedIds.push(candidate.id);
   }
   if (matchedIds.length === 0) return { kind: 'created' };
   if (matchedIds.length === 1) return { kind: 'updated', patientId: matchedIds[0]! };

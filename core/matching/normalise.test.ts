@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { baseName, renderName } from '../../spec/arbitraries/demographics.js';
-import { foldName, nameList, splitNames } from './normalise.js';
+import { foldName, foldNameSlowly, nameList, splitNames, splitNamesSlowly } from './normalise.js';
 
 describe('foldName', () => {
   test('lower-cases, folds accents, drops punctuation, collapses whitespace', () => {
@@ -54,5 +54,36 @@ describe('splitNames and nameList', () => {
     expect(nameList('Anne, ANNE,Marie')).toEqual(['anne', 'marie']);
     expect(nameList("José - O'Brien")).toEqual(['jose', 'obrien']);
     expect(nameList(', -')).toEqual([]);
+  });
+});
+
+describe('fast paths agree with the rules as written', () => {
+  // Latin letters with and without accents, the special ones, punctuation, whitespace of every kind,
+  // combining marks, letters of other scripts and astral characters: every branch of the fast paths.
+  const tricky = fc.constantFrom(
+    'a', 'Z', '0', ' ', '\t', '\n', '\u00a0', '\u2003', '\u3000', '\ufeff', ',', "'", '-', '.', 'é', 'É', 'ß', 'ẞ', 'Ł', 'ø', 'Æ', 'œ',
+    'İ', 'ı', 'ǅ', 'ǈ', 'ʰ', '\u0301', '\u0308', 'Σ', 'ς', 'ἄ', '李', '😀', '\ud800', 'ﬁ', 'Ⅻ', '²', '½', '\u00ad', '\u200b',
+  );
+  const latin = fc.string({ unit: fc.integer({ min: 0, max: 0x2ff }).map((code) => String.fromCharCode(code)), maxLength: 12 });
+  const mixed = fc.string({ unit: fc.oneof(tricky, fc.constantFrom('a', 'b', 'O')), maxLength: 12 });
+  const anything = fc.oneof(latin, mixed, fc.string({ unit: 'binary', maxLength: 12 }), fc.string({ unit: 'grapheme', maxLength: 8 }));
+
+  test('property: foldName equals the slow path', () => {
+    fc.assert(fc.property(anything, (s) => {
+      expect(foldName(s)).toBe(foldNameSlowly(s));
+    }), { numRuns: 3_000 });
+  });
+
+  test('every character below U+0300 folds as the slow path folds it, alone and between letters', () => {
+    for (let code = 0; code < 0x300; code++) {
+      const char = String.fromCharCode(code);
+      for (const s of [char, `A${char}b`, `${char} ${char}`, `x${char}${char}Y`]) expect(foldName(s), `U+${code.toString(16)}`).toBe(foldNameSlowly(s));
+    }
+  });
+
+  test('property: splitNames equals a split on commas and whitespace', () => {
+    fc.assert(fc.property(anything, (s) => {
+      expect(splitNames(s)).toEqual(splitNamesSlowly(s));
+    }), { numRuns: 3_000 });
   });
 });
