@@ -63,10 +63,10 @@ describe.skipIf(!pg.available)('PostgreSQL specifics', () => {
         { type: QueryTypes.SELECT, replacements: { schema: schema.schema } },
       );
       expect(tables.map((row) => row.name)).toEqual(
-        expect.arrayContaining(['carebridge_storage_migrations', 'patients', 'patient_match_keys', 'bulk_rows', 'outbox', 'fhir_resources']),
+        expect.arrayContaining(['carebridge_storage_migrations', 'patients', 'patient_key_hashes', 'bulk_rows', 'outbox', 'fhir_resources']),
       );
       const applied = await first!.sequelize.query<{ name: string }>(`SELECT name FROM carebridge_storage_migrations`, { type: QueryTypes.SELECT });
-      expect(applied.map((row) => row.name)).toEqual(['0001-initial']);
+      expect(applied.map((row) => row.name)).toEqual(['0001-initial', '0002-match-key-hashes']);
     } finally {
       await Promise.all(storages.map((storage) => storage.close()));
       await schema.drop();

@@ -224,3 +224,47 @@ describe('SQLite transaction connections', () => {
     expect(seen.every((connection) => !connection.open)).toBe(true);
   });
 });
+
+describe('blocking-key index under hash collisions', () => {
+  // Every key of every account hashes alike: the index narrows nothing, the patients' own keys decide.
+  for (const [name, open] of [
+    ['SQLite', async () => ({ storage: await SequelizeStorage.open({ url: ':memory:', matchKeyHasher: () => 42 }), drop: async () => undefined })],
+    [
+      'PostgreSQL',
+      async () => {
+        const schema = await createPgSchema('collide');
+        return { storage: await SequelizeStorage.open({ url: schema.url, schema: schema.schema, matchKeyHasher: () => 42 }), drop: () => schema.drop() };
+      },
+    ],
+  ] as const) {
+    test.skipIf(name === 'PostgreSQL' && !pg.available)(`${name}: lookups return exactly the account's patients sharing a key`, async () => {
+      const { storage, drop } = await open();
+      try {
+        const make = (accountId: string, matchKeys: string[]) =>
+          ({ ...fc.sample(patientArb(accountId), { numRuns: 1, seed: serial })[0]!, id: nextId(), matchKeys }) as Patient;
+        const ada = make('account-a', ['k1', 'k2']);
+        const bob = make('account-a', ['k3']);
+        const eve = make('account-b', ['k1']);
+        await storage.patients.insertMany([ada, bob]);
+        await storage.patients.insert(eve);
+        const ids = async (accountId: string, keys: string[]) => (await storage.patients.findByMatchKeys(accountId, keys)).map((p) => p.id).sort();
+        expect(await ids('account-a', ['k1'])).toEqual([ada.id]);
+        expect(await ids('account-a', ['k3', 'k2'])).toEqual([ada.id, bob.id].sort());
+        expect(await ids('account-b', ['k1', 'k3'])).toEqual([eve.id]);
+        expect(await ids('account-a', ['k9'])).toEqual([]);
+
+        await storage.patients.updateMany([{ ...ada, matchKeys: ['k2'] }]);
+        expect(await ids('account-a', ['k1'])).toEqual([]);
+        expect(await ids('account-a', ['k2'])).toEqual([ada.id]);
+        await storage.patients.update({ ...bob, matchKeys: ['k1'] });
+        expect(await ids('account-a', ['k1', 'k3'])).toEqual([bob.id]);
+        expect(await storage.patients.remove('account-a', bob.id)).toBe(true);
+        expect(await ids('account-a', ['k1'])).toEqual([]);
+        expect(await ids('account-a', ['k2'])).toEqual([ada.id]);
+      } finally {
+        await storage.close();
+        await drop();
+      }
+    });
+  }
+});

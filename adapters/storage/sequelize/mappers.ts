@@ -14,9 +14,10 @@ import type {
   WebhookSettings,
 } from '../../../core/domain/types.js';
 import type { Row } from './models.js';
+import type { MatchKeyHasher } from './match-key-hash.js';
 
 /** How a column's value travels in the JSON of a batch statement (see `RawSql.insertFromJson`). */
-export type ColumnKind = 'text' | 'json' | 'boolean' | 'integer';
+export type ColumnKind = 'text' | 'json' | 'boolean' | 'integer' | 'bigint';
 export type Columns = readonly (readonly [name: string, kind: ColumnKind])[];
 
 /** Columns of `patients`, in the order of `RowMapper.pushPatientValues`. */
@@ -39,11 +40,10 @@ export const PATIENT_COLUMNS: Columns = [
   ['updated_at', 'text'],
 ];
 
-/** Columns of `patient_match_keys`, in the order of `RowMapper.matchKeyValues`. */
-export const MATCH_KEY_COLUMNS: Columns = [
+/** Columns of `patient_key_hashes`, in the order of `RowMapper.keyHashValues`. */
+export const KEY_HASH_COLUMNS: Columns = [
+  ['key_hash', 'bigint'],
   ['patient_id', 'text'],
-  ['match_key', 'text'],
-  ['account_id', 'text'],
 ];
 
 /** Columns of `bulk_rows`, in the order of `RowMapper.bulkRowValues`. */
@@ -63,7 +63,11 @@ export const BULK_ROW_COLUMNS: Columns = [
  * BIGINT as strings.
  */
 export class RowMapper {
-  constructor(private readonly postgres: boolean) {}
+  constructor(
+    private readonly postgres: boolean,
+    /** The blocking-key index's hash (see `match-key-hash.ts`). */
+    readonly hashOf: MatchKeyHasher,
+  ) {}
 
   private json(value: unknown): unknown {
     if (value === undefined || value === null) return null;
@@ -246,18 +250,14 @@ export class RowMapper {
     return [outcome.requestId, outcome.rowIndex, outcome.status, outcome.action ?? null, outcome.patientId ?? null, outcome.reason ?? null];
   }
 
-  /** The patient's rows of the blocking-key index: each distinct key once. */
-  matchKeyRows(patient: Patient): Row[] {
-    return [...new Set(patient.matchKeys)].map((matchKey) => ({
-      patient_id: patient.id,
-      match_key: matchKey,
-      account_id: patient.accountId,
-    }));
-  }
-
-  /** The patient's blocking keys as rows of a batch statement, each distinct key once, in `MATCH_KEY_COLUMNS` order. */
-  matchKeyValues(patient: Patient): unknown[][] {
-    return [...new Set(patient.matchKeys)].map((matchKey) => [patient.id, matchKey, patient.accountId]);
+  /**
+   * Entries of the blocking-key index for these keys of a patient, in `KEY_HASH_COLUMNS` order, pushed onto
+   * `into`: each distinct hash once (two keys of one patient may, however rarely, hash alike).
+   */
+  pushKeyHashValues(accountId: string, patientId: string, matchKeys: readonly string[], into: unknown[][]): void {
+    const hashes = new Set<number>();
+    for (const matchKey of matchKeys) hashes.add(this.hashOf(accountId, matchKey));
+    for (const hash of hashes) into.push([hash, patientId]);
   }
 
   patient(row: Row): Patient {

@@ -16,7 +16,6 @@ export interface StorageModels {
   facilities: StorageModel;
   cohorts: StorageModel;
   patients: StorageModel;
-  patientMatchKeys: StorageModel;
   bulkRequests: StorageModel;
   bulkRows: StorageModel;
   documents: StorageModel;
@@ -104,11 +103,6 @@ export function defineStorageModels(sequelize: Sequelize): StorageModels {
       match_keys: json(),
       created_at: text(),
       updated_at: text(),
-    }),
-    patientMatchKeys: define('PatientMatchKey', 'patient_match_keys', {
-      patient_id: key(),
-      match_key: key(),
-      account_id: text(),
     }),
     bulkRequests: define('BulkRequest', 'bulk_requests', {
       id: key(),

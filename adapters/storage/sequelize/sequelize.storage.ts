@@ -18,7 +18,8 @@ import type {
   WebhookSettingsRepository,
 } from '../../../core/ports/storage.port.js';
 import { configureSqlite, openSequelize, runTransaction, type SequelizeConnectionOptions } from './connection.js';
-import { BULK_ROW_COLUMNS, MATCH_KEY_COLUMNS, PATIENT_COLUMNS, RowMapper, type Columns } from './mappers.js';
+import { BULK_ROW_COLUMNS, KEY_HASH_COLUMNS, PATIENT_COLUMNS, RowMapper, type Columns } from './mappers.js';
+import { loadMatchKeyHasher, type MatchKeyHasher } from './match-key-hash.js';
 import { migrateStorage } from './migrations/index.js';
 import { defineStorageModels, type Row, type StorageModel, type StorageModels } from './models.js';
 import { RawSql } from './raw-sql.js';
@@ -29,6 +30,12 @@ export interface SequelizeStorageOptions extends SequelizeConnectionOptions {
    * not close it; whoever opened it does. Exclusive with url, dataDir and schema.
    */
   sequelize?: Sequelize;
+  /**
+   * Replaces the blocking-key index's hash. For tests: a hash under which every key collides shows that
+   * collisions only cost extra candidates, never a wrong one. The stored index must always be built with
+   * the same hash, so never set it on a real database.
+   */
+  matchKeyHasher?: MatchKeyHasher;
 }
 
 /**
@@ -37,6 +44,8 @@ export interface SequelizeStorageOptions extends SequelizeConnectionOptions {
  * SQLite allows 32,766 bound variables per statement; the widest table has 17 columns.
  */
 const ROWS_PER_STATEMENT = 1_000;
+/** Entries of the blocking-key index per statement (two bound values each). */
+const KEY_ENTRIES_PER_STATEMENT = 10_000;
 /** Values per `IN (...)` list. */
 const IDS_PER_STATEMENT = 500;
 
@@ -96,6 +105,13 @@ function matchKeysText(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
+/** A patient's blocking keys as they are stored, to find its entries of the key index again. */
+interface StoredKeys {
+  accountId: string;
+  patientId: string;
+  matchKeys: readonly string[];
+}
+
 /**
  * Sequelize errors carry the failed statement (`sql`, `parameters`, the driver's `detail`) as enumerable
  * properties, and those hold PHI; a logger would print them. Errors leave the repositories as CoreErrors
@@ -151,7 +167,7 @@ export class SequelizeStorage implements StoragePort {
 
   /** Opens (or adopts) a Sequelize instance and brings its schema up to date. */
   static async open(options: SequelizeStorageOptions = {}): Promise<SequelizeStorage> {
-    const { sequelize: given, ...connection } = options;
+    const { sequelize: given, matchKeyHasher, ...connection } = options;
     if (given && (connection.url !== undefined || connection.dataDir !== undefined || connection.schema !== undefined)) {
       throw new Error('pass either a Sequelize instance or connection options (url, dataDir, schema), not both');
     }
@@ -167,7 +183,7 @@ export class SequelizeStorage implements StoragePort {
     return new SequelizeStorage({
       sequelize,
       models: defineStorageModels(sequelize),
-      map: new RowMapper(postgres),
+      map: new RowMapper(postgres, matchKeyHasher ?? (await loadMatchKeyHasher())),
       raw: new RawSql(sequelize),
       postgres,
       owned: given === undefined,
@@ -393,14 +409,14 @@ class Repositories {
   }
 
   patients(): PatientRepository {
-    const { patients: model, patientMatchKeys: keysModel } = this.models;
+    const { patients: model } = this.models;
     const toPatient = (row: Row) => this.map.patient(row);
 
     /** Single records go through the models (their failures carry the statement for debugging); batches through the driver. */
     const insertOne = (patient: Patient) =>
       this.atomic(async (transaction) => {
         await this.insertRows(model, [this.map.patientRow(patient)], 'patient', transaction);
-        await this.insertRows(keysModel, this.map.matchKeyRows(patient), 'patient match key', transaction);
+        await this.insertKeys([patient], transaction);
       });
 
     const insertBatch = (batch: readonly Patient[]) =>
@@ -409,10 +425,21 @@ class Repositories {
         await this.insertKeys(batch, transaction);
       });
 
-    const replaceKeys = async (batch: readonly Patient[], transaction: Transaction) => {
-      for (const chunk of chunks(batch.map((patient) => patient.id), IDS_PER_STATEMENT)) {
-        await this.raw.run(transaction, `DELETE FROM patient_match_keys WHERE patient_id IN (${this.raw.list(chunk.length)})`, chunk);
+    /** The stored keys of these patients (any account), by id. */
+    const storedKeysOf = async (ids: readonly string[], transaction: Transaction) => {
+      const stored = new Map<string, StoredKeys & { matchKeysText: string }>();
+      for (const chunk of chunks(ids, IDS_PER_STATEMENT)) {
+        const rows = await this.raw.all(transaction, `SELECT id, account_id, match_keys FROM patients WHERE id IN (${this.raw.list(chunk.length)})`, chunk);
+        for (const row of rows) {
+          const text = matchKeysText(row.match_keys);
+          stored.set(String(row.id), { patientId: String(row.id), accountId: String(row.account_id), matchKeys: JSON.parse(text) as string[], matchKeysText: text });
+        }
       }
+      return stored;
+    };
+
+    const replaceKeys = async (previous: readonly StoredKeys[], batch: readonly Patient[], transaction: Transaction) => {
+      await this.deleteKeys(previous, transaction);
       await this.insertKeys(batch, transaction);
     };
 
@@ -434,25 +461,20 @@ class Repositories {
       findByExternalId: async (accountId, externalId) =>
         (await this.findAll(model, { account_id: accountId, external_id: externalId }, OLDEST_FIRST)).map(toPatient),
       findByMatchKeys: async (accountId, matchKeys) => {
-        const keyChunks = chunks([...new Set(matchKeys)], IDS_PER_STATEMENT);
-        const found = new Map<string, Patient>();
-        for (const keys of keyChunks) {
-          // The plan stays an index probe per key then per patient id, whatever the account's size.
-          const rows = await this.raw.all(
-            this.transaction,
-            `SELECT * FROM patients WHERE account_id = ${this.raw.list(1, 1)} AND id IN (
-               SELECT patient_id FROM patient_match_keys WHERE account_id = ${this.raw.list(1, 2)} AND match_key IN (${this.raw.list(keys.length, 3)})
-             ) ORDER BY created_at ASC, id ASC`,
-            [accountId, accountId, ...keys],
-          );
-          for (const row of rows) found.set(String(row.id), toPatient(row));
-        }
-        const patients = [...found.values()];
-        // Several key chunks each come back ordered; merged, they need one more sort.
-        if (keyChunks.length > 1) {
-          patients.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-        }
-        return patients;
+        const wanted = new Set(matchKeys);
+        if (wanted.size === 0) return [];
+        const hashes = [...new Set([...wanted].map((key) => this.map.hashOf(accountId, key)))];
+        // One statement whatever the number of keys (the hashes travel as one JSON parameter); the plan is an
+        // index probe per hash, then one per patient id, whatever the account's size.
+        const rows = await this.raw.all(
+          this.transaction,
+          `SELECT * FROM patients WHERE id IN (
+             SELECT patient_id FROM patient_key_hashes WHERE key_hash IN (${this.hashList(1)})
+           ) AND account_id = ${this.raw.list(1, 2)} ORDER BY created_at ASC, id ASC`,
+          [JSON.stringify(hashes), accountId],
+        );
+        // A hash shared by chance with another key brings a patient that shares no wanted key: not a candidate.
+        return rows.map(toPatient).filter((patient) => patient.matchKeys.some((key) => wanted.has(key)));
       },
       list: async (accountId, options = {}) => {
         const conditions: WhereOptions[] = [{ account_id: accountId }];
@@ -464,39 +486,72 @@ class Repositories {
       count: (accountId) => model.count({ where: { account_id: accountId }, transaction: this.transaction }),
       update: (patient) =>
         this.atomic(async (transaction) => {
+          const previous = (await storedKeysOf([patient.id], transaction)).get(patient.id);
           if (!(await this.replace(model, this.map.patientRow(patient), {}, transaction))) return undefined;
-          await replaceKeys([patient], transaction);
+          await replaceKeys(previous ? [previous] : [], [patient], transaction);
           return copy(patient);
         }),
       updateMany: async (batch) => {
         if (batch.length === 0) return;
         const patients = lastByKey(batch, (patient) => patient.id);
         await this.atomic(async (transaction) => {
-          const stored = new Map<string, { accountId: string; matchKeys: string }>();
-          for (const chunk of chunks(patients.map((patient) => patient.id), IDS_PER_STATEMENT)) {
-            const rows = await this.raw.all(transaction, `SELECT id, account_id, match_keys FROM patients WHERE id IN (${this.raw.list(chunk.length)})`, chunk);
-            for (const row of rows) stored.set(String(row.id), { accountId: String(row.account_id), matchKeys: matchKeysText(row.match_keys) });
-          }
+          const stored = await storedKeysOf(
+            patients.map((patient) => patient.id),
+            transaction,
+          );
           const missing = patients.find((patient) => stored.get(patient.id)?.accountId !== patient.accountId);
           if (missing) throw new CoreError('PATIENT_NOT_FOUND', `patient ${missing.id} not found`, { details: { id: missing.id } });
           // INSERT ... ON CONFLICT DO UPDATE: one multi-row statement per chunk replaces every column but the id.
           await this.insertPatientRows(transaction, patients, PATIENT_UPSERT);
           // A matching row mostly keeps the blocking keys it had; only changed key sets are rewritten.
-          await replaceKeys(patients.filter((patient) => stored.get(patient.id)!.matchKeys !== JSON.stringify(patient.matchKeys)), transaction);
+          const rekeyed = patients.filter((patient) => stored.get(patient.id)!.matchKeysText !== JSON.stringify(patient.matchKeys));
+          await replaceKeys(
+            rekeyed.map((patient) => stored.get(patient.id)!),
+            rekeyed,
+            transaction,
+          );
         });
       },
       remove: (accountId, id) =>
         this.atomic(async (transaction) => {
+          const previous = (await storedKeysOf([id], transaction)).get(id);
           if ((await this.destroy(model, { account_id: accountId, id }, transaction)) === 0) return false;
-          await this.destroy(keysModel, { patient_id: id }, transaction);
+          if (previous) await this.deleteKeys([previous], transaction);
           return true;
         }),
     };
   }
 
+  /** Adds the patients' entries to the blocking-key index. */
   private async insertKeys(batch: readonly Patient[], transaction: Transaction): Promise<void> {
-    const tuples = batch.flatMap((patient) => this.map.matchKeyValues(patient));
-    await this.insertJsonRows(transaction, 'patient_match_keys', MATCH_KEY_COLUMNS, tuples, 'patient match key');
+    const tuples: unknown[][] = [];
+    for (const patient of batch) this.map.pushKeyHashValues(patient.accountId, patient.id, patient.matchKeys, tuples);
+    // Two patients' keys hashing alike are two entries (the patient id differs); nothing conflicts but a replay.
+    // Bound value by value, all in one statement: two values an entry, so a batch's ~2,000 entries stay far
+    // below SQLite's 32,766 variables, and one round trip to the writer beats three of the JSON form.
+    for (const chunk of chunks(tuples, KEY_ENTRIES_PER_STATEMENT)) {
+      await this.raw.run(transaction, this.raw.insertValues('patient_key_hashes', KEY_HASH_COLUMNS, chunk.length, ' ON CONFLICT DO NOTHING'), chunk.flat(), 'patient key');
+    }
+  }
+
+  /** Removes the entries these stored keys put in the blocking-key index. */
+  private async deleteKeys(previous: readonly StoredKeys[], transaction: Transaction): Promise<void> {
+    const tuples: unknown[][] = [];
+    for (const keys of previous) this.map.pushKeyHashValues(keys.accountId, keys.patientId, keys.matchKeys, tuples);
+    if (tuples.length === 0) return;
+    const pairs = this.context.postgres
+      ? 'SELECT CAST(value ->> 0 AS bigint), value ->> 1 FROM json_array_elements(CAST($1 AS json)) AS rows(value)'
+      : 'SELECT value ->> 0, value ->> 1 FROM json_each(?)';
+    for (const chunk of chunks(tuples, ROWS_PER_STATEMENT)) {
+      await this.raw.run(transaction, `DELETE FROM patient_key_hashes WHERE (key_hash, patient_id) IN (${pairs})`, [JSON.stringify(chunk)]);
+    }
+  }
+
+  /** `IN (...)` of the hashes in the JSON array bound as parameter `position`. */
+  private hashList(position: number): string {
+    return this.context.postgres
+      ? `SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST($${position} AS json)) AS hashes(value)`
+      : 'SELECT value FROM json_each(?)';
   }
 
   bulkRequests(): BulkRequestRepository {

@@ -2,6 +2,7 @@ import { DataTypes, QueryTypes, type QueryInterface, type Sequelize, type Transa
 import { Umzug, type UmzugStorage } from 'umzug';
 import { runTransaction } from '../connection.js';
 import * as initial from './0001-initial.js';
+import * as matchKeyHashes from './0002-match-key-hashes.js';
 
 /** What every storage migration receives: DDL goes through `queryInterface` with `{ transaction }`. */
 export interface MigrationContext {
@@ -12,6 +13,7 @@ export interface MigrationContext {
 /** Every migration of the storage, in order. Append; never reorder or rename (names are stored). */
 const MIGRATIONS: { name: string; up: (params: { context: MigrationContext }) => Promise<void>; down: (params: { context: MigrationContext }) => Promise<void> }[] = [
   initial,
+  matchKeyHashes,
 ];
 
 /** Where applied migrations are recorded; other adapters on the same database keep their own table. */
