@@ -192,6 +192,10 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
       // a live lease every third of it, so long jobs keep theirs.
       leaseMs: 15_000,
       pollMs,
+      // A finished job (an import's completion) may have stored webhooks: deliver them now, not at the next poll.
+      onJobFinished: () => {
+        if (background) delivery.wake();
+      },
       ...(logger ? { logger: logger.child({ component: 'queue' }) } : {}),
     });
     const delivery = new DeliveryLoop(
