@@ -9,9 +9,33 @@ const US_COUNTRY_CODE_AND_TEN_DIGITS = /^\+?1(\d{10})$/;
 /** The 10 digits of a trimmed phone cell, separators and a US country code removed; else `undefined`. */
 export function normalisePhone(value: string): string | undefined {
   const compact = value.replace(PHONE_SEPARATORS, '');
+  // TEN_DIGITS and US_COUNTRY_CODE_AND_TEN_DIGITS, spelled out.
+  switch (compact.length) {
+    case 10:
+      return digitsBetween(compact, 0, 10) ? compact : undefined;
+    case 11:
+      return compact.charCodeAt(0) === 49 && digitsBetween(compact, 1, 11) ? compact.slice(1) : undefined;
+    case 12:
+      return compact.charCodeAt(0) === 43 && compact.charCodeAt(1) === 49 && digitsBetween(compact, 2, 12) ? compact.slice(2) : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** `normalisePhone` as specified. */
+export function normalisePhoneSlowly(value: string): string | undefined {
+  const compact = value.replace(PHONE_SEPARATORS, '');
   if (TEN_DIGITS.test(compact)) return compact;
   const match = US_COUNTRY_CODE_AND_TEN_DIGITS.exec(compact);
   return match ? match[1] : undefined;
+}
+
+function digitsBetween(value: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) {
+    const c = value.charCodeAt(i);
+    if (!(c >= 48 && c <= 57)) return false;
+  }
+  return true;
 }
 
 /**
@@ -28,5 +52,10 @@ export function normaliseEmail(value: string): string | undefined {
   if (value.length > MAX_EMAIL_LENGTH || !EMAIL.test(value)) return undefined;
   const at = value.indexOf('@');
   if (at > MAX_LOCAL_PART_LENGTH) return undefined;
-  return value.slice(0, at + 1) + value.slice(at + 1).toLowerCase();
+  // EMAIL allows only ASCII in the domain: without an upper-case letter there is nothing to change.
+  for (let i = at + 1; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c >= 65 && c <= 90) return value.slice(0, at + 1) + value.slice(at + 1).toLowerCase();
+  }
+  return value;
 }
