@@ -268,3 +268,20 @@ describe('blocking-key index under hash collisions', () => {
     });
   }
 });
+
+describe('prepared batch statements (SQLite)', () => {
+  test('a kept statement whose table went away fails the write instead of hanging; the file still closes', async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'carebridge-prepared-'));
+    dirs.push(dataDir);
+    const storage = await SequelizeStorage.open({ dataDir });
+    const batch = () => fc.sample(patientArb('account-p'), { numRuns: 3, seed: 11 }).map((fields) => ({ ...fields, id: nextId() }) as Patient);
+    await storage.patients.insertMany(batch());
+    await storage.patients.insertMany(batch());
+    await storage.sequelize.query('DROP TABLE patient_key_hashes');
+    await expect(storage.patients.insertMany(batch())).rejects.toMatchObject({ code: 'INTERNAL' });
+    // A text never prepared before, on a missing table: the prepare itself fails.
+    await expect(storage.patients.insertMany([...batch(), ...batch()])).rejects.toMatchObject({ code: 'INTERNAL' });
+    // SQLite refuses to close a connection with statements left unfinalized; close finalizes the kept ones.
+    await storage.close();
+  });
+});
