@@ -29,7 +29,8 @@ interface PendingRow {
   rowIndex: number;
   /** The record as `csvLine` writes it: its result row repeats this text. */
   line: string;
-  cells: string[];
+  /** How many cells the line holds, once `prepare` has split it (the cells themselves are not kept). */
+  cellCount: number;
 }
 
 /** A batch after the work that needs no storage: rows validated, blocking keys worked out. */
@@ -129,7 +130,7 @@ export async function processBulkRequest(deps: CoreDeps, requestId: string): Pro
           continue;
         }
         if (rowIndex % BULK_BATCH_SIZE === 0) partStarts.push(rowIndex);
-        if (rowIndex >= resumeAt) batch.push({ rowIndex, line, cells: csvLineCells(line) });
+        if (rowIndex >= resumeAt) batch.push({ rowIndex, line, cellCount: 0 });
         rowIndex++;
         if (rowIndex % BULK_BATCH_SIZE === 0 && batch.length > 0) {
           await applyNext(batch, layout);
@@ -187,7 +188,11 @@ class RowImporter {
   prepare(rows: readonly PendingRow[], layout: HeaderLayout): PreparedBatch {
     const invalid: BulkRowOutcome[] = [];
     const valid: PreparedBatch['valid'] = [];
-    for (const { rowIndex, cells } of rows) {
+    for (const pending of rows) {
+      const { rowIndex } = pending;
+      // Split here rather than as the batch is read: the cells die young, before the next collection.
+      const cells = csvLineCells(pending.line);
+      pending.cellCount = cells.length;
       const validation = validateRow(cells, layout, this.today);
       if (validation.ok) {
         const row = validation.row;
@@ -293,8 +298,8 @@ class RowImporter {
     // rebuilds the result from the stored outcomes instead.
     let text = '';
     for (let i = 0; i < rows.length; i++) {
-      const { line, cells } = rows[i]!;
-      text += resultLineText(line, cells.length, width, outcomes[i]) + '\r\n';
+      const { line, cellCount } = rows[i]!;
+      text += resultLineText(line, cellCount, width, outcomes[i]) + '\r\n';
     }
     const part = writeResultPart(deps, this.request, rows[0]!.rowIndex, text);
     part.catch(() => undefined);

@@ -13,7 +13,5 @@ export function matchKeysFor(d: { lastName: string; dob: string; genderAtBirth: 
 /** `matchKeysFor` from the folded last names (`nameList` of the last name field). */
 export function matchKeysOfFolded(dob: string, genderAtBirth: Gender, foldedLastNames: readonly string[]): string[] {
   const prefix = `${dob}|${genderAtBirth}|`;
-  const keys: string[] = [];
-  for (const lastName of foldedLastNames) keys.push(prefix + lastName);
-  return keys;
+  return foldedLastNames.map((lastName) => prefix + lastName);
 }

@@ -92,15 +92,31 @@ function isNameSeparator(c: number): boolean {
 
 /** The names of a name field as written (commas and whitespace separate them), empty parts dropped. */
 export function splitNames(s: string): string[] {
-  const names: string[] = [];
   let start = -1;
   for (let i = 0; i < s.length; i++) {
+    if (isNameSeparator(s.charCodeAt(i))) {
+      // A field with one separator or more: rarer, and split for real.
+      return start === 0 ? splitAt(s, i) : splitAt(s, 0);
+    }
+    if (start < 0) start = i;
+  }
+  // One name (an array literal: exactly one slot, not the dozen a first push reserves).
+  return start === 0 ? [s] : [];
+}
+
+function splitAt(s: string, from: number): string[] {
+  const names: string[] = [];
+  let start = -1;
+  if (from > 0) {
+    names.push(s.slice(0, from));
+  }
+  for (let i = from; i < s.length; i++) {
     if (isNameSeparator(s.charCodeAt(i))) {
       if (start >= 0) names.push(s.slice(start, i));
       start = -1;
     } else if (start < 0) start = i;
   }
-  if (start >= 0) names.push(start === 0 ? s : s.slice(start));
+  if (start >= 0) names.push(s.slice(start));
   return names;
 }
 
@@ -115,10 +131,11 @@ export function splitNamesSlowly(s: string): string[] {
 
 /** The folded names of a list of names (`splitNames`), without duplicates and without names that fold to nothing. */
 export function foldNames(names: readonly string[]): string[] {
-  const folded: string[] = [];
-  for (const name of names) {
-    const f = foldName(name);
-    if (f !== '' && !folded.includes(f)) folded.push(f);
+  // Mapped first (an array of exactly the right size); filtered only when a name folds to nothing or twice.
+  const folded = names.map(foldName);
+  for (let i = 0; i < folded.length; i++) {
+    const f = folded[i]!;
+    if (f === '' || folded.indexOf(f) !== i) return folded.filter((name, at) => name !== '' && folded.indexOf(name) === at);
   }
   return folded;
 }
