@@ -367,6 +367,7 @@ class RowImporter {
   }
 
   private referenceProblem(row: ParsedRow): string | undefined {
+    if (row.facilityId === undefined && row.cohortIds.length === 0) return undefined;
     const problems: string[] = [];
     if (row.facilityId && !this.knownFacilities.get(row.facilityId)) {
       problems.push('facilityId: no facility with this id in your account');
@@ -388,26 +389,30 @@ interface Candidate {
   id: string;
   matchKeys: readonly string[];
   patient: Patient | undefined;
-  row: { row: ParsedRow; lastNames: string[] } | undefined;
+  /** The row whose demographics the candidate has, with its folded last names, when it has no patient. */
+  row: ParsedRow | undefined;
+  lastNames: string[] | undefined;
   folded: PreparedDemographics | undefined;
 }
 
 function patientCandidate(patient: Patient, folded?: PreparedDemographics): Candidate {
-  return { id: patient.id, matchKeys: patient.matchKeys, patient, row: undefined, folded };
+  return { id: patient.id, matchKeys: patient.matchKeys, patient, row: undefined, lastNames: undefined, folded };
 }
 
 /** A patient whose demographics and keys are those of `row` (the folded ones when already worked out). */
 function rowCandidate(id: string, row: ParsedRow, lastNames: string[], keys: string[], folded?: PreparedDemographics): Candidate {
-  return { id, matchKeys: keys, patient: undefined, row: { row, lastNames }, folded };
+  return { id, matchKeys: keys, patient: undefined, row, lastNames, folded };
 }
 
 function foldedOf(candidate: Candidate): PreparedDemographics {
   if (candidate.folded === undefined) {
     const { row, patient } = candidate;
-    candidate.folded = row ? prepareRowDemographics(row.row, row.lastNames) : prepareDemographics(demographicsOfPatient(patient!));
+    candidate.folded = row ? prepareRowDemographics(row, candidate.lastNames) : prepareDemographics(demographicsOfPatient(patient!));
   }
   return candidate.folded;
 }
+
+const NO_CANDIDATES: readonly { id: string; demographics: PreparedDemographics }[] = [];
 
 /**
  * The patients a batch may match, by blocking key. Rows apply in file order, so a patient created or
@@ -423,13 +428,18 @@ class CandidateIndex {
   }
 
   /** The candidates sharing a key with `keys`, each once, with what matching compares. */
-  around(keys: readonly string[]): { id: string; demographics: PreparedDemographics }[] {
-    const ids: string[] = [];
+  around(keys: readonly string[]): readonly { id: string; demographics: PreparedDemographics }[] {
+    let ids: string[] | undefined;
     for (const key of keys) {
       const bucket = this.byKey.get(key);
-      if (bucket) for (const id of bucket) if (!ids.includes(id)) ids.push(id);
+      if (bucket === undefined) continue;
+      for (const id of bucket) {
+        if (ids === undefined) ids = [id];
+        else if (!ids.includes(id)) ids.push(id);
+      }
     }
-    return ids.map((id) => ({ id, demographics: foldedOf(this.byId.get(id)!) }));
+    // Most rows share no key with anyone: nothing to allocate.
+    return ids === undefined ? NO_CANDIDATES : ids.map((id) => ({ id, demographics: foldedOf(this.byId.get(id)!) }));
   }
 
   /** Adds the candidate, or replaces the version of it already held. */
