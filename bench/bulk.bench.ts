@@ -21,6 +21,7 @@ import { NodeSecrets } from '../adapters/crypto/node.secrets.js';
 import { Uuid7Ids } from '../adapters/ids/uuid7.ids.js';
 import { SequelizeStorage } from '../adapters/storage/sequelize/sequelize.storage.js';
 import { generateCsv, personOf } from './generate.js';
+import { startScriptArguments } from '../spec/support/start-command.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
@@ -146,7 +147,7 @@ async function startService(dataDir: string): Promise<Service> {
   const port = await freePort();
   // BENCH_CPU_PROF=<dir>: the service writes a V8 CPU profile there when it stops (node --cpu-prof).
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', join(ROOT, 'hosts/koa/main.ts')], {
+  const child = spawn(process.execPath, [...profile, ...startScriptArguments()], {
     cwd: ROOT,
     env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true' },
     stdio: ['ignore', 'ignore', 'inherit'],

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, test } from 'vitest';
+import { startScriptArguments } from '../../spec/support/start-command.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -13,9 +14,9 @@ afterEach(async () => {
   dataDir = undefined;
 });
 
-/** `npm start` is `tsx hosts/koa/main.ts`; this runs the same entry with Node's tsx loader. */
+/** Runs what `npm start` runs: the same Node flags and entry. */
 function startMain(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'hosts/koa/main.ts')], {
+  const child = spawn(process.execPath, startScriptArguments(), {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'csv-parse/sync';
 import { afterAll, describe, expect, test } from 'vitest';
 import { generateCsv, seededRandom } from '../../bench/generate.js';
+import { startScriptArguments } from '../support/start-command.js';
 
 /**
  * Issue 3, crash safety: the real service (`npm start`'s entry) is killed with SIGKILL at a random point
@@ -40,7 +41,7 @@ interface Service {
 }
 
 async function startService(dataDir: string, port: number): Promise<Service> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'hosts/koa/main.ts')], {
+  const child = spawn(process.execPath, startScriptArguments(), {
     cwd: ROOT,
     env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', URL_SIGNING_SECRET: 'crash-test-url-signing-secret' },
     stdio: ['ignore', 'pipe', 'pipe'],
