@@ -14,6 +14,7 @@ import {
   type PreparedDemographics,
 } from '../matching/decide.js';
 import { foldNames } from '../matching/normalise.js';
+import { settleAll } from '../settle.js';
 import { nowIso, todayIso } from '../time.js';
 import { csvRecordChunks, storedRecordChunks } from './csv-stream.js';
 import { nextStatus } from './machine.js';
@@ -324,11 +325,16 @@ class RowImporter {
       failed: this.request.failed + failed,
       updatedAt: nowIso(this.deps.clock),
     };
+    // One round trip to the database's writer instead of four: the writes are independent, and a
+    // transaction's writer waiting on this thread between them was a third of a batch's write time.
     const stored = await this.deps.storage.transaction(async (tx) => {
-      if (created.length > 0) await tx.patients.insertMany(created);
-      if (updated.length > 0) await tx.patients.updateMany(updated);
-      await tx.bulkRows.putMany(outcomes);
-      return tx.bulkRequests.updateIfStatus(next, 'processing');
+      const [, , , request] = await settleAll([
+        created.length > 0 ? tx.patients.insertMany(created) : undefined,
+        updated.length > 0 ? tx.patients.updateMany(updated) : undefined,
+        tx.bulkRows.putMany(outcomes),
+        tx.bulkRequests.updateIfStatus(next, 'processing'),
+      ] as const);
+      return request;
     });
     if (!stored) throw new CoreError('CONFLICT', `Bulk request ${this.request.id} left processing while rows were applied`);
     this.request = stored;

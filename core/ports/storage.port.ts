@@ -45,6 +45,9 @@ export interface StoragePort {
    * Runs `work` atomically: every write made through the `tx` storage handed to it commits together or not
    * at all. Writes through `this` (not `tx`) inside `work` are not part of the transaction. Nested calls on
    * `tx` join the outer transaction. Throws what `work` throws, after rolling back.
+   * Calls on `tx` may overlap (independent writes started together, e.g. through `settleAll`): they belong
+   * to the same transaction, in no promised order. `work` must not settle before every call it started on
+   * `tx` has: a call still running at the commit or rollback is not part of the transaction.
    */
   transaction<T>(work: (tx: StoragePort) => Promise<T>): Promise<T>;
 

@@ -19,6 +19,7 @@ import type {
   WebhookSettings,
 } from '../../core/domain/types.js';
 import type { StoragePort } from '../../core/ports/storage.port.js';
+import { settleAll } from '../../core/settle.js';
 
 /**
  * The contract of the storage port (core/ports/storage.port.ts), run against every adapter.
@@ -1043,6 +1044,57 @@ export function defineStorageContract(options: StorageContractOptions): void {
       }),
     ).rejects.toThrow();
     expect(await storage.patients.list(ACCOUNT_A)).toEqual([existing]);
+  });
+
+  test('transaction: overlapping writes through tx (all settled before work returns) commit together', async (storage, build) => {
+    const request = build.bulkRequest(ACCOUNT_A, { status: 'processing' });
+    await storage.bulkRequests.insert(request);
+    const stored = build.patient(ACCOUNT_A, { matchKeys: ['old-key'] });
+    await storage.patients.insert(stored);
+    const created = [build.patient(ACCOUNT_A, { matchKeys: ['new-key'] }), build.patient(ACCOUNT_A, { matchKeys: ['new-key'] })];
+    const changed = { ...stored, firstName: 'Changed', matchKeys: ['new-key'] };
+    const outcomes = created.map((patient, i) => row(request.id, i, { patientId: patient.id }));
+    const next = { ...request, processed: 2, succeeded: 2 };
+    const [, , , updated] = await storage.transaction((tx) =>
+      settleAll([
+        tx.patients.insertMany(created),
+        tx.patients.updateMany([changed]),
+        tx.bulkRows.putMany(outcomes),
+        tx.bulkRequests.updateIfStatus(next, 'processing'),
+      ] as const),
+    );
+    expect(updated).toEqual(next);
+    expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, ['new-key'])).sort()).toEqual(ids([...created, changed]).sort());
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['old-key'])).toEqual([]);
+    expect(await storage.patients.get(ACCOUNT_A, stored.id)).toEqual(changed);
+    expect(await storage.bulkRows.range(request.id, 0, 10)).toEqual(outcomes);
+    expect(await storage.bulkRequests.get(ACCOUNT_A, request.id)).toEqual(next);
+  });
+
+  test('transaction: overlapping writes through tx roll back together when one of them fails', async (storage, build) => {
+    const request = build.bulkRequest(ACCOUNT_A, { status: 'processing' });
+    await storage.bulkRequests.insert(request);
+    const existing = build.patient(ACCOUNT_A, { matchKeys: ['kept-key'] });
+    await storage.patients.insert(existing);
+    const fresh = build.patient(ACCOUNT_A, { matchKeys: ['fresh-key'] });
+    await expect(
+      storage.transaction((tx) =>
+        settleAll([
+          tx.bulkRows.putMany([row(request.id, 0, { patientId: fresh.id })]),
+          tx.patients.insertMany([fresh, existing]),
+          tx.bulkRequests.updateIfStatus({ ...request, processed: 1, succeeded: 1 }, 'processing'),
+          tx.outbox.add(build.outbox(ACCOUNT_A)),
+        ] as const),
+      ),
+    ).rejects.toThrow();
+    expect(await storage.patients.list(ACCOUNT_A)).toEqual([existing]);
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['fresh-key'])).toEqual([]);
+    expect(await storage.bulkRows.counts(request.id)).toEqual({ total: 0, failed: 0 });
+    expect(await storage.bulkRequests.get(ACCOUNT_A, request.id)).toEqual(request);
+    expect(await storage.outbox.list(ACCOUNT_A)).toEqual([]);
+    // Nothing ran after the rollback: the storage takes the same writes afterwards.
+    await storage.transaction((tx) => tx.patients.insert(fresh));
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['fresh-key'])).toEqual([fresh]);
   });
 
   test('transaction: nested calls on tx join the outer transaction', async (storage, build) => {

@@ -1,5 +1,6 @@
 import { BaseError, Op, QueryTypes, UniqueConstraintError, literal, type Sequelize, type Transaction, type WhereOptions } from 'sequelize';
 import { CoreError } from '../../../core/errors.js';
+import { settleAll } from '../../../core/settle.js';
 import type { BulkRowOutcome, FhirResourceRecord, OutboxMessage, Patient } from '../../../core/domain/types.js';
 import type {
   AccountRepository,
@@ -421,8 +422,8 @@ class Repositories {
 
     const insertBatch = (batch: readonly Patient[]) =>
       this.atomic(async (transaction) => {
-        await this.insertPatientRows(transaction, batch);
-        await this.insertKeys(batch, transaction);
+        // Both statements queued at once: the writer runs the second while this thread is elsewhere.
+        await settleAll([this.insertPatientRows(transaction, batch), this.insertKeys(batch, transaction)]);
       });
 
     /** The stored keys of these patients (any account), by id. */
