@@ -88,41 +88,42 @@ async function resultText(deps: CoreDeps, request: BulkRequest): Promise<string>
 
 describe('processBulkRequest', () => {
   test('a row matches patients created and changed by earlier batches, even while those were still being written', async () => {
-    expect(BULK_BATCH_SIZE).toBe(1_000);
+    const B = BULK_BATCH_SIZE;
+    const rows = 2 * B + 600;
     const { deps, account, facilityId } = await world(slowCommits(new MemoryStorage(), 15));
-    const csv = csvOf(2_600, {
+    const csv = csvOf(rows, {
       10: 'ann-1,Ann,Able,1970-02-02,F,1 Main St,Springfield,IL,11111',
       // Next batch: its candidates are looked up while batch 0 (which created Ann) is uncommitted.
-      1_010: 'ann-2,Ann,Able,1970-02-02,F,2 Oak St,Springfield,IL,11111',
+      [B + 10]: 'ann-2,Ann,Able,1970-02-02,F,2 Oak St,Springfield,IL,11111',
       // The batch after: Ann as batch 1 changed her (a second last name, so new blocking keys).
-      2_020: ',Ann,"Able,Baker",1970-02-02,F,3 Elm St,Springfield,IL,11111',
+      [2 * B + 20]: ',Ann,"Able,Baker",1970-02-02,F,3 Elm St,Springfield,IL,11111',
       // Across a batch boundary.
-      999: 'bob-1,Bob,Boundary,1960-03-03,M,1 Main St,Springfield,IL,22222',
-      1_000: 'bob-2,Bob,Boundary,1960-03-03,M,1 Main St,Springfield,IL,22222',
+      [B - 1]: 'bob-1,Bob,Boundary,1960-03-03,M,1 Main St,Springfield,IL,22222',
+      [B]: 'bob-2,Bob,Boundary,1960-03-03,M,1 Main St,Springfield,IL,22222',
     });
     const request = await upload(deps, account, facilityId, csv);
     await processBulkRequest(deps, request.id);
 
-    const outcomes = await deps.storage.bulkRows.range(request.id, 0, 3_000);
-    expect(outcomes).toHaveLength(2_600);
+    const outcomes = await deps.storage.bulkRows.range(request.id, 0, rows + 100);
+    expect(outcomes).toHaveLength(rows);
     const ann = outcomes[10]!;
     expect(ann).toMatchObject({ status: 'succeeded', action: 'created' });
-    expect(outcomes[1_010]).toMatchObject({ status: 'succeeded', action: 'updated', patientId: ann.patientId });
-    expect(outcomes[2_020]).toMatchObject({ status: 'succeeded', action: 'updated', patientId: ann.patientId });
-    expect(outcomes[999]).toMatchObject({ action: 'created' });
-    expect(outcomes[1_000]).toMatchObject({ action: 'updated', patientId: outcomes[999]!.patientId });
-    expect(outcomes.filter((outcome) => outcome.action === 'created')).toHaveLength(2_600 - 3);
+    expect(outcomes[B + 10]).toMatchObject({ status: 'succeeded', action: 'updated', patientId: ann.patientId });
+    expect(outcomes[2 * B + 20]).toMatchObject({ status: 'succeeded', action: 'updated', patientId: ann.patientId });
+    expect(outcomes[B - 1]).toMatchObject({ action: 'created' });
+    expect(outcomes[B]).toMatchObject({ action: 'updated', patientId: outcomes[B - 1]!.patientId });
+    expect(outcomes.filter((outcome) => outcome.action === 'created')).toHaveLength(rows - 3);
 
     const stored = await deps.storage.patients.get(account.id, ann.patientId!);
     expect(stored).toMatchObject({ lastName: 'Able,Baker', externalId: 'ann-2' });
     expect(stored!.address.map((address) => address.addressLine1)).toEqual(['3 Elm St']);
-    expect(await deps.storage.patients.count(account.id)).toBe(2_600 - 3);
-    expect(await deps.storage.bulkRequests.getById(request.id)).toMatchObject({ status: 'completed', processed: 2_600, succeeded: 2_600, failed: 0 });
+    expect(await deps.storage.patients.count(account.id)).toBe(rows - 3);
+    expect(await deps.storage.bulkRequests.getById(request.id)).toMatchObject({ status: 'completed', processed: rows, succeeded: rows, failed: 0 });
   });
 
   test('the records the upload check stored are used, then removed; without them the CSV is parsed again, to the same result', async () => {
     const { deps, account, facilityId } = await world();
-    const csv = csvOf(1_500, { 3: 'x,Broken,Row,1980-13-40,F,1 Main St,Springfield,IL,62701', 7: '"quoted, cell",Ann,"Multi\nLine",1970-02-02,F,1 Main St,Springfield,IL,11111' });
+    const csv = csvOf(BULK_BATCH_SIZE + 500, { 3: 'x,Broken,Row,1980-13-40,F,1 Main St,Springfield,IL,62701', 7: '"quoted, cell",Ann,"Multi\nLine",1970-02-02,F,1 Main St,Springfield,IL,11111' });
 
     const withRecords = await upload(deps, account, facilityId, csv, true);
     expect(await deps.blob.head(recordsKeyOf(withRecords.uploadKey))).toBeDefined();
@@ -140,7 +141,7 @@ describe('processBulkRequest', () => {
 
   test('records an earlier version stored (cells joined by NUL) are not read: the CSV is parsed again, and they are removed', async () => {
     const { deps, account, facilityId } = await world();
-    const csv = csvOf(1_200, { 5: '"quoted, cell",Ann,Lee,1970-02-02,F,1 Main St,Springfield,IL,11111' });
+    const csv = csvOf(BULK_BATCH_SIZE + 200, { 5: '"quoted, cell",Ann,Lee,1970-02-02,F,1 Main St,Springfield,IL,11111' });
     const reference = await upload(deps, account, facilityId, csv, true);
     await processBulkRequest(deps, reference.id);
 
@@ -155,7 +156,7 @@ describe('processBulkRequest', () => {
 
   test('damaged stored records fail the job; the retry parses the CSV and resumes after the committed batches', async () => {
     const { deps, account, facilityId } = await world();
-    const csv = csvOf(2_500);
+    const csv = csvOf(2 * BULK_BATCH_SIZE + BULK_BATCH_SIZE / 2);
     const reference = await upload(deps, account, facilityId, csv, true);
     await processBulkRequest(deps, reference.id);
 
@@ -164,11 +165,11 @@ describe('processBulkRequest', () => {
     const bytes = (await deps.blob.get(key))!;
     // Cut in the middle of a record of the third batch: two batches commit before the damage shows.
     const text = new TextDecoder().decode(bytes);
-    const cut = text.indexOf('Person2100');
+    const cut = text.indexOf(`Person${2 * BULK_BATCH_SIZE + 100},`);
     await deps.blob.put(key, new TextEncoder().encode(text.slice(0, cut)));
 
     await expect(processBulkRequest(deps, request.id)).rejects.toMatchObject({ code: 'INTERNAL' });
-    expect((await deps.storage.bulkRequests.getById(request.id))?.processed).toBe(2_000);
+    expect((await deps.storage.bulkRequests.getById(request.id))?.processed).toBe(2 * BULK_BATCH_SIZE);
     expect(await deps.blob.head(key)).toBeUndefined();
 
     await processBulkRequest(deps, request.id);

@@ -23,8 +23,13 @@ import { legacyRecordsKeyOf, recordsKeyOf } from './upload.js';
 import { csvLine, csvLineCells } from './csv-text.js';
 import { assembleResultCsv, resultDownloadUrl, resultLineText, writeResultHeaderPart, writeResultPart } from './result.js';
 
-/** Rows applied per transaction: large enough to amortise a commit, small enough to resume cheaply. */
-export const BULK_BATCH_SIZE = 1_000;
+/**
+ * Rows applied per transaction: large enough to amortise a commit and the round trips to the database's
+ * writer (each waits for this thread), small enough to resume cheaply and keep two batches in memory.
+ * Measured on SQLite over 100,000 rows (paired runs): 2,500 took ~12% less than 1,000; 5,000 no less
+ * than 2,500, with ~45 MB more held.
+ */
+export const BULK_BATCH_SIZE = 2_500;
 
 interface PendingRow {
   rowIndex: number;
