@@ -10,7 +10,7 @@ import { createAccount } from '../accounts.js';
 import type { CoreDeps } from '../deps.js';
 import type { Account, BulkRequest } from '../domain/types.js';
 import type { StoragePort } from '../ports/storage.port.js';
-import { BULK_BATCH_SIZE, processBulkRequest } from './process.js';
+import { BULK_BATCH_SIZE, failBulkRequest, processBulkRequest } from './process.js';
 import { startBulkCreate } from './start.js';
 import { acceptUpload, legacyRecordsKeyOf, recordsKeyOf } from './upload.js';
 
@@ -37,6 +37,34 @@ function slowCommits(storage: StoragePort, delayMs: number): StoragePort {
     },
     close: () => storage.close(),
   };
+}
+
+/** A storage whose row outcomes fail to store from the `failAt`-th batch on, as a database gone bad would. */
+function failingOutcomes(storage: StoragePort, failAt: number): StoragePort {
+  let calls = 0;
+  const failing = (tx: StoragePort): StoragePort => ({
+    ...tx,
+    bulkRows: {
+      ...tx.bulkRows,
+      putMany: async (outcomes) => {
+        if (++calls >= failAt) throw new Error('disk full');
+        return tx.bulkRows.putMany(outcomes);
+      },
+    },
+  });
+  return { ...storage, transaction: (work) => storage.transaction((tx) => work(failing(tx))), close: () => storage.close() };
+}
+
+/** A blob storage that remembers every key written to it. */
+function recordingBlob(): { blob: MemoryBlob; written: Set<string> } {
+  const blob = new MemoryBlob();
+  const written = new Set<string>();
+  const put = blob.put.bind(blob);
+  blob.put = (key, data, options) => {
+    written.add(key);
+    return put(key, data, options);
+  };
+  return { blob, written };
 }
 
 async function world(storage: StoragePort = new MemoryStorage()) {
@@ -119,6 +147,24 @@ describe('processBulkRequest', () => {
     expect(stored!.address.map((address) => address.addressLine1)).toEqual(['3 Elm St']);
     expect(await deps.storage.patients.count(account.id)).toBe(rows - 3);
     expect(await deps.storage.bulkRequests.getById(request.id)).toMatchObject({ status: 'completed', processed: rows, succeeded: rows, failed: 0 });
+  });
+
+  test('a request that fails after some batches keeps its upload and nothing else it wrote to the blob storage', async () => {
+    const { deps, account, facilityId } = await world(failingOutcomes(new MemoryStorage(), 3));
+    const { blob, written } = recordingBlob();
+    deps.blob = blob;
+    const request = await upload(deps, account, facilityId, csvOf(4 * BULK_BATCH_SIZE));
+    await expect(processBulkRequest(deps, request.id)).rejects.toThrow('disk full');
+    const stuck = (await deps.storage.bulkRequests.getById(request.id))!;
+    expect(stuck).toMatchObject({ status: 'processing', processed: 2 * BULK_BATCH_SIZE });
+    expect(written.size).toBeGreaterThan(4);
+
+    // What the job does on its last attempt.
+    await failBulkRequest(deps, stuck, 'The import stopped on an internal error; start a new bulk request');
+    expect(await deps.storage.bulkRequests.getById(request.id)).toMatchObject({ status: 'failed' });
+    const left = [];
+    for (const key of written) if (await blob.head(key)) left.push(key);
+    expect(left).toEqual([request.uploadKey]);
   });
 
   test('the records the upload check stored are used, then removed; without them the CSV is parsed again, to the same result', async () => {

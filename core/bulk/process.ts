@@ -21,7 +21,7 @@ import { nextStatus } from './machine.js';
 import { notifyBulkStatus } from './notify.js';
 import { legacyRecordsKeyOf, recordsKeyOf } from './upload.js';
 import { csvLine, csvLineCells } from './csv-text.js';
-import { assembleResultCsv, resultDownloadUrl, resultLineText, writeResultHeaderPart, writeResultPart } from './result.js';
+import { assembleResultCsv, removeResultParts, resultDownloadUrl, resultLineText, writeResultHeaderPart, writeResultPart } from './result.js';
 
 /**
  * Rows applied per transaction: large enough to amortise a commit and the round trips to the database's
@@ -549,11 +549,23 @@ async function completeBulkRequest(deps: CoreDeps, request: BulkRequest, partSta
   await deps.blob.delete(legacyRecordsKeyOf(request.uploadKey));
 }
 
-/** processing -> failed with a reason and the `failed` webhook, atomically. A no-op if it already left processing. */
+/**
+ * processing -> failed with a reason and the `failed` webhook, atomically, then removes what only the
+ * import needed: the parsed records (as large as the upload) and the result parts written so far. The
+ * upload itself stays, as for a completed request. A no-op if the request already left processing.
+ */
 export async function failBulkRequest(deps: CoreDeps, request: BulkRequest, reason: string): Promise<void> {
   const failed: BulkRequest = { ...request, status: await nextStatus(request.status, 'fail'), reason, updatedAt: nowIso(deps.clock) };
-  await deps.storage.transaction(async (tx) => {
-    const stored = await tx.bulkRequests.updateIfStatus(failed, 'processing');
-    if (stored) await notifyBulkStatus(tx, deps, stored, { status: 'failed', reason });
+  const stored = await deps.storage.transaction(async (tx) => {
+    const updated = await tx.bulkRequests.updateIfStatus(failed, 'processing');
+    if (updated) await notifyBulkStatus(tx, deps, updated, { status: 'failed', reason });
+    return updated;
   });
+  if (!stored) return;
+  await deps.blob.delete(recordsKeyOf(request.uploadKey));
+  await deps.blob.delete(legacyRecordsKeyOf(request.uploadKey));
+  // Parts exist for the committed batches and for at most the two the pipeline had matched beyond them.
+  const partStarts: number[] = [];
+  for (let start = 0; start < stored.processed + 3 * BULK_BATCH_SIZE; start += BULK_BATCH_SIZE) partStarts.push(start);
+  await removeResultParts(deps, stored, partStarts);
 }

@@ -88,6 +88,11 @@ export async function assembleResultCsv(deps: Pick<CoreDeps, 'blob' | 'storage'>
   return resultKey;
 }
 
+/** Removes the result parts of a request that will not complete (missing ones are skipped). */
+export async function removeResultParts(deps: Pick<CoreDeps, 'blob'>, request: BulkRequest, partStarts: readonly number[]): Promise<void> {
+  for (const key of [partKey(request, 'header'), ...partStarts.map((start) => partKey(request, start))]) await deps.blob.delete(key);
+}
+
 async function* concatenate(deps: Pick<CoreDeps, 'blob'>, keys: readonly string[]): AsyncGenerator<Uint8Array> {
   for (const key of keys) {
     const stream = await deps.blob.stream(key);
