@@ -544,7 +544,11 @@ async function completeBulkRequest(deps: CoreDeps, request: BulkRequest, partSta
     const stored = await tx.bulkRequests.updateIfStatus(completed, 'processing');
     if (stored) await notifyBulkStatus(tx, deps, stored, { status: 'completed', result: resultDownloadUrl(deps, stored) });
   });
-  // The parsed records were for the import only; the upload itself stays.
+  await removeParsedRecords(deps, request);
+}
+
+/** The parsed records (either format) were for the import only; the upload itself stays. */
+async function removeParsedRecords(deps: CoreDeps, request: BulkRequest): Promise<void> {
   await deps.blob.delete(recordsKeyOf(request.uploadKey));
   await deps.blob.delete(legacyRecordsKeyOf(request.uploadKey));
 }
@@ -562,8 +566,7 @@ export async function failBulkRequest(deps: CoreDeps, request: BulkRequest, reas
     return updated;
   });
   if (!stored) return;
-  await deps.blob.delete(recordsKeyOf(request.uploadKey));
-  await deps.blob.delete(legacyRecordsKeyOf(request.uploadKey));
+  await removeParsedRecords(deps, request);
   // Parts exist for the committed batches and for the (at most two) the pipeline had matched beyond them.
   const partStarts: number[] = [];
   for (let start = 0; start <= stored.processed + 2 * BULK_BATCH_SIZE; start += BULK_BATCH_SIZE) partStarts.push(start);

@@ -79,7 +79,7 @@ export async function writeResultPart(deps: Pick<CoreDeps, 'blob'>, request: Bul
  * result is rebuilt from the input and the stored outcomes instead. Returns the blob key.
  */
 export async function assembleResultCsv(deps: Pick<CoreDeps, 'blob' | 'storage'>, request: BulkRequest, partStarts: readonly number[]): Promise<string> {
-  const keys = [partKey(request, 'header'), ...partStarts.map((start) => partKey(request, start))];
+  const keys = partKeys(request, partStarts);
   const present = await Promise.all(keys.map((key) => deps.blob.head(key)));
   const resultKey = resultKeyOf(request);
   if (present.some((head) => head === undefined)) return writeResultCsv(deps, request);
@@ -90,7 +90,12 @@ export async function assembleResultCsv(deps: Pick<CoreDeps, 'blob' | 'storage'>
 
 /** Removes the result parts of a request that will not complete (missing ones are skipped). */
 export async function removeResultParts(deps: Pick<CoreDeps, 'blob'>, request: BulkRequest, partStarts: readonly number[]): Promise<void> {
-  for (const key of [partKey(request, 'header'), ...partStarts.map((start) => partKey(request, start))]) await deps.blob.delete(key);
+  for (const key of partKeys(request, partStarts)) await deps.blob.delete(key);
+}
+
+/** The keys of the header part and of the batches' parts, in result order. */
+function partKeys(request: BulkRequest, partStarts: readonly number[]): string[] {
+  return [partKey(request, 'header'), ...partStarts.map((start) => partKey(request, start))];
 }
 
 async function* concatenate(deps: Pick<CoreDeps, 'blob'>, keys: readonly string[]): AsyncGenerator<Uint8Array> {

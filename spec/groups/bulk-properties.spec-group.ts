@@ -3,6 +3,7 @@ import { expect } from 'vitest';
 import { brokenRow, columnsOf, layOut, toCsvText, validRow, type CellMap } from '../arbitraries/rows.js';
 import type { HostSpecOptions } from '../host.suite.js';
 import { withHost } from '../host.suite.js';
+import { seededRandom } from '../../bench/generate.js';
 import { BULK_BATCH_SIZE } from '../../core/bulk/process.js';
 import { AccountApi, csvOf, personRow } from '../support/api.js';
 import type { HostDriver } from '../support/driver.js';
@@ -29,18 +30,6 @@ async function freshAccount(host: HostDriver): Promise<AccountApi> {
   return api;
 }
 
-/** A small seeded generator (mulberry32): fast-check picks the seed, so a failing file is replayed from it. */
-function seeded(seed: number): (below: number) => number {
-  let state = seed >>> 0;
-  return (below) => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * below);
-  };
-}
-
 const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
 
 /**
@@ -53,7 +42,9 @@ const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
  * that key was seen before, else creates one.
  */
 function fileWithDuplicates(seed: number, rows: number) {
-  const random = seeded(seed);
+  // fast-check picks the seed, so a failing file is replayed from it.
+  const next = seededRandom(seed);
+  const random = (below: number) => Math.floor(next() * below);
   const lines: string[] = [];
   /** Per row: the model key of the patient it creates or updates, or undefined when it must fail. */
   const keys: (string | undefined)[] = [];
