@@ -6,7 +6,7 @@ import { MedplumCcdaConverter } from './medplum.ccda.js';
 import { normaliseParsedCcda } from './normalise-ccda.js';
 import { uuidFromSeed } from './stable-ids.js';
 
-const fixturesDir = fileURLToPath(new URL('../../../shared/fixtures/ccda/', import.meta.url));
+const fixturesDir = fileURLToPath(new URL('../../sandbox-data/ccda/', import.meta.url));
 const fixture = (name: string) => readFileSync(fixturesDir + name, 'utf8');
 const converter = new MedplumCcdaConverter();
 

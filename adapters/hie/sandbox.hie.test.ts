@@ -7,7 +7,7 @@ import { isCoreError } from '../../core/errors.js';
 import type { HiePatientQuery } from '../../core/ports/hie.port.js';
 import { SandboxHieNetwork } from './sandbox.hie.js';
 
-const fixturesDir = fileURLToPath(new URL('../../../shared/fixtures/ccda/', import.meta.url));
+const fixturesDir = fileURLToPath(new URL('../../sandbox-data/ccda/', import.meta.url));
 const make = () => new SandboxHieNetwork({ fixturesDir });
 const query = (patientId: string): HiePatientQuery => ({
   patientId,

@@ -6,7 +6,7 @@ import { MedplumCcdaConverter } from '../ccda/medplum.ccda.js';
 import { BundleRenderer, renderHtml } from './bundle.renderer.js';
 import { summarise } from './summary.js';
 
-const fixturesDir = fileURLToPath(new URL('../../../shared/fixtures/ccda/', import.meta.url));
+const fixturesDir = fileURLToPath(new URL('../../sandbox-data/ccda/', import.meta.url));
 const bundleOf = (...resources: FhirResource[]): FhirBundle => ({ resourceType: 'Bundle', type: 'collection', entry: resources.map((resource) => ({ resource })) });
 const renderer = new BundleRenderer();
 const pageCount = (pdf: Uint8Array) => (Buffer.from(pdf).toString('latin1').match(/\/Type \/Page\b/g) ?? []).length;

@@ -8,7 +8,7 @@ import type { SearchDocument } from '../../core/ports/search-index.port.js';
 import { MedplumCcdaConverter } from '../ccda/medplum.ccda.js';
 import { editsAllowed, MiniSearchIndex, transpositionsOf } from './minisearch.search-index.js';
 
-const fixturesDir = fileURLToPath(new URL('../../../shared/fixtures/ccda/', import.meta.url));
+const fixturesDir = fileURLToPath(new URL('../../sandbox-data/ccda/', import.meta.url));
 const A = 'acct';
 const P = 'pat';
 

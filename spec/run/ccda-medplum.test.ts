@@ -3,7 +3,7 @@ import { test } from 'vitest';
 import { MedplumCcdaConverter } from '../../adapters/ccda/medplum.ccda.js';
 import { defineCcdaContract } from '../ports/ccda.contract.js';
 
-const fixturesDir = fileURLToPath(new URL('../../../shared/fixtures/ccda/', import.meta.url));
+const fixturesDir = fileURLToPath(new URL('../../sandbox-data/ccda/', import.meta.url));
 
 /**
  * What @medplum/ccda 4.5 (after normalise-ccda.ts) extracts from each HL7 example, checked by hand against
