@@ -5,6 +5,7 @@ import { defineBulkStateMachineGroup } from './groups/bulk-state-machine.spec-gr
 import { defineConsolidatedGroup } from './groups/consolidated.spec-group.js';
 import { defineDocumentsGroup } from './groups/documents.spec-group.js';
 import { defineEntitiesGroup } from './groups/entities.spec-group.js';
+import { defineHostileInputGroup } from './groups/hostile-input.spec-group.js';
 import { defineOptOutGroup } from './groups/opt-out.spec-group.js';
 import { defineSearchGroup } from './groups/search.spec-group.js';
 import { defineTenancyGroup } from './groups/tenancy.spec-group.js';
@@ -35,6 +36,7 @@ export function defineHostSpec(options: HostSpecOptions): void {
   defineDocumentsGroup(options);
   defineConsolidatedGroup(options);
   defineSearchGroup(options);
+  defineHostileInputGroup(options);
 }
 
 /** Runs `body` with a fresh host and always closes it. */

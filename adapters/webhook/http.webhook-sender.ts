@@ -1,6 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
 import type { WebhookDelivery, WebhookDeliveryResult, WebhookSenderPort } from '../../core/ports/webhook-sender.port.js';
 import { isNonPublicAddress, validateWebhookUrl } from '../../core/webhooks/url.js';
@@ -20,6 +21,8 @@ export interface HttpWebhookSenderOptions {
   now?: () => number;
   /** Name resolution, `dns.lookup` when absent; tests inject one to prove the SSRF guard without real DNS. */
   lookup?: typeof dnsLookup;
+  /** Gets each attempt that got no HTTP answer, with the network detail (message id and origin, never the body). */
+  logger?: Logger;
 }
 
 /** Raised inside the connect lookup; its code is what the failure reports. */
@@ -74,6 +77,15 @@ function errorText(error: unknown, timeoutMs: number, timedOut: boolean): string
   return code ? `${code}: ${message}` : message;
 }
 
+/** Scheme, host and port of a URL: its path and query may carry the customer's tokens. */
+function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return '(not a URL)';
+  }
+}
+
 async function readLimited(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -98,9 +110,11 @@ export class HttpWebhookSender implements WebhookSenderPort {
   private readonly userAgent: string;
   private readonly now: () => number;
   private readonly agent: Agent;
+  private readonly logger: Logger | undefined;
 
   constructor(options: HttpWebhookSenderOptions) {
     this.allowPrivate = options.allowPrivate;
+    this.logger = options.logger;
     this.userAgent = options.userAgent ?? `carebridge-webhooks/${packageVersion}`;
     this.now = options.now ?? Date.now;
     this.agent = new Agent({
@@ -117,7 +131,7 @@ export class HttpWebhookSender implements WebhookSenderPort {
       // Literal IPs never reach the lookup above, so they are checked here; and bad URLs become failures.
       validateWebhookUrl(delivery.url, { allowPrivate: this.allowPrivate });
     } catch (error) {
-      return { outcome: 'failed', gone: false, error: `refused: ${(error as Error).message}`, durationMs: elapsed() };
+      return this.unanswered(delivery, { outcome: 'failed', gone: false, error: `refused: ${(error as Error).message}`, durationMs: elapsed() });
     }
 
     const controller = new AbortController();
@@ -155,10 +169,23 @@ export class HttpWebhookSender implements WebhookSenderPort {
       if (retryAfterMs !== undefined) failure.retryAfterMs = retryAfterMs;
       return failure;
     } catch (error) {
-      return { outcome: 'failed', gone: false, error: errorText(error, delivery.timeoutMs, timedOut), durationMs: elapsed() };
+      return this.unanswered(delivery, {
+        outcome: 'failed',
+        gone: false,
+        ...(timedOut ? { timedOut } : {}),
+        error: errorText(error, delivery.timeoutMs, timedOut),
+        durationMs: elapsed(),
+      });
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  private unanswered(delivery: WebhookDelivery, result: WebhookDeliveryResult): WebhookDeliveryResult {
+    if (result.outcome === 'failed') {
+      this.logger?.info({ messageId: delivery.messageId, origin: originOf(delivery.url), error: result.error }, 'webhook attempt got no answer');
+    }
+    return result;
   }
 
   /** Closes kept-alive connections. Idempotent. */

@@ -3,14 +3,18 @@ import type { CoreDeps } from '../deps.js';
 import type { Account } from '../domain/types.js';
 import { CoreError } from '../errors.js';
 import { verifySignedRequest } from '../signed-urls.js';
+import { checkJsonBody, checkPathParams, checkQuery } from './input-text.js';
 import { errorToResponse, parseWith, problemResponse } from './problem.js';
 import { Router, type RouteDefinition } from './router.js';
 import { apiRoutes } from './routes/index.js';
 import type { ApiRequest, ApiResponse } from './types.js';
 
 export interface ApiHandlerOptions {
-  /** Called with errors that are not CoreErrors (bugs, outages) before they become a bare 500. */
-  onUnexpectedError?: (error: unknown, request: { method: string; path: string }) => void;
+  /**
+   * Called with every error that becomes a 500 (bugs, outages, a storage failure), with the request id the
+   * problem body carries, so the host can log it at error level and support can find it from the answer.
+   */
+  onUnexpectedError?: (error: unknown, request: { method: string; path: string; requestId: string }) => void;
 }
 
 export type ApiHandler = ((request: ApiRequest) => Promise<ApiResponse>) & {
@@ -37,6 +41,9 @@ export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}
         return response;
       }
       const { route, params } = match;
+      checkPathParams(params);
+      checkQuery(request.query);
+      checkJsonBody(request.body);
       const query = flattenQuery(request.query);
       const account = await authorise(deps, route, request, query);
       const parsedQuery = route.query ? parseWith(route.query, query, 'query') : query;
@@ -45,7 +52,11 @@ export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}
       if (route.deprecated) response.headers.deprecation = 'true';
       return response;
     } catch (error) {
-      return errorToResponse(error, (unexpected) => options.onUnexpectedError?.(unexpected, { method: request.method, path: request.path }));
+      return errorToResponse(error, (unexpected) => {
+        const requestId = requestIdOf(request) ?? deps.ids.next();
+        options.onUnexpectedError?.(unexpected, { method: request.method, path: request.path, requestId });
+        return requestId;
+      });
     }
   };
 
@@ -79,6 +90,12 @@ async function authorise(deps: CoreDeps, route: RouteDefinition, request: ApiReq
       return account;
     }
   }
+}
+
+/** A caller's own `x-request-id`, when it is a plain token a log line can carry as is. */
+function requestIdOf(request: ApiRequest): string | undefined {
+  const given = request.headers['x-request-id'];
+  return given !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(given) ? given : undefined;
 }
 
 /** Repeated query parameters: the first wins, so a value is always one string. */

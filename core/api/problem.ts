@@ -36,14 +36,20 @@ export function describeZodError(error: z.ZodError, where?: string): string {
 }
 
 /**
- * The one place an error becomes a response. Unknown errors are a 500 with no detail (their text may
- * hold anything); the host logs them through `onUnexpected`.
+ * The one place an error becomes a response. An unknown error, or an INTERNAL CoreError (a storage
+ * failure, a broken invariant), answers 500 with no detail, since its text may name the
+ * database or quote what it choked on; `onUnexpected` gets the error to log and may return the request id
+ * the answer then carries (body `requestId` and header `x-request-id`) so the log line can be found.
  */
-export function errorToResponse(error: unknown, onUnexpected?: (error: unknown) => void): ApiResponse {
-  if (isCoreError(error)) return problemResponse(error.code, error.message, error.details ? { details: error.details } : undefined);
+export function errorToResponse(error: unknown, onUnexpected?: (error: unknown) => string | void): ApiResponse {
+  if (isCoreError(error) && error.code !== 'INTERNAL') {
+    return problemResponse(error.code, error.message, error.details ? { details: error.details } : undefined);
+  }
   if (error instanceof z.ZodError) return problemResponse('VALIDATION_FAILED', describeZodError(error));
-  onUnexpected?.(error);
-  return problemResponse('INTERNAL', 'Something went wrong on our side; the error was logged');
+  const requestId = onUnexpected?.(error);
+  const response = problemResponse('INTERNAL', 'Something went wrong on our side; the error was logged', requestId ? { requestId } : undefined);
+  if (requestId) response.headers['x-request-id'] = requestId;
+  return response;
 }
 
 export function parseWith<T extends z.ZodType>(schema: T, value: unknown, where: 'query' | 'body'): z.output<T> {

@@ -6,9 +6,27 @@ import { patientReference } from './patient-resource.js';
 /** Media types of a C-CDA document: these are converted to FHIR; anything else is stored and listed only. */
 const CCDA_MEDIA_TYPES = new Set(['application/xml', 'text/xml', 'application/hl7-v3+xml', 'application/hl7-cda+xml']);
 
+/**
+ * A media type as `type/subtype` of the characters a registered name may hold (letters, digits and
+ * `!#$&^_.+-`). Anything else is not a media type: a stored one is sent back as the Content-Type of every
+ * download, where a line break or a non-ASCII character would break the answer (or inject a header).
+ */
+const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
+
+/** The media type of a Content-Type value without its parameters, lower case; undefined when there is none or it is not one. */
 export function mediaTypeOf(contentType: string | undefined): string | undefined {
   const mediaType = contentType?.split(';')[0]?.trim().toLowerCase();
-  return mediaType ? mediaType : undefined;
+  return mediaType && MEDIA_TYPE.test(mediaType) ? mediaType : undefined;
+}
+
+/** The Content-Type to answer a download with: the stored media type when it is one, else a neutral one. */
+export function downloadContentType(mimeType: string): string {
+  return mediaTypeOf(mimeType) ?? 'application/octet-stream';
+}
+
+/** A file name as a Content-Disposition parameter may carry it: printable ASCII without quotes or backslashes. */
+export function dispositionFileName(fileName: string): string {
+  return fileName.replace(/[^\x20-\x7e]|["\\]/g, '_') || 'document';
 }
 
 export function isCcdaMediaType(contentType: string | undefined): boolean {

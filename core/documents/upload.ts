@@ -69,7 +69,13 @@ export async function createDocumentUpload(deps: CoreDeps, account: Account, inp
   const attachment = firstAttachment(given);
   const id = deps.ids.next();
   const now = nowIso(deps.clock);
-  const declaredType = mediaTypeOf(text(attachment.contentType));
+  const givenType = text(attachment.contentType);
+  const declaredType = mediaTypeOf(givenType);
+  if (givenType !== undefined && declaredType === undefined) {
+    throw new CoreError('VALIDATION_FAILED', 'content.0.attachment.contentType: must be a media type such as application/xml or application/pdf', {
+      details: { field: 'content.0.attachment.contentType' },
+    });
+  }
   const document: DocumentRecord = {
     id,
     accountId: account.id,

@@ -22,6 +22,12 @@ export type WebhookDeliveryResult =
       retryAfterMs?: number;
       /** The receiver said the endpoint is gone for good (410). */
       gone: boolean;
+      /** No answer came within `timeoutMs`. */
+      timedOut?: boolean;
+      /**
+       * What went wrong, for the operator's logs: it may name addresses, ports and system error codes of
+       * the service's network, so it is never shown to the customer (the core words its own text).
+       */
       error: string;
       durationMs: number;
     };

@@ -63,8 +63,17 @@ function compareCreation(a: OutboxMessage, b: OutboxMessage): number {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
-function describeFailure(result: Extract<WebhookDeliveryResult, { outcome: 'failed' }>): string {
-  return result.status === undefined ? result.error : `HTTP ${result.status}: ${result.error}`;
+/**
+ * A failed attempt in the customer's words. The sender's own error text stays in the operator's logs: it
+ * can name the service's network (addresses, ports, resolver answers), which is none of a customer's business.
+ */
+export function describeFailure(result: Extract<WebhookDeliveryResult, { outcome: 'failed' }>, timeoutMs: number): string {
+  if (result.status !== undefined) {
+    if (result.status >= 300 && result.status < 400) return `the receiver answered HTTP ${result.status}, a redirect, which is not followed`;
+    return `the receiver answered HTTP ${result.status}`;
+  }
+  if (result.timedOut) return `no answer within ${timeoutMs} ms`;
+  return 'the URL is not reachable from the service';
 }
 
 async function runPool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
@@ -168,7 +177,7 @@ async function deliverAccount(
     }
 
     const attempts = message.attempts + 1;
-    const lastError = describeFailure(result);
+    const lastError = describeFailure(result, deps.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS);
     if (result.gone) {
       await storage.outbox.update({ ...message, status: 'parked', attempts, lastError });
       report.parked += 1;
@@ -334,7 +343,7 @@ export async function pingWebhook(deps: Pick<CoreDeps, 'webhookSender' | 'clock'
   }
   const messageId = message.meta.messageId;
   if (result.outcome === 'failed') {
-    return { ok: false, messageId, detail: `Ping failed: ${describeFailure(result)}` };
+    return { ok: false, messageId, detail: `Ping failed: ${describeFailure(result, timeoutMs)}` };
   }
   let pong: unknown;
   try {

@@ -179,7 +179,7 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
       documentsModule({ sandboxDocumentsDir: sandboxDocumentsDir() }),
     );
     if (options.webhooks?.sender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhooks.sender);
-    else container.load(webhookModule);
+    else container.load(webhookModule(logger ? { logger: logger.child({ component: 'webhooks' }) } : {}));
     const deps = await resolveCoreDeps(container);
 
     const runner = new QueueRunner({
@@ -206,7 +206,7 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
     // The account a key resolves to is noted for the access log of the request (ids only; nothing outside a request).
     const core = createApiHandler({ ...deps, storage: withAccountNotes(deps.storage) }, {
       onUnexpectedError: (error, request) =>
-        logger?.error({ err: describeError(error), method: request.method, route: core.routeOf(request) ?? null }, 'unexpected error'),
+        logger?.error({ err: describeError(error), requestId: request.requestId, method: request.method, route: core.routeOf(request) ?? null }, 'unexpected error'),
     });
     // A write may have queued a job or a webhook: look now rather than at the next poll.
     const handler: ApiHandler = Object.assign(

@@ -65,7 +65,7 @@ export class MemoryHost {
       documentsModule({ sandboxDocumentsDir: options.fixturesDir ?? sandboxDocumentsDir() }),
     );
     if (options.webhookSender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhookSender);
-    else container.load(webhookModule);
+    else container.load(webhookModule());
 
     const deps = await resolveCoreDeps(container);
     const handler = createApiHandler(deps);

@@ -160,13 +160,13 @@ export function defineWebhookSenderContract(options: WebhookSenderContractOption
   );
 
   test(
-    'a receiver slower than timeoutMs is aborted: a failure without status, returned on time',
+    'a receiver slower than timeoutMs is aborted: a failure without status, marked timedOut, returned on time',
     withSetup(async (sender, receiver) => {
       receiver.enqueue({ kind: 'slow', delayMs: 5_000 });
       const started = Date.now();
       const result = await sender.send(delivery(receiver, { timeoutMs: 250 }));
       const took = Date.now() - started;
-      expect(result).toMatchObject({ outcome: 'failed', gone: false });
+      expect(result).toMatchObject({ outcome: 'failed', gone: false, timedOut: true });
       expect(result.outcome === 'failed' && result.status).toBeUndefined();
       expect(took).toBeGreaterThanOrEqual(240);
       expect(took).toBeLessThan(250 + abortSlackMs);

@@ -457,3 +457,34 @@ describe('property', () => {
     );
   }, 120_000);
 });
+
+describe('what a customer is told of a failed attempt', () => {
+  test('an unreachable receiver reads "not reachable from the service": no address, port or system error code', async () => {
+    const w = await makeWorld();
+    // A port on loopback that nothing listens on: the connection is refused at once.
+    const closed = await startReceiver();
+    const deadUrl = `${closed.url}/hook`;
+    await closed.close();
+    await w.setEndpoint('acct-1', { webhookUrl: deadUrl });
+    await w.enqueue('acct-1');
+    expect(await w.pass()).toMatchObject({ failed: 1 });
+    const stored = (await w.messages('acct-1'))[0]!;
+    expect(stored.lastError).toBe('the URL is not reachable from the service');
+
+    const ping = await pingWebhook({ ...w.deps, ids: w.ids }, { url: deadUrl, key: KEY, token: 't' });
+    expect(ping.ok).toBe(false);
+    expect(ping.detail).toBe('Ping failed: the URL is not reachable from the service');
+    expect(ping.detail).not.toMatch(/ECONN|127\.0\.0\.1|:\d{2,5}/);
+  });
+
+  test('a receiver refused by the SSRF guard reads the same, never "resolves to a loopback address"', async () => {
+    const sender = new HttpWebhookSender({ allowPrivate: false });
+    try {
+      const clock = new SteppedClock(START);
+      const ping = await pingWebhook({ webhookSender: sender, clock, ids: new SequentialIds() }, { url: 'http://10.0.0.8/hook', key: KEY, token: 't' });
+      expect(ping).toMatchObject({ ok: false, detail: 'Ping failed: the URL is not reachable from the service' });
+    } finally {
+      await sender.close();
+    }
+  });
+});

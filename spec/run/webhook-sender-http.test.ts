@@ -152,7 +152,7 @@ describe('webhookModule', () => {
       for (const allowPrivate of [true, false]) {
         const container = new Container();
         container.bind(TOKENS.config).toConstantValue({ publicUrl: 'http://localhost:8080', webhookAllowPrivate: allowPrivate });
-        await container.load(webhookModule);
+        await container.load(webhookModule());
         const sender = container.get(TOKENS.webhookSender);
         expect(sender).toBeInstanceOf(HttpWebhookSender);
         expect(container.get(TOKENS.webhookSender)).toBe(sender);

@@ -19,7 +19,11 @@ export class AccountApi {
     return new AccountApi(host, accountId, apiKey);
   }
 
-  call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, options: { query?: Record<string, string | undefined>; body?: unknown } = {}): Promise<HostResponse> {
+  call(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    options: { query?: Record<string, string | readonly string[] | undefined>; body?: unknown; jsonText?: string } = {},
+  ): Promise<HostResponse> {
     return this.host.call({ method, path, apiKey: this.apiKey, ...options });
   }
 

@@ -13,8 +13,11 @@ export interface HostResponse {
 export interface HostCall {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   path: string;
-  query?: Record<string, string | undefined>;
+  /** A parameter given as a list is repeated in the query string. */
+  query?: Record<string, string | readonly string[] | undefined>;
   body?: unknown;
+  /** The JSON body as text, sent as is instead of `body` (for values JSON.stringify cannot write, e.g. 5,000 levels deep). */
+  jsonText?: string;
   apiKey?: string;
   headers?: Record<string, string>;
 }

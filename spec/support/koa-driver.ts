@@ -57,17 +57,20 @@ export async function makeKoaDriver(options: KoaDriverOptions = {}): Promise<Hos
     name: 'koa',
     clock,
     service,
-    async call({ method, path, query, body, apiKey, headers }) {
+    async call({ method, path, query, body, jsonText, apiKey, headers }) {
       const url = new URL(path, base);
-      for (const [name, value] of Object.entries(query ?? {})) if (value !== undefined) url.searchParams.append(name, value);
+      for (const [name, value] of Object.entries(query ?? {})) {
+        for (const one of typeof value === 'string' ? [value] : (value ?? [])) url.searchParams.append(name, one);
+      }
+      const text = jsonText ?? (body === undefined ? undefined : JSON.stringify(body));
       const response = await fetch(url, {
         method,
         headers: {
           ...(apiKey ? { 'x-api-key': apiKey } : {}),
-          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...(text !== undefined ? { 'content-type': 'application/json' } : {}),
           ...headers,
         },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        ...(text !== undefined ? { body: text } : {}),
       });
       return toHostResponse(response);
     },

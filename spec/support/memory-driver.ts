@@ -28,14 +28,16 @@ export async function makeMemoryDriver(): Promise<HostDriver> {
   return {
     name: 'memory',
     clock,
-    async call({ method, path, query, body, apiKey, headers }) {
+    async call({ method, path, query, body, jsonText, apiKey, headers }) {
+      const text = jsonText ?? (body === undefined ? undefined : JSON.stringify(body));
       return toHostResponse(
         await host.request({
           method,
           path,
-          query: query ?? {},
-          headers: { ...(apiKey ? { 'x-api-key': apiKey } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-          body: body === undefined ? undefined : JSON.parse(JSON.stringify(body)),
+          query: Object.fromEntries(Object.entries(query ?? {}).filter(([, value]) => value !== undefined)),
+          headers: { ...(apiKey ? { 'x-api-key': apiKey } : {}), ...(text !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+          // Through JSON text, as a wire would.
+          body: text === undefined ? undefined : JSON.parse(text),
         }),
       );
     },

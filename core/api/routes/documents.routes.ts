@@ -5,6 +5,7 @@ import type { FhirResource } from '../../ports/ccda.port.js';
 import { documentDownloadUrl, documentWithFile, renderDocument, startBulkDownloadUrls } from '../../documents/downloads.js';
 import { getDocumentQueryStatus, startDocumentQuery } from '../../documents/query.js';
 import { documentQueryToWire } from '../../documents/wire.js';
+import { dispositionFileName, downloadContentType } from '../../documents/document-reference.js';
 import { acceptDocumentUpload, createDocumentUpload } from '../../documents/upload.js';
 import { getPatient } from '../../entities/patients.js';
 import { defineRoute, json } from '../router.js';
@@ -123,7 +124,7 @@ export const documentRoutes = [
       if (!stream) throw new CoreError('FILE_NOT_FOUND', 'No file for this document');
       return {
         status: 200,
-        headers: { 'content-type': document.mimeType, 'content-disposition': `attachment; filename="${document.fileName}"` },
+        headers: { 'content-type': downloadContentType(document.mimeType), 'content-disposition': `attachment; filename="${dispositionFileName(document.fileName)}"` },
         stream,
       };
     },

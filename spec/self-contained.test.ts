@@ -1,0 +1,52 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, test } from 'vitest';
+
+/*
+ * A clone of the repository alone must install, start and pass its tests: no source file may reach a path
+ * above the repository's root (a sibling folder with fixtures exists on some machines and not on others).
+ */
+
+const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const SKIPPED = new Set(['node_modules', '.git', 'data']);
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    if (SKIPPED.has(entry.name)) return [];
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return /\.(ts|js|mjs|cjs|json)$/.test(entry.name) || entry.name === 'run' ? [path] : [];
+  });
+}
+
+/** Relative paths in string literals (`'../x'`, `"./y"`) that resolve above `root`, from the file at `file`. */
+export function pathsOutside(file: string, source: string, root: string): string[] {
+  const outside: string[] = [];
+  for (const match of source.matchAll(/['"`](\.{1,2}\/[^'"`\s]*)['"`]/g)) {
+    const target = resolve(dirname(file), match[1]!);
+    if (target !== root && !target.startsWith(root + sep)) outside.push(match[1]!);
+  }
+  for (const match of source.matchAll(/['"`][^'"`]*\bshared\/fixtures\b[^'"`]*['"`]/g)) outside.push(match[0]);
+  return outside;
+}
+
+describe('the repository is self-contained', () => {
+  const files = sourceFiles(ROOT).filter((file) => file !== fileURLToPath(import.meta.url));
+
+  test('there are files to check', () => {
+    expect(files.length).toBeGreaterThan(100);
+  });
+
+  test('no source file names a path outside the repository', () => {
+    const offenders = files.flatMap((file) => pathsOutside(file, readFileSync(file, 'utf8'), ROOT).map((path) => `${relative(ROOT, file)}: ${path}`));
+    expect(offenders).toEqual([]);
+  });
+
+  test('the check catches what it must', () => {
+    const file = join(ROOT, 'spec', 'run', 'x.test.ts');
+    expect(pathsOutside(file, "new URL('../../../shared/fixtures/ccda/', import.meta.url)", ROOT)).toHaveLength(2);
+    expect(pathsOutside(file, "new URL('../../sandbox-data/ccda/', import.meta.url)", ROOT)).toEqual([]);
+    expect(pathsOutside(file, "import { x } from '../support/api.js'", ROOT)).toEqual([]);
+  });
+});
