@@ -1,4 +1,5 @@
 import type { describe as Describe, test as Test } from 'vitest';
+import { defineApiFuzzGroup } from './groups/api-fuzz.spec-group.js';
 import { defineBulkCreateGroup } from './groups/bulk-create.spec-group.js';
 import { defineBulkPropertiesGroup } from './groups/bulk-properties.spec-group.js';
 import { defineBulkStateMachineGroup } from './groups/bulk-state-machine.spec-group.js';
@@ -37,6 +38,7 @@ export function defineHostSpec(options: HostSpecOptions): void {
   defineConsolidatedGroup(options);
   defineSearchGroup(options);
   defineHostileInputGroup(options);
+  defineApiFuzzGroup(options);
 }
 
 /** Runs `body` with a fresh host and always closes it. */
