@@ -1,4 +1,5 @@
 import { CoreError } from '../errors.js';
+import { bodyTextProblem, identifierTextProblem } from '../text.js';
 
 /**
  * The one rule for text that reaches the API, applied to every path parameter, query value and JSON body
@@ -11,25 +12,6 @@ import { CoreError } from '../errors.js';
 /** Deeper JSON than this is refused: no resource of the API nests anywhere near it, and recursion over a
  * deeper value (validation, copies, serialisation) can exhaust the stack. */
 export const MAX_JSON_DEPTH = 64;
-
-/** C0 controls except TAB, LF and CR. */
-const BODY_CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/;
-/** Every C0 control and DEL. */
-const IDENTIFIER_CONTROL = /[\u0000-\u001F\u007F]/;
-
-/** What is wrong with a text of a JSON body, or undefined when it is acceptable. */
-export function bodyTextProblem(value: string): string | undefined {
-  if (BODY_CONTROL.test(value)) return 'must not contain control characters (such as NUL)';
-  if (!value.isWellFormed()) return 'must be valid Unicode text (it holds a lone surrogate)';
-  return undefined;
-}
-
-/** What is wrong with a path parameter or query value, or undefined when it is acceptable. */
-export function identifierTextProblem(value: string): string | undefined {
-  if (IDENTIFIER_CONTROL.test(value)) return 'must not contain control characters (such as NUL, tabs or line breaks)';
-  if (!value.isWellFormed()) return 'must be valid Unicode text (it holds a lone surrogate)';
-  return undefined;
-}
 
 function invalid(field: string, problem: string): CoreError {
   return new CoreError('VALIDATION_FAILED', `${field}: ${problem}`, { details: { field } });

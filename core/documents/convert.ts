@@ -2,6 +2,7 @@ import type { CoreDeps } from '../deps.js';
 import type { DocumentRecord } from '../domain/types.js';
 import { isCoreError } from '../errors.js';
 import type { FhirResource } from '../ports/ccda.port.js';
+import { repairText } from '../text.js';
 import { nowIso } from '../time.js';
 import { consolidate } from './consolidate.js';
 import { applyIndexChange, dataStamp, searchDocumentOf } from './patient-index.js';
@@ -35,7 +36,7 @@ export async function convertDocument(deps: ConvertDeps, document: DocumentRecor
   } else {
     try {
       const bundle = await deps.ccda.convert(new TextDecoder().decode(bytes));
-      resources = (bundle.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : []));
+      resources = (bundle.entry ?? []).flatMap((entry) => (entry.resource ? [repairText(entry.resource)] : []));
     } catch (error) {
       problem = conversionProblem(error);
     }
