@@ -19,9 +19,11 @@ describe('the text rule', () => {
   test('repairText leaves nothing the rule refuses, keeps what it accepts, and copies rather than changes', () => {
     fc.assert(
       fc.property(anyUnit, (text) => {
-        const repaired = repairText({ [text]: [text, { text }], n: 1 });
-        expect(bodyTextProblem(Object.keys(repaired)[0]!)).toBeUndefined();
-        for (const value of [repaired[Object.keys(repaired)[0]!]![0], (repaired[Object.keys(repaired)[0]!]![1] as { text: string }).text]) {
+        const repaired = repairText({ [text]: [text, { text }] }) as Record<string, [string, { text: string }]>;
+        const [key] = Object.keys(repaired);
+        expect(bodyTextProblem(key!)).toBeUndefined();
+        const [first, nested] = repaired[key!]!;
+        for (const value of [first, nested.text]) {
           expect(bodyTextProblem(value as string)).toBeUndefined();
           if (bodyTextProblem(text) === undefined) expect(value).toBe(text);
         }

@@ -1,7 +1,7 @@
 import { CoreError } from '../../core/errors.js';
 import type { ClockPort } from '../../core/ports/clock.port.js';
 import type { IdsPort } from '../../core/ports/ids.port.js';
-import type { JsonValue, NewJob } from '../../core/ports/queue.port.js';
+import type { JobLane, JsonValue, NewJob } from '../../core/ports/queue.port.js';
 
 export const DEFAULT_MAX_ATTEMPTS = 10;
 export const DEFAULT_BACKOFF = { baseMs: 2_000, maxMs: 3_600_000 } as const;
@@ -77,7 +77,14 @@ export interface PreparedJob {
   key?: string;
   maxAttempts: number;
   runAtMs: number;
+  lane: JobLane;
+  /** `''` for jobs without one: they share a turn order. */
+  fairnessKey: string;
 }
+
+/** Lanes as stored: the claim order sorts on it. */
+export const LANE_RANK: Record<JobLane, number> = { interactive: 0, background: 1 };
+export const LANE_OF_RANK: readonly JobLane[] = ['interactive', 'background'];
 
 export function prepareJob(job: NewJob, options: ResolvedQueueOptions, nowMs: number): PreparedJob {
   if (typeof job.type !== 'string' || job.type.length === 0 || job.type.length > MAX_TYPE_LENGTH) {
@@ -95,7 +102,12 @@ export function prepareJob(job: NewJob, options: ResolvedQueueOptions, nowMs: nu
   }
   const payload = JSON.stringify(job.payload);
   if (payload === undefined) throw new CoreError('BAD_REQUEST', 'job payload must be JSON');
-  const prepared: PreparedJob = { id: options.ids.next(), type: job.type, payload, maxAttempts, runAtMs };
+  const lane = job.lane ?? 'interactive';
+  if (!(lane in LANE_RANK)) throw new CoreError('BAD_REQUEST', 'job lane must be interactive or background');
+  if (job.fairnessKey !== undefined && (typeof job.fairnessKey !== 'string' || job.fairnessKey.length > MAX_KEY_LENGTH)) {
+    throw new CoreError('BAD_REQUEST', `job fairnessKey must be a string of at most ${MAX_KEY_LENGTH} characters`);
+  }
+  const prepared: PreparedJob = { id: options.ids.next(), type: job.type, payload, maxAttempts, runAtMs, lane, fairnessKey: job.fairnessKey ?? '' };
   if (job.key !== undefined) prepared.key = job.key;
   return prepared;
 }

@@ -221,7 +221,7 @@ describe('document query use case', () => {
     world.hie.failFind = true;
     const query = await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
     const handler = coreJobHandlers(world.deps)[DOCUMENT_JOB.query]!;
-    const job = (attempt: number) => ({ id: 'j', type: DOCUMENT_JOB.query, payload: { accountId: world.account.id, queryId: query.id }, attempt, maxAttempts: 3, leaseUntil: '' });
+    const job = (attempt: number) => ({ id: 'j', type: DOCUMENT_JOB.query, payload: { accountId: world.account.id, queryId: query.id }, attempt, maxAttempts: 3, lane: 'interactive' as const, leaseUntil: '' });
     await expect(handler(job(1).payload, job(1))).rejects.toThrow('network unreachable');
     expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ download: { status: 'processing' } });
     await expect(handler(job(3).payload, job(3))).rejects.toThrow('network unreachable');

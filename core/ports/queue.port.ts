@@ -1,5 +1,14 @@
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
+/**
+ * `interactive`: work a person is waiting for (an import, a dry run, a query they started); claimed before
+ * any due `background` job. `background`: work the service sets off by itself (the document queries of an
+ * import), run when interactive work leaves room.
+ */
+export type JobLane = 'interactive' | 'background';
+
+export const JOB_LANES: readonly JobLane[] = ['interactive', 'background'];
+
 export interface NewJob {
   /** Handler name, e.g. `bulk.process`. */
   type: string;
@@ -13,6 +22,14 @@ export interface NewJob {
   key?: string;
   /** Attempts before the job is dead-lettered; the adapter's default (e.g. 10) when absent. */
   maxAttempts?: number;
+  /** `interactive` when absent. */
+  lane?: JobLane;
+  /**
+   * Whose work this is (an account id). Within a lane, keys take turns: a key with 100,000 jobs queued
+   * holds back a key that queues one job for at most a few claims, not for the whole backlog. Jobs without
+   * a key share one.
+   */
+  fairnessKey?: string;
 }
 
 export interface ClaimedJob {
@@ -24,6 +41,7 @@ export interface ClaimedJob {
   maxAttempts: number;
   /** The lease ends at this instant (ISO); after it another worker may claim the job again. */
   leaseUntil: string;
+  lane: JobLane;
 }
 
 export interface QueueStats {
@@ -42,11 +60,13 @@ export interface QueuePort {
   /** Adds a job (see `NewJob.key` for deduplication). Returns the job id. */
   enqueue(job: NewJob): Promise<string>;
   /**
-   * Claims up to `limit` due jobs (runAt <= now, pending, or running with an expired lease), oldest runAt
-   * first, optionally only of the given types, leasing them to `workerId` for `leaseMs`. A job is never
-   * leased to two workers at once, across processes sharing the same database.
+   * Claims up to `limit` due jobs (runAt <= now, pending, or running with an expired lease), optionally
+   * only of the given types and lanes, leasing them to `workerId` for `leaseMs`. Order: interactive jobs
+   * before background ones; within a lane, fairness keys take turns (see `NewJob.fairnessKey`), and a key's
+   * own jobs go oldest runAt first. A job is never leased to two workers at once, across processes sharing
+   * the same database.
    */
-  claim(options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[] }): Promise<ClaimedJob[]>;
+  claim(options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[]; lanes?: readonly JobLane[] }): Promise<ClaimedJob[]>;
   /** Marks the job done. A no-op when the lease was lost (another worker took it over). */
   complete(jobId: string, workerId: string): Promise<void>;
   /**

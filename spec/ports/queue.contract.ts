@@ -71,6 +71,7 @@ export function defineQueueContract(options: QueueContractOptions): void {
       attempt: 1,
       maxAttempts: 10,
       leaseUntil: new Date(clock.now().getTime() + LEASE).toISOString(),
+      lane: 'interactive',
     });
     expect(await queue.stats()).toEqual({ pending: 0, running: 1, dead: 0, done: 0 });
     expect(await queue.claim({ workerId: 'w2', limit: 5, leaseMs: LEASE })).toEqual([]);
@@ -116,19 +117,79 @@ export function defineQueueContract(options: QueueContractOptions): void {
     expect(ids(await queue.claim({ workerId: 'w', limit: 5, leaseMs: LEASE }))).toEqual([past, now]);
   });
 
-  test('claims take the oldest runAt first, ties in enqueue order, at most `limit`', async ({ queue, clock }) => {
+  test('one key\'s due jobs are claimed in the order they were queued, a job not yet due waits, at most `limit`', async ({ queue, clock }) => {
     const t0 = clock.now().getTime();
     const at = (s: number) => new Date(t0 - s * 1000).toISOString();
+    const later = await queue.enqueue({ type: 't', payload: 'later', runAt: new Date(t0 + 1).toISOString() });
     const c = await queue.enqueue({ type: 't', payload: 'c', runAt: at(1) });
     const a = await queue.enqueue({ type: 't', payload: 'a', runAt: at(3) });
     const b1 = await queue.enqueue({ type: 't', payload: 'b1', runAt: at(2) });
     const b2 = await queue.enqueue({ type: 't', payload: 'b2', runAt: at(2) });
-    const later = await queue.enqueue({ type: 't', payload: 'later', runAt: new Date(t0 + 1).toISOString() });
-    expect(ids(await queue.claim({ workerId: 'w', limit: 2, leaseMs: LEASE }))).toEqual([a, b1]);
-    expect(ids(await queue.claim({ workerId: 'w', limit: 10, leaseMs: LEASE }))).toEqual([b2, c]);
+    expect(ids(await queue.claim({ workerId: 'w', limit: 2, leaseMs: LEASE }))).toEqual([c, a]);
+    expect(ids(await queue.claim({ workerId: 'w', limit: 10, leaseMs: LEASE }))).toEqual([b1, b2]);
     clock.advance(1);
     expect(ids(await queue.claim({ workerId: 'w', limit: 10, leaseMs: LEASE }))).toEqual([later]);
     expect(await queue.claim({ workerId: 'w', limit: 0, leaseMs: LEASE })).toEqual([]);
+  });
+
+  test('interactive jobs are claimed before background jobs queued earlier; lanes can be chosen', async ({ queue }) => {
+    const background = [];
+    for (let i = 0; i < 5; i++) background.push(await queue.enqueue({ type: 't', payload: i, lane: 'background', fairnessKey: 'acct-a' }));
+    const interactive = await queue.enqueue({ type: 't', payload: 'now', fairnessKey: 'acct-a' });
+    const [first] = await queue.claim({ workerId: 'w', limit: 1, leaseMs: LEASE });
+    expect(first).toMatchObject({ id: interactive, lane: 'interactive' });
+    expect(await queue.claim({ workerId: 'w', limit: 5, leaseMs: LEASE, lanes: ['interactive'] })).toEqual([]);
+    expect(await queue.claim({ workerId: 'w', limit: 5, leaseMs: LEASE, lanes: [] })).toEqual([]);
+    const rest = await queue.claim({ workerId: 'w', limit: 10, leaseMs: LEASE, lanes: ['background'] });
+    expect(ids(rest)).toEqual(background);
+    expect(rest.every((job) => job.lane === 'background')).toBe(true);
+  });
+
+  test('fairness keys take turns: a key that queues one job behind another key\'s backlog is served within a round', async ({ queue }) => {
+    const backlog = [];
+    for (let i = 0; i < 30; i++) backlog.push(await queue.enqueue({ type: 't', payload: i, lane: 'background', fairnessKey: 'big' }));
+    // Some of the backlog is under way when the small key arrives.
+    expect(ids(await queue.claim({ workerId: 'w', limit: 3, leaseMs: LEASE }))).toEqual(backlog.slice(0, 3));
+    const small = await queue.enqueue({ type: 't', payload: 'small', lane: 'background', fairnessKey: 'small' });
+    const next = ids(await queue.claim({ workerId: 'w', limit: 2, leaseMs: LEASE }));
+    expect(next).toContain(small);
+    // The big key keeps its own order.
+    const after = ids(await queue.claim({ workerId: 'w', limit: 100, leaseMs: LEASE }));
+    expect([...next, ...after].filter((id) => id !== small)).toEqual(backlog.slice(3));
+  });
+
+  test('property: whatever is queued, claims follow lane, then turns by key, and nothing is claimed twice or lost', async ({ queue }) => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ lane: fc.constantFrom<'interactive' | 'background'>('interactive', 'background'), key: fc.constantFrom('a', 'b', 'c') }), { minLength: 1, maxLength: 25 }),
+        fc.integer({ min: 1, max: 6 }),
+        async (jobs, limit) => {
+          const queued = new Map<string, { lane: string; key: string; order: number }>();
+          for (const [order, job] of jobs.entries()) {
+            queued.set(await queue.enqueue({ type: 'prop', payload: order, lane: job.lane, fairnessKey: job.key }), { lane: job.lane, key: job.key, order });
+          }
+          const claimed: string[] = [];
+          for (let round = 0; round < 100 && claimed.length < jobs.length; round++) {
+            const batch = await queue.claim({ workerId: 'w', limit, leaseMs: LEASE, types: ['prop'] });
+            for (const job of batch) await queue.complete(job.id, 'w');
+            claimed.push(...ids(batch));
+          }
+          expect(new Set(claimed).size).toBe(claimed.length);
+          expect(new Set(claimed)).toEqual(new Set(queued.keys()));
+          // Every interactive job before any background job, as all were queued before the first claim.
+          const lanes = claimed.map((id) => queued.get(id)!.lane);
+          expect(lanes.lastIndexOf('interactive')).toBeLessThan(lanes.includes('background') ? lanes.indexOf('background') : Number.POSITIVE_INFINITY);
+          // Each key's jobs of a lane in the order they were queued.
+          for (const lane of ['interactive', 'background']) {
+            for (const key of ['a', 'b', 'c']) {
+              const orders = claimed.map((id) => queued.get(id)!).filter((job) => job.lane === lane && job.key === key).map((job) => job.order);
+              expect(orders).toEqual([...orders].sort((x, y) => x - y));
+            }
+          }
+        },
+      ),
+      { numRuns: 25 },
+    );
   });
 
   test('claims can be limited to some job types', async ({ queue }) => {

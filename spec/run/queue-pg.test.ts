@@ -148,12 +148,14 @@ describe.skipIf(!pg.available)('SqlQueue on PostgreSQL', () => {
       const select = <T extends object>(sql: string) => sequelize.query<T>(sql, { type: QueryTypes.SELECT, replacements: { schema: schema.schema } });
       const tables = await select<{ tablename: string }>('SELECT tablename FROM pg_tables WHERE schemaname = :schema ORDER BY tablename');
       expect(tables.map((row) => row.tablename)).toEqual(['queue_jobs', 'queue_migrations']);
-      expect(await select(`SELECT name FROM "${schema.schema}"."queue_migrations"`)).toEqual([{ name: '0001-queue-jobs' }]);
+      expect(await select(`SELECT name FROM "${schema.schema}"."queue_migrations"`)).toEqual([{ name: '0001-queue-jobs' }, { name: '0002-lanes-and-turns' }]);
       const indexes = await select<{ indexname: string }>(
         "SELECT indexname FROM pg_indexes WHERE schemaname = :schema AND tablename = 'queue_jobs' ORDER BY indexname",
       );
       expect(indexes.map((row) => row.indexname)).toEqual([
         'queue_jobs_active_key',
+        'queue_jobs_claim_order',
+        'queue_jobs_key_turn',
         'queue_jobs_locked_by',
         'queue_jobs_pkey',
         'queue_jobs_status_lease_until',

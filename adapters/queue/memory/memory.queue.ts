@@ -1,5 +1,6 @@
-import type { ClaimedJob, JsonValue, NewJob, QueuePort, QueueStats } from '../../../core/ports/queue.port.js';
+import type { ClaimedJob, JobLane, JsonValue, NewJob, QueuePort, QueueStats } from '../../../core/ports/queue.port.js';
 import {
+  LANE_RANK,
   LEASE_EXPIRED_ERROR,
   checkLeaseMs,
   checkLimit,
@@ -25,6 +26,10 @@ interface ActiveJob {
   leaseUntilMs?: number;
   lockedBy?: string;
   lastError?: string;
+  lane: JobLane;
+  fairnessKey: string;
+  /** The job's turn in its lane (see `turnFor`). */
+  turn: number;
 }
 
 interface DeadJob {
@@ -35,9 +40,13 @@ interface DeadJob {
   lastError?: string;
 }
 
-function byRunAtThenId(a: ActiveJob, b: ActiveJob): number {
-  return a.runAtMs - b.runAtMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+/** Claim order: lane, then turn, then runAt, then id (the port's order). */
+function byClaimOrder(a: ActiveJob, b: ActiveJob): number {
+  return LANE_RANK[a.lane] - LANE_RANK[b.lane] || a.turn - b.turn || a.runAtMs - b.runAtMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
+
+/** Dead jobs kept for `dead()`: the oldest are forgotten past this, so a sandbox never grows without bound. */
+const MAX_DEAD_JOBS = 10_000;
 
 /**
  * The queue in process memory, for tests and the sandbox: the same contract as the SQL queue (leases,
@@ -51,6 +60,10 @@ export class MemoryQueue implements QueuePort {
   private readonly activeByKey = new Map<string, string>();
   private readonly deadJobs = new Map<string, DeadJob>();
   private doneCount = 0;
+  /** Per lane, the latest turn claimed: where the lane's round stands. */
+  private readonly laneTurn: Record<JobLane, number> = { interactive: 0, background: 0 };
+  /** Per lane and fairness key with active jobs: how many, and the last turn given. Emptied as keys go idle. */
+  private readonly keyTurns = new Map<string, { active: number; last: number }>();
 
   constructor(options: QueueOptions) {
     this.options = resolveQueueOptions(options);
@@ -70,6 +83,9 @@ export class MemoryQueue implements QueuePort {
       attempts: 0,
       maxAttempts: prepared.maxAttempts,
       runAtMs: prepared.runAtMs,
+      lane: prepared.lane,
+      fairnessKey: prepared.fairnessKey,
+      turn: this.nextTurn(prepared.lane, prepared.fairnessKey),
     };
     if (prepared.key !== undefined) {
       active.key = prepared.key;
@@ -79,7 +95,7 @@ export class MemoryQueue implements QueuePort {
     return prepared.id;
   }
 
-  async claim(options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[] }): Promise<ClaimedJob[]> {
+  async claim(options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[]; lanes?: readonly JobLane[] }): Promise<ClaimedJob[]> {
     checkWorkerId(options.workerId);
     checkLimit(options.limit);
     checkLeaseMs(options.leaseMs);
@@ -87,9 +103,10 @@ export class MemoryQueue implements QueuePort {
     this.buryAbandonedFinalAttempts(nowMs);
     if (options.limit === 0) return [];
     const types = options.types === undefined ? undefined : new Set(options.types);
+    const lanes = options.lanes === undefined ? undefined : new Set(options.lanes);
     const due = [...this.active.values()]
-      .filter((job) => (types === undefined || types.has(job.type)) && this.isClaimable(job, nowMs))
-      .sort(byRunAtThenId)
+      .filter((job) => (types === undefined || types.has(job.type)) && (lanes === undefined || lanes.has(job.lane)) && this.isClaimable(job, nowMs))
+      .sort(byClaimOrder)
       .slice(0, options.limit);
     const leaseUntilMs = nowMs + options.leaseMs;
     return due.map((job) => {
@@ -97,6 +114,7 @@ export class MemoryQueue implements QueuePort {
       job.lockedBy = options.workerId;
       job.leaseUntilMs = leaseUntilMs;
       job.attempts += 1;
+      this.laneTurn[job.lane] = Math.max(this.laneTurn[job.lane], job.turn);
       return {
         id: job.id,
         type: job.type,
@@ -104,6 +122,7 @@ export class MemoryQueue implements QueuePort {
         attempt: job.attempts,
         maxAttempts: job.maxAttempts,
         leaseUntil: new Date(leaseUntilMs).toISOString(),
+        lane: job.lane,
       };
     });
   }
@@ -205,13 +224,30 @@ export class MemoryQueue implements QueuePort {
     return job && job.status === 'running' && job.lockedBy === workerId ? job : undefined;
   }
 
+  /**
+   * A key's next job takes the turn after its previous active one, but never one the lane has already
+   * passed: so a key that queues a job behind another key's long backlog is served within a round, and a
+   * key cannot bank turns while it is idle.
+   */
+  private nextTurn(lane: JobLane, fairnessKey: string): number {
+    const name = `${lane}\u0000${fairnessKey}`;
+    const key = this.keyTurns.get(name);
+    const turn = Math.max(key ? key.last + 1 : 0, this.laneTurn[lane]);
+    this.keyTurns.set(name, { active: (key?.active ?? 0) + 1, last: turn });
+    return turn;
+  }
+
   private finish(job: ActiveJob): void {
     this.active.delete(job.id);
     if (job.key !== undefined && this.activeByKey.get(job.key) === job.id) this.activeByKey.delete(job.key);
+    const name = `${job.lane}\u0000${job.fairnessKey}`;
+    const key = this.keyTurns.get(name);
+    if (key && --key.active <= 0) this.keyTurns.delete(name);
   }
 
   private bury(job: ActiveJob, error: string): void {
     this.finish(job);
     this.deadJobs.set(job.id, { id: job.id, type: job.type, payload: job.payload, attempts: job.attempts, lastError: error });
+    if (this.deadJobs.size > MAX_DEAD_JOBS) this.deadJobs.delete(this.deadJobs.keys().next().value!);
   }
 }

@@ -46,4 +46,44 @@ export const queueMigrations: RunnableMigration<QueueMigrationContext>[] = [
       await sequelize.query(`DROP TABLE IF EXISTS ${table}`, { logging: false });
     },
   },
+  {
+    // Lanes and fair turns: interactive work is claimed before background work, and within a lane the
+    // fairness keys (accounts) take turns. Existing jobs become interactive, turn 0: they run first, as
+    // they would have.
+    name: '0002-lanes-and-turns',
+    async up({ context: { sequelize, table, dialect } }) {
+      const columns = await sequelize.getQueryInterface().describeTable(unquotedName(table), schemaOf(table, dialect));
+      const statements = [
+        ...(columns.lane ? [] : [`ALTER TABLE ${table} ADD COLUMN lane INTEGER NOT NULL DEFAULT 0`]),
+        ...(columns.fairness_key ? [] : [`ALTER TABLE ${table} ADD COLUMN fairness_key VARCHAR(500) NOT NULL DEFAULT ''`]),
+        ...(columns.turn ? [] : [`ALTER TABLE ${table} ADD COLUMN turn BIGINT NOT NULL DEFAULT 0`]),
+        // Claims walk pending jobs in claim order and stop at the limit.
+        `CREATE INDEX IF NOT EXISTS queue_jobs_claim_order ON ${table} (status, lane, turn, run_at, id)`,
+        // A key's last active turn, when its next job is queued.
+        `CREATE INDEX IF NOT EXISTS queue_jobs_key_turn ON ${table} (lane, fairness_key, turn) WHERE status IN ('pending', 'running')`,
+      ];
+      for (const statement of statements) await sequelize.query(statement, { logging: false });
+    },
+    async down({ context: { sequelize, table } }) {
+      for (const statement of [
+        'DROP INDEX IF EXISTS queue_jobs_claim_order',
+        'DROP INDEX IF EXISTS queue_jobs_key_turn',
+        `ALTER TABLE ${table} DROP COLUMN turn`,
+        `ALTER TABLE ${table} DROP COLUMN fairness_key`,
+        `ALTER TABLE ${table} DROP COLUMN lane`,
+      ]) {
+        await sequelize.query(statement, { logging: false });
+      }
+    },
+  },
 ];
+
+/** `"schema"."queue_jobs"` -> `queue_jobs`. */
+function unquotedName(table: string): string {
+  return table.split('.').at(-1)!.replaceAll('"', '');
+}
+
+function schemaOf(table: string, dialect: 'sqlite' | 'postgres'): string | undefined {
+  const parts = table.split('.');
+  return dialect === 'postgres' && parts.length === 2 ? parts[0]!.replaceAll('"', '') : undefined;
+}

@@ -1,8 +1,10 @@
 import { QueryTypes, type Sequelize } from 'sequelize';
 import { SequelizeStorage, Umzug } from 'umzug';
 import { CoreError } from '../../../core/errors.js';
-import type { ClaimedJob, JsonValue, NewJob, QueuePort, QueueStats } from '../../../core/ports/queue.port.js';
+import type { ClaimedJob, JobLane, JsonValue, NewJob, QueuePort, QueueStats } from '../../../core/ports/queue.port.js';
 import {
+  LANE_OF_RANK,
+  LANE_RANK,
   LEASE_EXPIRED_ERROR,
   checkLeaseMs,
   checkLimit,
@@ -93,12 +95,18 @@ export class SqlQueue implements QueuePort {
     for (let round = 0; round < 5; round += 1) {
       // The leading comment matters: Sequelize's SQLite dialect discards the rows of any statement that
       // starts with INSERT INTO, RETURNING included.
+      // The turn: after the key's last active job, but never one its lane has already passed (the lowest
+      // pending turn), so a key that queues behind another key's backlog is served within a round.
+      const greatest = this.dialect === 'postgres' ? 'GREATEST' : 'MAX';
       const inserted = await this.select(
-        `/* enqueue */ INSERT INTO ${this.table} (id, type, payload, status, dedupe_key, attempts, max_attempts, run_at, created_at, updated_at)
-         VALUES (:id, :type, :payload, 'pending', :key, 0, :maxAttempts, :runAt, :now, :now)
+        `/* enqueue */ INSERT INTO ${this.table} (id, type, payload, status, dedupe_key, attempts, max_attempts, run_at, created_at, updated_at, lane, fairness_key, turn)
+         VALUES (:id, :type, :payload, 'pending', :key, 0, :maxAttempts, :runAt, :now, :now, :lane, :fairnessKey,
+           ${greatest}(
+             COALESCE((SELECT MAX(turn) + 1 FROM ${this.table} WHERE lane = :lane AND fairness_key = :fairnessKey AND status IN ('pending', 'running')), 0),
+             COALESCE((SELECT MIN(turn) FROM ${this.table} WHERE status = 'pending' AND lane = :lane), 0)))
          ON CONFLICT (dedupe_key) WHERE status IN ('pending', 'running') DO NOTHING
          RETURNING id`,
-        { ...prepared, key: prepared.key ?? null, runAt: prepared.runAtMs, now: nowMs },
+        { ...prepared, key: prepared.key ?? null, runAt: prepared.runAtMs, now: nowMs, lane: LANE_RANK[prepared.lane] },
       );
       if (inserted[0]) return String(inserted[0].id);
       const existing = await this.select(
@@ -110,7 +118,7 @@ export class SqlQueue implements QueuePort {
     throw new CoreError('CONFLICT', 'could not enqueue the job: its key kept changing hands');
   }
 
-  async claim(options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[] }): Promise<ClaimedJob[]> {
+  async claim(options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[]; lanes?: readonly JobLane[] }): Promise<ClaimedJob[]> {
     checkWorkerId(options.workerId);
     checkLimit(options.limit);
     checkLeaseMs(options.leaseMs);
@@ -118,7 +126,7 @@ export class SqlQueue implements QueuePort {
     return this.dialect === 'sqlite' ? this.claimLock.run(claimOnce) : claimOnce();
   }
 
-  private async claimNow(options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[] }): Promise<ClaimedJob[]> {
+  private async claimNow(options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[]; lanes?: readonly JobLane[] }): Promise<ClaimedJob[]> {
     const nowMs = this.nowMs();
     // Both multi-row statements skip rows another worker has locked, so concurrent claims never wait on
     // each other and can never deadlock; a skipped row is picked up by a later claim.
@@ -133,26 +141,35 @@ export class SqlQueue implements QueuePort {
        )`,
       { now: nowMs, error: LEASE_EXPIRED_ERROR },
     );
-    if (options.limit === 0 || (options.types !== undefined && options.types.length === 0)) return [];
-    const typeFilter = options.types === undefined ? '' : 'AND type IN (:types)';
-    const leaseUntilMs = nowMs + options.leaseMs;
-    const rows = await this.select(
-      `UPDATE ${this.table}
-       SET status = 'running', locked_by = :worker, lease_until = :leaseUntil, attempts = attempts + 1, updated_at = :now
-       WHERE id IN (
-         SELECT id FROM ${this.table}
-         WHERE ((status = 'pending' AND run_at <= :now)
-             OR (status = 'running' AND lease_until <= :now AND attempts < max_attempts))
-           ${typeFilter}
-         ORDER BY run_at, id
-         LIMIT :limit
-         ${lock}
-       )
-       RETURNING id, type, payload, attempts, max_attempts, run_at, lease_until`,
-      { worker: options.workerId, leaseUntil: leaseUntilMs, now: nowMs, limit: options.limit, types: options.types ? [...options.types] : null },
-    );
-    // RETURNING follows no ORDER BY; the port promises oldest runAt first.
-    rows.sort((a, b) => num(a.run_at) - num(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
+    if (options.limit === 0 || options.types?.length === 0 || options.lanes?.length === 0) return [];
+    const filters = `${options.types === undefined ? '' : 'AND type IN (:types)'} ${options.lanes === undefined ? '' : 'AND lane IN (:lanes)'}`;
+    const replacements = {
+      worker: options.workerId,
+      leaseUntil: nowMs + options.leaseMs,
+      now: nowMs,
+      types: options.types ? [...options.types] : null,
+      lanes: options.lanes ? options.lanes.map((lane) => LANE_RANK[lane]) : null,
+    };
+    const take = (where: string, limit: number) =>
+      this.select(
+        `UPDATE ${this.table}
+         SET status = 'running', locked_by = :worker, lease_until = :leaseUntil, attempts = attempts + 1, updated_at = :now
+         WHERE id IN (
+           SELECT id FROM ${this.table}
+           WHERE ${where} ${filters}
+           ORDER BY lane, turn, run_at, id
+           LIMIT :limit
+           ${lock}
+         )
+         RETURNING id, type, payload, attempts, max_attempts, run_at, lease_until, lane, turn`,
+        { ...replacements, limit },
+      );
+    // Jobs of a worker that died first (rare), then pending ones. Apart, each statement walks one index in
+    // claim order and stops at its limit, where one OR of both would sort every due job on every claim.
+    const rows = await take('status = \'running\' AND lease_until <= :now AND attempts < max_attempts', options.limit);
+    if (rows.length < options.limit) rows.push(...(await take('status = \'pending\' AND run_at <= :now', options.limit - rows.length)));
+    // RETURNING follows no ORDER BY; the port promises claim order.
+    rows.sort((a, b) => num(a.lane) - num(b.lane) || num(a.turn) - num(b.turn) || num(a.run_at) - num(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
     return rows.map((row) => ({
       id: String(row.id),
       type: String(row.type),
@@ -160,6 +177,7 @@ export class SqlQueue implements QueuePort {
       attempt: num(row.attempts),
       maxAttempts: num(row.max_attempts),
       leaseUntil: new Date(num(row.lease_until)).toISOString(),
+      lane: LANE_OF_RANK[num(row.lane)] ?? 'interactive',
     }));
   }
 
