@@ -236,10 +236,10 @@ describe('document query use case', () => {
 /** A search index that keeps its stamps itself, and can be told to forget everything (a restart). */
 class StampingIndex extends MiniSearchIndex {
   stamps = new Map<string, string>();
-  async stampOf(accountId: string, patientId: string) {
+  override async stampOf(accountId: string, patientId: string) {
     return this.stamps.get(`${accountId}/${patientId}`);
   }
-  async setStamp(accountId: string, patientId: string, stamp: string) {
+  override async setStamp(accountId: string, patientId: string, stamp: string) {
     this.stamps.set(`${accountId}/${patientId}`, stamp);
   }
 }
