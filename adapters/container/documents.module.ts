@@ -8,6 +8,8 @@ import { TOKENS } from './tokens.js';
 export interface DocumentsModuleOptions {
   /** The C-CDA documents the sandbox HIE network serves. Real networks plug in at TOKENS.hie instead. */
   sandboxDocumentsDir: string;
+  /** Estimated bytes of per-patient search indexes kept in memory; the index's default (64 MB) when absent. */
+  searchCacheBytes?: number;
 }
 
 /** Binds the document half: the HIE network (sandbox), the C-CDA converter, the search index and the renderer. */
@@ -15,8 +17,9 @@ export function documentsModule(options: DocumentsModuleOptions): ContainerModul
   return new ContainerModule(({ bind }) => {
     bind(TOKENS.hie).toConstantValue(new SandboxHieNetwork({ fixturesDir: options.sandboxDocumentsDir }));
     bind(TOKENS.ccda).toConstantValue(new MedplumCcdaConverter());
-    // The index is in memory, one per process: it is rebuilt from storage on first use after a start.
-    bind(TOKENS.search).toConstantValue(new MiniSearchIndex());
+    // The index is in memory, one per process, within a budget: a patient's index is rebuilt from storage
+    // on first use after a start or after the budget made room for others.
+    bind(TOKENS.search).toConstantValue(new MiniSearchIndex(options.searchCacheBytes === undefined ? {} : { budgetBytes: options.searchCacheBytes }));
     bind(TOKENS.renderer).toConstantValue(new BundleRenderer());
   });
 }

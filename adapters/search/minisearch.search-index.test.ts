@@ -1,12 +1,13 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { dedupeResources, resourceKey } from '../../core/documents/dedupe.js';
 import { searchTextOf, searchTextOfCcda } from '../../core/documents/search-text.js';
 import type { FhirResource } from '../../core/ports/ccda.port.js';
 import type { SearchDocument } from '../../core/ports/search-index.port.js';
 import { MedplumCcdaConverter } from '../ccda/medplum.ccda.js';
-import { editsAllowed, MiniSearchIndex, transpositionsOf } from './minisearch.search-index.js';
+import { DEFAULT_SEARCH_CACHE_BYTES, editsAllowed, ESTIMATED_BYTES_PER_PATIENT, MiniSearchIndex, transpositionsOf } from './minisearch.search-index.js';
 
 const fixturesDir = fileURLToPath(new URL('../../sandbox-data/ccda/', import.meta.url));
 const A = 'acct';
@@ -28,6 +29,70 @@ describe('MiniSearchIndex', () => {
     await index.upsert(A, P, [{ key: 'Organization/1', text: 'Hôpital Saint-Éloi' }]);
     expect(await index.search(A, P, 'hopital eloi')).toEqual(['Organization/1']);
     expect(await index.search(A, P, 'HÔPITAL')).toEqual(['Organization/1']);
+  });
+});
+
+describe('MiniSearchIndex within its budget', () => {
+  const operation = fc.oneof(
+    fc.record({ kind: fc.constant('upsert' as const), patient: fc.nat({ max: 11 }), keys: fc.array(fc.nat({ max: 9 }), { minLength: 1, maxLength: 6 }), length: fc.integer({ min: 1, max: 200 }) }),
+    fc.record({ kind: fc.constant('remove' as const), patient: fc.nat({ max: 11 }), keys: fc.array(fc.nat({ max: 9 }), { maxLength: 4 }) }),
+    fc.record({ kind: fc.constant('search' as const), patient: fc.nat({ max: 11 }) }),
+  );
+
+  test('what it holds never exceeds the budget, and what it still holds is exactly what it was given', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(operation, { maxLength: 120 }), async (operations) => {
+        // Any one patient here fits (10 documents of at most 207 characters); a few together do not.
+        const budgetBytes = 30_000;
+        const index = new MiniSearchIndex({ budgetBytes });
+        /** What each patient was given, as long as the index still holds it. */
+        const given = new Map<number, Map<string, string>>();
+        for (const step of operations) {
+          const patient = `patient-${step.patient}`;
+          if ((await index.stampOf(A, patient)) === undefined) given.delete(step.patient);
+          if (step.kind === 'upsert') {
+            const documents = step.keys.map((key) => ({ key: `Doc/${key}`, text: `word${step.patient} ${'x'.repeat(step.length)}` }));
+            await index.upsert(A, patient, documents);
+            const held = given.get(step.patient) ?? new Map<string, string>();
+            for (const document of documents) held.set(document.key, document.text);
+            given.set(step.patient, held);
+            await index.setStamp(A, patient, 'held');
+          } else if (step.kind === 'remove') {
+            await index.remove(A, patient, step.keys.map((key) => `Doc/${key}`));
+            for (const key of step.keys) given.get(step.patient)?.delete(`Doc/${key}`);
+          } else {
+            const found = await index.search(A, patient, `word${step.patient}`);
+            expect(found.sort()).toEqual([...(given.get(step.patient)?.keys() ?? [])].sort());
+          }
+          expect(index.usage.bytes).toBeLessThanOrEqual(budgetBytes);
+          expect(index.usage.bytes).toBeGreaterThanOrEqual(index.usage.patients * ESTIMATED_BYTES_PER_PATIENT);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  test('the patient used last stays even when it alone weighs more than the budget', async () => {
+    const index = new MiniSearchIndex({ budgetBytes: 10_000 });
+    await index.upsert(A, 'small', [{ key: 'Doc/1', text: 'asthma' }]);
+    await index.upsert(A, 'large', [{ key: 'Doc/1', text: `pneumonia ${'x'.repeat(5_000)}` }]);
+    await index.setStamp(A, 'large', 'stamp');
+    expect(await index.search(A, 'large', 'pneumonia')).toEqual(['Doc/1']);
+    expect(await index.stampOf(A, 'small')).toBeUndefined();
+    expect(await index.search(A, 'small', 'asthma')).toEqual([]);
+    expect(index.usage).toMatchObject({ patients: 1, evictions: 1 });
+  });
+
+  test('a stamp is not recorded for a patient it holds nothing for', async () => {
+    const index = new MiniSearchIndex();
+    await index.setStamp(A, P, 'stamp');
+    expect(await index.stampOf(A, P)).toBeUndefined();
+    expect(index.usage).toMatchObject({ patients: 0, bytes: 0, budgetBytes: DEFAULT_SEARCH_CACHE_BYTES });
+  });
+
+  test('a budget must be a positive number of bytes', () => {
+    expect(() => new MiniSearchIndex({ budgetBytes: 0 })).toThrow(/budgetBytes/);
+    expect(() => new MiniSearchIndex({ budgetBytes: Number.NaN })).toThrow(/budgetBytes/);
   });
 });
 

@@ -71,47 +71,152 @@ function newIndex(): MiniSearch<SearchDocument> {
 }
 
 /**
- * The embedded search index (minisearch 7), one index per (account, patient), held in memory. It is
- * not persisted: after a restart a host rebuilds a patient's index from storage (e.g. on first search).
+ * What one patient's index is estimated to hold on the heap, from the text given to it. Measured on the
+ * sandbox C-CDA documents converted and indexed for many patients (heap after GC divided by the text
+ * indexed): about 9 bytes of heap per character of text, plus a few hundred bytes per document (its
+ * id, term frequencies, field length) and a few kilobytes per patient (an empty MiniSearch and its options).
+ * An estimate on the generous side keeps the real heap under the budget.
+ */
+export const ESTIMATED_BYTES_PER_TEXT_CHARACTER = 10;
+export const ESTIMATED_BYTES_PER_DOCUMENT = 400;
+export const ESTIMATED_BYTES_PER_PATIENT = 4_096;
+
+/** The default budget of the indexes held in memory: a few hundred patients of ordinary size. */
+export const DEFAULT_SEARCH_CACHE_BYTES = 64 * 1024 * 1024;
+
+export interface MiniSearchIndexOptions {
+  /**
+   * Estimated bytes of per-patient indexes kept in memory (default 64 MB). When more would be held, the
+   * patients searched or changed least recently are forgotten, index and stamp together, and rebuilt
+   * from storage on their next search.
+   */
+  budgetBytes?: number;
+}
+
+/** One patient's index, the stamp of the stored data it reflects, and what it is estimated to weigh. */
+interface PatientIndex {
+  index: MiniSearch<SearchDocument>;
+  stamp: string | undefined;
+  /** Text length per key, so a replaced or removed document gives back what it was counted for. */
+  textLengths: Map<string, number>;
+  bytes: number;
+}
+
+function documentBytes(textLength: number): number {
+  return ESTIMATED_BYTES_PER_DOCUMENT + textLength * ESTIMATED_BYTES_PER_TEXT_CHARACTER;
+}
+
+/**
+ * The embedded search index (minisearch 7), one index per (account, patient), held in memory within a
+ * byte budget: least recently used patients are forgotten first. It is not persisted: a patient's index
+ * forgotten (by the budget or a restart) is rebuilt from storage by the core on its next search, which
+ * it knows to do because the stamp is forgotten with the index.
+ *
+ * The patient used last is kept even when it alone weighs more than the budget: its search runs right
+ * after its index is built, and forgetting it in between would answer with nothing.
  *
  * Matching (search-index.port.ts): case- and accent-insensitive; every query term must match (AND); a
  * term of 4+ characters tolerates one edit, 8+ two, a transposition counting as one; a term of 3+
  * characters also matches longer words it begins. A query with no words matches nothing.
  */
 export class MiniSearchIndex implements SearchIndexPort {
-  private readonly indexes = new Map<string, MiniSearch<SearchDocument>>();
+  /** Least recently used first: every use moves a patient to the end. */
+  private readonly patients = new Map<string, PatientIndex>();
+  private readonly budgetBytes: number;
+  private bytesHeld = 0;
+  private evictions = 0;
+
+  constructor(options: MiniSearchIndexOptions = {}) {
+    const budgetBytes = options.budgetBytes ?? DEFAULT_SEARCH_CACHE_BYTES;
+    if (!Number.isFinite(budgetBytes) || budgetBytes <= 0) throw new Error(`MiniSearchIndex: budgetBytes must be a positive number, not ${budgetBytes}`);
+    this.budgetBytes = budgetBytes;
+  }
+
+  /** What is held now, by the estimate the budget is applied to; for tests, benchmarks and monitoring. */
+  get usage(): { patients: number; bytes: number; budgetBytes: number; evictions: number } {
+    return { patients: this.patients.size, bytes: this.bytesHeld, budgetBytes: this.budgetBytes, evictions: this.evictions };
+  }
 
   async upsert(accountId: string, patientId: string, documents: readonly SearchDocument[]): Promise<void> {
     if (documents.length === 0) return;
     const scope = scopeKey(accountId, patientId);
-    let index = this.indexes.get(scope);
-    if (!index) {
-      index = newIndex();
-      this.indexes.set(scope, index);
+    let patient = this.touch(scope);
+    if (!patient) {
+      patient = { index: newIndex(), stamp: undefined, textLengths: new Map(), bytes: ESTIMATED_BYTES_PER_PATIENT };
+      this.patients.set(scope, patient);
+      this.bytesHeld += patient.bytes;
     }
     // The last copy of a key in one call wins, as if the calls were made one by one.
     const latest = new Map(documents.map((document) => [document.key, { key: document.key, text: document.text }]));
+    let bytes = 0;
     for (const document of latest.values()) {
-      if (index.has(document.key)) index.replace(document);
-      else index.add(document);
+      const previous = patient.textLengths.get(document.key);
+      if (previous === undefined) patient.index.add(document);
+      else {
+        patient.index.replace(document);
+        bytes -= documentBytes(previous);
+      }
+      patient.textLengths.set(document.key, document.text.length);
+      bytes += documentBytes(document.text.length);
     }
+    patient.bytes += bytes;
+    this.bytesHeld += bytes;
+    this.evictBeyondBudget();
   }
 
   async remove(accountId: string, patientId: string, keys: readonly string[]): Promise<void> {
-    const scope = scopeKey(accountId, patientId);
-    const index = this.indexes.get(scope);
-    if (!index) return;
-    for (const key of new Set(keys)) if (index.has(key)) index.discard(key);
-    if (index.documentCount === 0) this.indexes.delete(scope);
+    const patient = this.touch(scopeKey(accountId, patientId));
+    if (!patient) return;
+    for (const key of new Set(keys)) {
+      const previous = patient.textLengths.get(key);
+      if (previous === undefined) continue;
+      patient.index.discard(key);
+      patient.textLengths.delete(key);
+      patient.bytes -= documentBytes(previous);
+      this.bytesHeld -= documentBytes(previous);
+    }
   }
 
   async search(accountId: string, patientId: string, query: string): Promise<string[]> {
-    const index = this.indexes.get(scopeKey(accountId, patientId));
-    if (!index) return [];
+    const patient = this.touch(scopeKey(accountId, patientId));
+    if (!patient || patient.index.documentCount === 0) return [];
     const terms = [...new Set(tokenize(query).map(normaliseTerm).filter((term) => term !== ''))].slice(0, MAX_TERMS);
     if (terms.length === 0) return [];
     const options: SearchOptions = { combineWith: 'AND' };
-    return index.search({ combineWith: 'AND', queries: terms.map(termQuery) }, options).map((result) => String(result.id));
+    return patient.index.search({ combineWith: 'AND', queries: terms.map(termQuery) }, options).map((result) => String(result.id));
+  }
+
+  /** Undefined when the patient's index is not held (never built, forgotten by the budget, or a restart). */
+  async stampOf(accountId: string, patientId: string): Promise<string | undefined> {
+    return this.touch(scopeKey(accountId, patientId))?.stamp;
+  }
+
+  /**
+   * Recorded only while the patient's index is held: a stamp with no index behind it would claim data
+   * the index does not have. A patient with nothing indexed has no stamp, which the core reads as empty.
+   */
+  async setStamp(accountId: string, patientId: string, stamp: string): Promise<void> {
+    const patient = this.touch(scopeKey(accountId, patientId));
+    if (patient) patient.stamp = stamp;
+  }
+
+  /** The patient's index, moved to the most recently used end. */
+  private touch(scope: string): PatientIndex | undefined {
+    const patient = this.patients.get(scope);
+    if (patient) {
+      this.patients.delete(scope);
+      this.patients.set(scope, patient);
+    }
+    return patient;
+  }
+
+  private evictBeyondBudget(): void {
+    for (const [scope, patient] of this.patients) {
+      if (this.bytesHeld <= this.budgetBytes || this.patients.size <= 1) return;
+      this.patients.delete(scope);
+      this.bytesHeld -= patient.bytes;
+      this.evictions++;
+    }
   }
 }
 

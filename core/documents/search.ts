@@ -1,7 +1,6 @@
 /**
- * Consolidated data search (PRODUCT: Search Patient Data, deprecated; DESIGN:
- * `GET /medical/v1/patient/{id}/consolidated/search?query=`). Matching is the index's (search-index.port.ts:
- * case-insensitive, all terms, typo-tolerant); around the matches come the resources they relate to
+ * Consolidated data search (deprecated; `GET /medical/v1/patient/{id}/consolidated/search?query=`).
+ * Matching is the index's (search-index.port.ts: case-insensitive, all terms, typo-tolerant); around the matches come the resources they relate to
  * (related.ts) and always the Patient. The result is a FHIR searchset Bundle behind a URL valid 60 s.
  */
 import type { CoreDeps } from '../deps.js';
@@ -11,12 +10,14 @@ import type { FhirResource } from '../ports/ccda.port.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { resourceKey } from './dedupe.js';
 import { DOCUMENT_JOB } from './job-types.js';
-import { currentPatientData } from './patient-index.js';
+import { currentPatientData, indexReflects } from './patient-index.js';
 import { patientResourceOf } from './patient-resource.js';
 import { relatedKeys } from './related.js';
 
-/** PRODUCT (Limits): the search result URL is valid 60 seconds. */
+/** The search result URL is valid 60 seconds. */
 export const SEARCH_URL_VALIDITY_MS = 60_000;
+/** Searches made when the index forgets the patient while they run; beyond, the last answer stands. */
+const SEARCH_ATTEMPTS = 3;
 /** The stored result outlives its URL a little, then is deleted. */
 const SEARCH_RESULT_KEPT_MS = 2 * SEARCH_URL_VALIDITY_MS;
 
@@ -39,11 +40,19 @@ export interface SearchsetEntry {
  */
 export async function searchEntries(deps: Pick<CoreDeps, 'storage' | 'blob' | 'search'>, accountId: string, patientId: string, query: string | undefined): Promise<SearchsetEntry[]> {
   const patient = await getPatient(deps, accountId, patientId);
-  const stored = (await currentPatientData(deps, accountId, patientId)).resources;
   const terms = query?.trim() ?? '';
+  let snapshot = await currentPatientData(deps, accountId, patientId);
+  let found = terms === '' ? [] : await deps.search.search(accountId, patientId, terms);
+  // An index kept within a budget may forget this patient between its rebuild and the search (other
+  // patients' searches running meanwhile): the answer would then be empty, so the search is made again.
+  for (let attempt = 1; terms !== '' && attempt < SEARCH_ATTEMPTS && !(await indexReflects(deps, accountId, patientId, snapshot.stamp)); attempt++) {
+    snapshot = await currentPatientData(deps, accountId, patientId);
+    found = await deps.search.search(accountId, patientId, terms);
+  }
+  const stored = snapshot.resources;
   // Keys come back from the index but resources from the stored snapshot: a key the index still holds for
   // a resource merged away since is dropped here.
-  const matchedKeys = terms === '' ? [...stored.keys()] : (await deps.search.search(accountId, patientId, terms)).filter((key) => stored.has(key));
+  const matchedKeys = terms === '' ? [...stored.keys()] : found.filter((key) => stored.has(key));
   if (matchedKeys.length === 0) return [];
 
   const patientResource = patientResourceOf(patient);

@@ -25,7 +25,7 @@ import { coreJobHandlers } from '../jobs.js';
 import type { HieDocumentRef, HieNetworkPort, HiePatientQuery } from '../ports/hie.port.js';
 import type { SearchIndexPort } from '../ports/search-index.port.js';
 import { DOCUMENT_JOB } from './job-types.js';
-import { dataStamp } from './patient-index.js';
+import { dataStamp, SNAPSHOTS_KEPT } from './patient-index.js';
 import { getDocumentQueryStatus, startDocumentQuery, startDocumentQueryUnlessOptedOut } from './query.js';
 import { searchEntries } from './search.js';
 import { acceptDocumentUpload, createDocumentUpload } from './upload.js';
@@ -236,10 +236,10 @@ describe('document query use case', () => {
 /** A search index that keeps its stamps itself, and can be told to forget everything (a restart). */
 class StampingIndex extends MiniSearchIndex {
   stamps = new Map<string, string>();
-  async stampOf(accountId: string, patientId: string) {
+  override async stampOf(accountId: string, patientId: string) {
     return this.stamps.get(`${accountId}/${patientId}`);
   }
-  async setStamp(accountId: string, patientId: string, stamp: string) {
+  override async setStamp(accountId: string, patientId: string, stamp: string) {
     this.stamps.set(`${accountId}/${patientId}`, stamp);
   }
 }
@@ -247,6 +247,69 @@ class StampingIndex extends MiniSearchIndex {
 describe('search index upkeep', () => {
   const keysOf = async (world: World, patientId: string, query: string) =>
     (await searchEntries(world.deps, world.account.id, patientId, query)).filter((e) => e.search.mode === 'match').map((e) => `${e.resource.resourceType}`);
+  const entriesOf = async (world: World, patientId: string, query: string) =>
+    (await searchEntries(world.deps, world.account.id, patientId, query)).map((e) => `${e.search.mode}:${e.resource.resourceType}/${e.resource.id}`);
+
+  test('an index kept within a small budget forgets patients, and every search is still right (rebuilt from storage) within the budget', async () => {
+    const world = await makeWorld();
+    const patients: Patient[] = [];
+    for (let n = 1; n <= 5; n++) patients.push(await newPatient(world, n));
+    for (const patient of patients) await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    await world.runner.drain();
+
+    // The budget holds the largest patient and a bit more: never all five.
+    let largest = 0;
+    for (const patient of patients) {
+      const alone = new MiniSearchIndex();
+      await searchEntries((await makeWorld({ shareWith: world, search: alone })).deps, world.account.id, patient.id, 'pneumonia');
+      largest = Math.max(largest, alone.usage.bytes);
+    }
+    const budgetBytes = Math.ceil(largest * 1.5);
+    const bounded = new MiniSearchIndex({ budgetBytes });
+    const forgetful = await makeWorld({ shareWith: world, search: bounded });
+
+    let found = 0;
+    for (let round = 0; round < 2; round++) {
+      for (const patient of patients) {
+        for (const query of ['pneumonia', 'albuterl', 'pacemaker', 'appendicitis']) {
+          const entries = await entriesOf(forgetful, patient.id, query);
+          found += entries.length;
+          // The same resources; their order may differ, as a rebuilt index weighs terms afresh.
+          expect(entries.sort()).toEqual((await entriesOf(world, patient.id, query)).sort());
+          expect(bounded.usage.bytes).toBeLessThanOrEqual(budgetBytes);
+        }
+      }
+    }
+    expect(found).toBeGreaterThan(0);
+    expect(bounded.usage.evictions).toBeGreaterThan(0);
+    expect(bounded.usage.patients).toBeLessThan(patients.length);
+  });
+
+  test('the resources searches read are kept for the last few patients only', async () => {
+    const world = await makeWorld();
+    const patients: Patient[] = [];
+    for (let n = 1; n <= SNAPSHOTS_KEPT + 1; n++) {
+      const patient = await newPatient(world, n);
+      patients.push(patient);
+      const upload = await createDocumentUpload(world.deps, world.account, { patientId: patient.id, documentReference: { description: `Referral ${n}` } });
+      await acceptDocumentUpload(world.deps, world.account.id, upload.documentReferenceId, { contentType: 'text/plain', body: 'Letter' });
+    }
+    const reads: string[] = [];
+    const resources = world.deps.storage.fhirResources;
+    const listByPatient = resources.listByPatient.bind(resources);
+    resources.listByPatient = (accountId, patientId, ...rest) => {
+      reads.push(patientId);
+      return listByPatient(accountId, patientId, ...rest);
+    };
+    for (const patient of patients) await searchEntries(world.deps, world.account.id, patient.id, 'referral');
+    expect(reads).toEqual(patients.map((patient) => patient.id));
+    // The last SNAPSHOTS_KEPT are held; the first was forgotten and is read again.
+    reads.length = 0;
+    for (const patient of patients.slice(1)) await searchEntries(world.deps, world.account.id, patient.id, 'referral');
+    expect(reads).toEqual([]);
+    await searchEntries(world.deps, world.account.id, patients[0]!.id, 'referral');
+    expect(reads).toEqual([patients[0]!.id]);
+  });
 
   test('after a restart (a fresh, empty index over the same storage) the index is rebuilt on first use', async () => {
     const world = await makeWorld();

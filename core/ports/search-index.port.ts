@@ -9,6 +9,9 @@ export interface SearchDocument {
  * An embedded full-text index per patient. Matching: case-insensitive; every term of the query must
  * match (AND); a term of 4+ characters tolerates one edit, 8+ two edits (a transposition is one edit);
  * prefixes of 3+ characters match longer words.
+ *
+ * An index may forget a patient at any time (a restart, a memory budget): then it answers as if it had
+ * never been given anything for that patient, stamp included, and the core rebuilds it from storage.
  */
 export interface SearchIndexPort {
   /** Adds or replaces documents by key in the patient's index. Idempotent. */
@@ -26,6 +29,10 @@ export interface SearchIndexPort {
    * without these methods gets the same behaviour from a stamp the core keeps in process memory beside it.
    */
   stampOf?(accountId: string, patientId: string): Promise<string | undefined>;
-  /** Optional, with `stampOf`: records the stamp of what the patient's index now reflects. */
+  /**
+   * Optional, with `stampOf`: records the stamp of what the patient's index now reflects, replacing the
+   * previous one. Idempotent. An index that holds nothing for the patient (never given a document, or
+   * forgotten) may ignore it, so `stampOf` keeps answering `undefined`: a stamp must never outlive its data.
+   */
   setStamp?(accountId: string, patientId: string, stamp: string): Promise<void>;
 }

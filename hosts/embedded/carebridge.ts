@@ -63,6 +63,11 @@ export interface CarebridgeOptions {
   clock?: ClockPort;
   /** Sequential ids in tests; UUID v7 otherwise. */
   ids?: IdsPort;
+  /**
+   * Memory for patients' search indexes, in MB (estimated). Patients searched least recently are dropped
+   * beyond it and rebuilt from storage on their next search. Default 64.
+   */
+  searchCacheMb?: number;
 }
 
 export interface Carebridge {
@@ -83,6 +88,10 @@ export interface Carebridge {
 }
 
 const DELIVERY_BATCH = 100;
+
+function searchCacheOption(megabytes: number | undefined): { searchCacheBytes?: number } {
+  return megabytes === undefined ? {} : { searchCacheBytes: Math.round(megabytes * 1024 * 1024) };
+}
 
 
 /** One webhook delivery pass at a time (the outbox does not claim messages), in the background or on demand. */
@@ -176,7 +185,7 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
       }),
       storageModule({ kind: 'sequelize', sequelize }),
       queueModule({ kind: 'sql', sequelize, ...(options.databaseSchema ? { schema: options.databaseSchema } : {}) }),
-      documentsModule({ sandboxDocumentsDir: sandboxDocumentsDir() }),
+      documentsModule({ sandboxDocumentsDir: sandboxDocumentsDir(), ...searchCacheOption(options.searchCacheMb) }),
     );
     if (options.webhooks?.sender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhooks.sender);
     else container.load(webhookModule(logger ? { logger: logger.child({ component: 'webhooks' }) } : {}));

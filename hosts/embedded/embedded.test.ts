@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import Koa from 'koa';
 import { Sequelize } from 'sequelize';
 import { afterEach, describe, expect, test } from 'vitest';
+import { MiniSearchIndex } from '../../adapters/search/minisearch.search-index.js';
 import { CarebridgeApiError, CarebridgeClient } from '../../client/index.js';
 import { createCarebridge, type Carebridge } from './carebridge.js';
 import { carebridgeKoa } from './koa.js';
@@ -126,7 +127,8 @@ describe('embedded in a bare node:http server through the handler', () => {
     const server = await listenFirst();
     const sequelize = new Sequelize({ dialect: 'sqlite', storage: ':memory:', logging: false });
     cleanups.push(() => sequelize.close());
-    const carebridge = await embedded({ publicUrl: `${server.url}/api`, database: sequelize });
+    const carebridge = await embedded({ publicUrl: `${server.url}/api`, database: sequelize, searchCacheMb: 8 });
+    expect((carebridge.deps.search as MiniSearchIndex).usage.budgetBytes).toBe(8 * 1024 * 1024);
 
     const api = createNodeListener(carebridge.handler, { prefix: '/api' });
     server.serve((req, res) => {

@@ -51,7 +51,7 @@ async function startImport(service: ServiceHandle, apiKey: string): Promise<{ re
 
 describe('settings from the environment', () => {
   test('defaults, parsing, and a clear error naming the variable', () => {
-    expect(settingsFromEnv({})).toEqual({ port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info' });
+    expect(settingsFromEnv({})).toEqual({ port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info', searchCacheMb: 64 });
     expect(
       settingsFromEnv({
         PORT: '0',
@@ -62,6 +62,7 @@ describe('settings from the environment', () => {
         URL_SIGNING_SECRET: 's'.repeat(32),
         LOG_LEVEL: 'Warn',
         HOST: '127.0.0.1',
+        SEARCH_CACHE_MB: '256',
       }),
     ).toEqual({
       port: 0,
@@ -72,12 +73,15 @@ describe('settings from the environment', () => {
       urlSigningSecret: 's'.repeat(32),
       logLevel: 'warn',
       host: '127.0.0.1',
+      searchCacheMb: 256,
     });
     expect(() => settingsFromEnv({ PORT: 'eighty' })).toThrow(/PORT/);
     expect(() => settingsFromEnv({ PORT: '70000' })).toThrow(/PORT/);
     expect(() => settingsFromEnv({ WEBHOOK_ALLOW_PRIVATE: 'maybe' })).toThrow(/WEBHOOK_ALLOW_PRIVATE/);
     expect(() => settingsFromEnv({ LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
     expect(() => settingsFromEnv({ PUBLIC_URL: 'example.org' })).toThrow(/PUBLIC_URL/);
+    expect(() => settingsFromEnv({ SEARCH_CACHE_MB: 'lots' })).toThrow(/SEARCH_CACHE_MB/);
+    expect(() => settingsFromEnv({ SEARCH_CACHE_MB: '0' })).toThrow(/SEARCH_CACHE_MB/);
   });
 });
 

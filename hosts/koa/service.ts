@@ -111,6 +111,7 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
       background,
       pollMs,
       logger,
+      searchCacheMb: settings.searchCacheMb,
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.ids ? { ids: options.ids } : {}),
     });

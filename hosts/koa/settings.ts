@@ -22,7 +22,12 @@ export interface ServiceSettings {
   urlSigningSecret?: string;
   /** `LOG_LEVEL`: pino level, `info`. */
   logLevel: string;
+  /** `SEARCH_CACHE_MB`: memory for patients' search indexes (estimated), 64. */
+  searchCacheMb: number;
 }
+
+/** What the search indexes of the patients searched last may take; a patient's index is ~0.1-1.5 MB. */
+const DEFAULT_SEARCH_CACHE_MB = 64;
 
 const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -45,11 +50,15 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
   if (!LOG_LEVELS.has(logLevel)) throw new Error(`LOG_LEVEL must be one of ${[...LOG_LEVELS].join(', ')}`);
   const publicUrl = nonEmpty(env.PUBLIC_URL);
   if (publicUrl !== undefined && !/^https?:\/\/[^/]/.test(publicUrl)) throw new Error('PUBLIC_URL must start with http:// or https://');
+  const searchCacheText = nonEmpty(env.SEARCH_CACHE_MB) ?? String(DEFAULT_SEARCH_CACHE_MB);
+  const searchCacheMb = Number(searchCacheText);
+  if (!Number.isFinite(searchCacheMb) || searchCacheMb < 1) throw new Error(`SEARCH_CACHE_MB must be a number of megabytes (1 or more), not "${searchCacheText}"`);
   const settings: ServiceSettings = {
     port,
     dataDir: nonEmpty(env.DATA_DIR) ?? './data',
     webhookAllowPrivate: flag(env.WEBHOOK_ALLOW_PRIVATE, 'WEBHOOK_ALLOW_PRIVATE'),
     logLevel,
+    searchCacheMb,
   };
   const optional = {
     host: nonEmpty(env.HOST),

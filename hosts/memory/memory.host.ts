@@ -35,6 +35,8 @@ export interface MemoryHostOptions {
   webhookAllowPrivate?: boolean;
   /** Another storage adapter in place of the in-memory one (benchmarks, adapter trials). The host closes it. */
   storage?: StoragePort;
+  /** Estimated bytes of per-patient search indexes kept in memory; the index's default (64 MB) when absent. */
+  searchCacheBytes?: number;
 }
 
 /**
@@ -62,7 +64,10 @@ export class MemoryHost {
       infraModule({ urlSecret: options.urlSecret ?? randomBytes(32).toString('hex'), blob: { kind: 'memory' }, clock, ids }),
       storageModule(options.storage ? { kind: 'instance', storage: options.storage } : { kind: 'memory' }),
       queueModule({ kind: 'memory' }),
-      documentsModule({ sandboxDocumentsDir: options.fixturesDir ?? sandboxDocumentsDir() }),
+      documentsModule({
+        sandboxDocumentsDir: options.fixturesDir ?? sandboxDocumentsDir(),
+        ...(options.searchCacheBytes === undefined ? {} : { searchCacheBytes: options.searchCacheBytes }),
+      }),
     );
     if (options.webhookSender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhookSender);
     else container.load(webhookModule());

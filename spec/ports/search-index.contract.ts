@@ -8,6 +8,13 @@ export interface SearchIndexContractOptions {
   make: () => SearchIndexPort | Promise<SearchIndexPort>;
   /** fast-check runs for the property tests. Default 40. */
   numRuns?: number;
+  /** The index keeps stamps itself (the port's optional `stampOf` and `setStamp`). Default false. */
+  keepsStamps?: boolean;
+  /**
+   * With `keepsStamps`: a fresh index that forgets patients to stay within a small memory bound (a few of
+   * the small patients below fit, not all). Absent for indexes that never forget.
+   */
+  makeForgetful?: () => SearchIndexPort | Promise<SearchIndexPort>;
 }
 
 const A = 'account-a';
@@ -166,6 +173,9 @@ export function defineSearchIndexContract(options: SearchIndexContractOptions): 
     expect(await index.search(A, P, 'pneumonia')).toEqual(['Condition/1']);
   });
 
+  if (options.keepsStamps) defineStampContract(test, make);
+  if (options.makeForgetful) defineForgettingContract(test, options.makeForgetful, numRuns);
+
   const word = fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz'), minLength: 4, maxLength: 14 });
 
   test('a word within the allowed edits of a document word (a transposition counting as one) finds it', async () => {
@@ -204,6 +214,76 @@ export function defineSearchIndexContract(options: SearchIndexContractOptions): 
         },
       ),
       { numRuns },
+    );
+  });
+}
+
+type Make = () => SearchIndexPort | Promise<SearchIndexPort>;
+
+/** What an index that keeps stamps promises (search-index.port.ts, `stampOf` and `setStamp`). */
+function defineStampContract(test: TestAPI, make: Make): void {
+  test('a stamp is undefined until set; setting it again replaces it, for that patient only', async () => {
+    const index = await make();
+    await index.upsert(A, P, documents);
+    await index.upsert(B, P, documents);
+    expect(await index.stampOf!(A, P)).toBeUndefined();
+    await index.setStamp!(A, P, 'stamp-1');
+    expect(await index.stampOf!(A, P)).toBe('stamp-1');
+    await index.setStamp!(A, P, 'stamp-2');
+    await index.setStamp!(A, P, 'stamp-2');
+    expect(await index.stampOf!(A, P)).toBe('stamp-2');
+    expect(await index.stampOf!(B, P)).toBeUndefined();
+    expect(await index.stampOf!(A, 'patient-2')).toBeUndefined();
+  });
+
+  test('changing the documents leaves the stamp alone (the caller stamps what it changed)', async () => {
+    const index = await make();
+    await index.upsert(A, P, documents);
+    await index.setStamp!(A, P, 'stamp-1');
+    await index.upsert(A, P, [{ key: 'Condition/3', text: 'Bronchitis' }]);
+    await index.remove(A, P, ['Condition/1']);
+    expect(await index.stampOf!(A, P)).toBe('stamp-1');
+  });
+}
+
+/** An index that forgets patients forgets each one's stamp with its data, never one without the other. */
+function defineForgettingContract(test: TestAPI, makeForgetful: Make, numRuns: number): void {
+  const PATIENTS = 40;
+  /** About the size of the documents above: small patients, many of them. */
+  const patientDocuments = (n: number): SearchDocument[] =>
+    documents.map((document) => ({ key: document.key, text: `${document.text} marker${n}` }));
+  const allKeys = sorted(documents.map((document) => document.key));
+  const everyPatient = Array.from({ length: PATIENTS }, (_, n) => n);
+
+  test('whenever a patient still has its stamp, its documents are all still found', async () => {
+    await fc.assert(
+      // Every patient once, in some order, then some of them again.
+      fc.asyncProperty(fc.shuffledSubarray(everyPatient, { minLength: PATIENTS }), fc.array(fc.nat({ max: PATIENTS - 1 }), { maxLength: 2 * PATIENTS }), async (first, again) => {
+        const index = await makeForgetful();
+        const forgotten = new Set<number>();
+        for (const n of [...first, ...again]) {
+          const patient = `patient-${n}`;
+          if ((await index.stampOf!(A, patient)) === undefined) {
+            // What the core does for a patient whose index has no stamp: rebuild it, then stamp it.
+            await index.upsert(A, patient, patientDocuments(n));
+            await index.setStamp!(A, patient, `stamp-${n}`);
+          }
+          for (let other = 0; other < PATIENTS; other++) {
+            const stamp = await index.stampOf!(A, `patient-${other}`);
+            if (stamp === undefined) {
+              forgotten.add(other);
+              continue;
+            }
+            expect(stamp).toBe(`stamp-${other}`);
+            expect(sorted(await index.search(A, `patient-${other}`, `marker${other}`))).toEqual(allKeys);
+          }
+          // The patient just rebuilt is searchable at once.
+          expect(sorted(await index.search(A, patient, `marker${n}`))).toEqual(allKeys);
+        }
+        // It does forget: the bound is smaller than all of them together.
+        expect(forgotten.size).toBeGreaterThan(0);
+      }),
+      { numRuns: Math.max(5, Math.floor(numRuns / 4)) },
     );
   });
 }
