@@ -36,6 +36,8 @@ function startMain(env: Record<string, string>) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   })();
+  // A test that expects the start to fail awaits `exited`, not this: its rejection is then no unhandled one.
+  listening.catch(() => undefined);
   return { child, exited, listening, output: () => ({ stdout, stderr }) };
 }
 
