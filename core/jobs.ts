@@ -26,7 +26,7 @@ export function coreJobHandlers(deps: CoreDeps): Record<string, JobHandler> {
       try {
         await processBulkRequest(deps, requestId);
         const request = await deps.storage.bulkRequests.getById(requestId);
-        if (request?.status === 'completed' && !request.dryRun) await queueBulkDocumentQueries(deps, requestId);
+        if (request?.status === 'completed' && !request.dryRun) await queueBulkDocumentQueries(deps, request);
       } catch (error) {
         // Transient failures are retried by the queue; on the last attempt the request fails visibly
         // rather than sitting in `processing` forever.
@@ -58,7 +58,7 @@ export function coreJobHandlers(deps: CoreDeps): Record<string, JobHandler> {
 export async function resumeInterruptedWork(deps: CoreDeps): Promise<{ resumed: number }> {
   let resumed = 0;
   for (const request of await deps.storage.bulkRequests.listByStatus('processing', 10_000)) {
-    await enqueueBulkProcessing(deps, request.id);
+    await enqueueBulkProcessing(deps, request);
     resumed++;
   }
   return { resumed };

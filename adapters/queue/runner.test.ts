@@ -15,6 +15,7 @@ function setup(options: { backoff?: { baseMs: number; maxMs: number } } = {}) {
 function recordingLogger() {
   const lines: { level: string; fields: Record<string, unknown>; message: string }[] = [];
   const logger: RunnerLogger = {
+    debug: (fields, message) => lines.push({ level: 'debug', fields, message }),
     info: (fields, message) => lines.push({ level: 'info', fields, message }),
     warn: (fields, message) => lines.push({ level: 'warn', fields, message }),
     error: (fields, message) => lines.push({ level: 'error', fields, message }),

@@ -1,6 +1,6 @@
 import { isCoreError } from '../../core/errors.js';
 import type { ClockPort } from '../../core/ports/clock.port.js';
-import type { ClaimedJob, JsonValue, QueuePort } from '../../core/ports/queue.port.js';
+import type { ClaimedJob, JobLane, JsonValue, QueuePort } from '../../core/ports/queue.port.js';
 
 /** What a handler gets beside its payload: the claim, and a signal raised if the lease is lost. */
 export type RunnerJob = ClaimedJob & { signal: AbortSignal };
@@ -9,6 +9,7 @@ export type QueueHandler = (payload: JsonValue, job: RunnerJob) => Promise<void>
 
 /** The subset of pino's interface the runner uses; ids, types and counts only, never payloads. */
 export interface RunnerLogger {
+  debug(fields: Record<string, unknown>, message: string): void;
   info(fields: Record<string, unknown>, message: string): void;
   warn(fields: Record<string, unknown>, message: string): void;
   error(fields: Record<string, unknown>, message: string): void;
@@ -23,6 +24,14 @@ export interface QueueRunnerOptions {
   workerId: string;
   /** Jobs run at once; 1 unless told. */
   concurrency?: number;
+  /**
+   * Background jobs run at once, at most. `concurrency - 1` unless told (at least 1), so one slot is always
+   * left for interactive work: an import started while a backlog of background queries runs is claimed at
+   * the next poll, not after the backlog.
+   */
+  backgroundConcurrency?: number;
+  /** How often the runner logs what it finished (counts by job type), ms; 60 s unless told. */
+  summaryEveryMs?: number;
   /** Lease per claim; renewed while a handler runs. 60 s unless told. */
   leaseMs?: number;
   /** Longest sleep between polls when nothing is due. 1 s unless told. */
@@ -36,7 +45,7 @@ export interface QueueRunnerOptions {
   onJobFinished?: (job: ClaimedJob, outcome: 'done' | 'failed') => void;
 }
 
-const silent: RunnerLogger = { info() {}, warn() {}, error() {} };
+const silent: RunnerLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
 /**
  * Where a handler asked to be retried: `details.retryAt` of a CoreError, as an ISO string, a Date or
@@ -82,6 +91,12 @@ export class QueueRunner {
   private readonly onJobFinished: QueueRunnerOptions['onJobFinished'];
 
   private readonly inFlight = new Set<Promise<void>>();
+  private readonly backgroundConcurrency: number;
+  private backgroundInFlight = 0;
+  private readonly summaryEveryMs: number;
+  private summaryTimer: ReturnType<typeof setInterval> | undefined;
+  /** Outcomes since the last summary line, by job type: one line a minute instead of one per job. */
+  private finished = new Map<string, { done: number; failed: number }>();
   private loop: Promise<void> | undefined;
   private stopping = false;
   private wakeSleeper: (() => void) | undefined;
@@ -97,7 +112,12 @@ export class QueueRunner {
     this.pollMs = options.pollMs ?? 1_000;
     this.logger = options.logger ?? silent;
     this.onJobFinished = options.onJobFinished;
+    this.backgroundConcurrency = options.backgroundConcurrency ?? Math.max(1, this.concurrency - 1);
+    this.summaryEveryMs = options.summaryEveryMs ?? 60_000;
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new RangeError('QueueRunner: concurrency must be a positive integer');
+    if (!Number.isInteger(this.backgroundConcurrency) || this.backgroundConcurrency < 1) {
+      throw new RangeError('QueueRunner: backgroundConcurrency must be a positive integer');
+    }
     if (!Number.isInteger(this.leaseMs) || this.leaseMs < 1) throw new RangeError('QueueRunner: leaseMs must be a positive integer');
     if (!(this.pollMs > 0)) throw new RangeError('QueueRunner: pollMs must be positive');
   }
@@ -110,6 +130,8 @@ export class QueueRunner {
   start(): void {
     if (this.loop) return;
     this.stopping = false;
+    this.summaryTimer = setInterval(() => this.logSummary(), this.summaryEveryMs);
+    this.summaryTimer.unref();
     this.loop = this.pollLoop().catch((error: unknown) => {
       this.logger.error({ workerId: this.workerId, error: describe(error) }, 'queue runner stopped on an unexpected error');
     });
@@ -131,7 +153,27 @@ export class QueueRunner {
     this.loop = undefined;
     await Promise.all([...this.inFlight]);
     await this.queue.releaseAll(this.workerId);
+    clearInterval(this.summaryTimer);
+    this.summaryTimer = undefined;
+    this.logSummary();
     this.stopping = false;
+  }
+
+  /** One info line with what finished since the last one, by job type; nothing when nothing did. */
+  private logSummary(): void {
+    if (this.finished.size === 0) return;
+    const jobs = Object.fromEntries(this.finished);
+    this.finished = new Map();
+    this.logger.info({ workerId: this.workerId, jobs }, 'jobs finished');
+  }
+
+  private count(type: string, outcome: 'done' | 'failed'): void {
+    let counts = this.finished.get(type);
+    if (!counts) {
+      counts = { done: 0, failed: 0 };
+      this.finished.set(type, counts);
+    }
+    counts[outcome] += 1;
   }
 
   /**
@@ -146,15 +188,25 @@ export class QueueRunner {
       const jobs = await this.claim(Math.min(this.concurrency, maxJobs - ran));
       if (jobs.length === 0) break;
       // Tracked like polled jobs, so a stop() during a drain waits for them too.
-      await Promise.all(jobs.map((job) => this.track(this.runJob(job))));
+      await Promise.all(jobs.map((job) => this.track(this.runJob(job), job.lane)));
       ran += jobs.length;
     }
     return ran;
   }
 
+  /**
+   * Up to `limit` jobs: interactive ones first, then background ones while fewer than
+   * `backgroundConcurrency` of those run (counting the ones this claim takes).
+   */
   private async claim(limit: number): Promise<ClaimedJob[]> {
     if (this.types.length === 0 || limit < 1) return [];
-    return this.queue.claim({ workerId: this.workerId, limit, leaseMs: this.leaseMs, types: this.types });
+    const base = { workerId: this.workerId, leaseMs: this.leaseMs, types: this.types };
+    const backgroundRoom = this.backgroundConcurrency - this.backgroundInFlight;
+    if (backgroundRoom <= 0) return this.queue.claim({ ...base, limit, lanes: ['interactive'] });
+    const interactive = await this.queue.claim({ ...base, limit, lanes: ['interactive'] });
+    const room = Math.min(limit - interactive.length, backgroundRoom);
+    if (room <= 0) return interactive;
+    return [...interactive, ...(await this.queue.claim({ ...base, limit: room, lanes: ['background'] }))];
   }
 
   private async pollLoop(): Promise<void> {
@@ -165,7 +217,7 @@ export class QueueRunner {
         try {
           const jobs = await this.claim(free);
           claimed = jobs.length;
-          for (const job of jobs) this.track(this.runJob(job));
+          for (const job of jobs) this.track(this.runJob(job), job.lane);
         } catch (error) {
           // The database may be restarting: keep polling rather than die.
           this.logger.warn({ workerId: this.workerId, error: describe(error) }, 'queue claim failed; will retry');
@@ -175,7 +227,10 @@ export class QueueRunner {
       // A full claim means more may be due right now; otherwise sleep until a slot frees, the next job
       // is due, a poll interval passes, or someone wakes us.
       if (claimed > 0 && claimed === free) continue;
-      await this.sleep(await this.sleepMs(free > 0));
+      // With the background slots full, due background jobs must not make the loop spin: it waits for a
+      // job to finish, a wake (new interactive work), or the poll interval.
+      const backgroundFull = this.backgroundInFlight >= this.backgroundConcurrency;
+      await this.sleep(await this.sleepMs(free > 0 && !backgroundFull));
     }
   }
 
@@ -209,10 +264,12 @@ export class QueueRunner {
     });
   }
 
-  private track(running: Promise<void>): Promise<void> {
+  private track(running: Promise<void>, lane: JobLane): Promise<void> {
     this.inFlight.add(running);
+    if (lane === 'background') this.backgroundInFlight += 1;
     void running.finally(() => {
       this.inFlight.delete(running);
+      if (lane === 'background') this.backgroundInFlight -= 1;
     });
     return running;
   }
@@ -236,13 +293,15 @@ export class QueueRunner {
       if (!lease.signal.aborted) lease.abort(new Error('job finished'));
     }
     if (!outcome.ok) {
+      this.count(job.type, 'failed');
       await this.recordFailure(job, outcome.error, fields);
       this.notifyFinished(job, 'failed');
       return;
     }
     try {
       await this.queue.complete(job.id, this.workerId);
-      this.logger.info(fields, 'job done');
+      this.logger.debug(fields, 'job done');
+      this.count(job.type, 'done');
     } catch (error) {
       // The lease will expire and the job run again: handlers are idempotent, so at-least-once holds.
       this.logger.error({ ...fields, error: describe(error) }, 'could not mark a job done');

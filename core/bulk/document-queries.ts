@@ -7,12 +7,20 @@ export const BULK_DOCUMENT_QUERIES_JOB = 'bulk.document-queries';
 const PAGE = 500;
 
 /**
- * Issue 5: after an import completes, every patient it created or updated gets a document query, except
- * opted-out ones, who never reach the network (issue 6). Runs in pages, each a queued job that queues the
- * next, so a crash resumes at the page it stopped on; a query already running for a patient is reused.
+ * After an import completes, every patient it created or updated gets a document query, except opted-out
+ * ones, who never reach the network. Runs in pages, each a queued job that queues the next, so a crash
+ * resumes at the page it stopped on; a query already running for a patient is reused. The pages are
+ * interactive work (short: they only record queries and queue them), so every query of the import is
+ * recorded within seconds and its progress counts the whole import; the queries themselves run in the
+ * background lane, behind whatever a person is waiting for.
  */
-export async function queueBulkDocumentQueries(deps: Pick<CoreDeps, 'queue'>, requestId: string, fromRow = 0): Promise<void> {
-  await deps.queue.enqueue({ type: BULK_DOCUMENT_QUERIES_JOB, payload: { requestId, fromRow }, key: `${BULK_DOCUMENT_QUERIES_JOB}:${requestId}:${fromRow}` });
+export async function queueBulkDocumentQueries(deps: Pick<CoreDeps, 'queue'>, request: { id: string; accountId: string }, fromRow = 0): Promise<void> {
+  await deps.queue.enqueue({
+    type: BULK_DOCUMENT_QUERIES_JOB,
+    payload: { requestId: request.id, fromRow },
+    key: `${BULK_DOCUMENT_QUERIES_JOB}:${request.id}:${fromRow}`,
+    fairnessKey: request.accountId,
+  });
 }
 
 export async function startBulkDocumentQueries(deps: CoreDeps, requestId: string, fromRow: number): Promise<void> {
@@ -24,7 +32,7 @@ export async function startBulkDocumentQueries(deps: CoreDeps, requestId: string
     const patient = await deps.storage.patients.get(request.accountId, patientId);
     if (!patient) continue;
     const facilityId = patient.facilityIds.includes(request.facilityId) ? request.facilityId : patient.facilityIds[0];
-    if (facilityId) await startDocumentQueryUnlessOptedOut(deps, patient, { facilityId });
+    if (facilityId) await startDocumentQueryUnlessOptedOut(deps, patient, { facilityId, bulkRequestId: request.id });
   }
-  if (request.total !== undefined && fromRow + PAGE < request.total) await queueBulkDocumentQueries(deps, requestId, fromRow + PAGE);
+  if (request.total !== undefined && fromRow + PAGE < request.total) await queueBulkDocumentQueries(deps, request, fromRow + PAGE);
 }

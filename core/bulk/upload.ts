@@ -239,13 +239,16 @@ export async function acceptUpload(deps: CoreDeps, account: Account, requestId: 
     if (current) assertWaiting(await expireIfDue(deps, current));
     throw new CoreError('UPLOAD_URL_USED', 'This upload URL was already used');
   }
-  await enqueueBulkProcessing(deps, stored.id);
+  await enqueueBulkProcessing(deps, stored);
   return stored;
 }
 
-/** Idempotent: a request already queued is not queued twice (hosts call this again on start to resume). */
-export async function enqueueBulkProcessing(deps: Pick<CoreDeps, 'queue'>, requestId: string): Promise<void> {
-  await deps.queue.enqueue({ type: BULK_JOB.process, payload: { requestId }, key: `${BULK_JOB.process}:${requestId}` });
+/**
+ * Idempotent: a request already queued is not queued twice (hosts call this again on start to resume).
+ * Interactive: a person waits for an import, so it never queues behind background work.
+ */
+export async function enqueueBulkProcessing(deps: Pick<CoreDeps, 'queue'>, request: { id: string; accountId: string }): Promise<void> {
+  await deps.queue.enqueue({ type: BULK_JOB.process, payload: { requestId: request.id }, key: `${BULK_JOB.process}:${request.id}`, fairnessKey: request.accountId });
 }
 
 function assertWaiting(request: BulkRequest): void {

@@ -108,7 +108,7 @@ export async function startConsolidatedQuery(
 }
 
 async function enqueueConsolidatedJob(deps: Pick<CoreDeps, 'queue'>, query: ConsolidatedQuery): Promise<void> {
-  await deps.queue.enqueue({ type: DOCUMENT_JOB.consolidated, payload: { accountId: query.accountId, queryId: query.id }, key: `${DOCUMENT_JOB.consolidated}:${query.id}` });
+  await deps.queue.enqueue({ type: DOCUMENT_JOB.consolidated, payload: { accountId: query.accountId, queryId: query.id }, key: `${DOCUMENT_JOB.consolidated}:${query.id}`, fairnessKey: query.accountId });
 }
 
 /** The patient's consolidated queries, newest first. */
@@ -194,6 +194,8 @@ export async function runConsolidatedQuery(deps: CoreDeps, accountId: string, qu
         payload: { key },
         runAt: new Date(expiresAt.getTime() + CONSOLIDATED_URL_VALIDITY_MS).toISOString(),
         key: `${DOCUMENT_JOB.deleteBlob}:${key}`,
+        // Housekeeping: nobody waits for it.
+        lane: 'background',
       });
     }
   }

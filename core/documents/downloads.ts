@@ -75,6 +75,7 @@ export async function startBulkDownloadUrls(deps: CoreDeps, account: Account, in
     type: DOCUMENT_JOB.bulkUrls,
     payload: { accountId: account.id, patientId: patient.id, requestId, messageId: deps.ids.next(), ...(metadata ? { metadata } : {}) },
     key: `${DOCUMENT_JOB.bulkUrls}:${requestId}`,
+    fairnessKey: account.id,
   });
   return { requestId, status: 'processing' };
 }

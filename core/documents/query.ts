@@ -9,6 +9,7 @@ import type { Account, DocumentQuery, DocumentRecord, Facility, Patient, Progres
 import { getPatient } from '../entities/patients.js';
 import { CoreError, isCoreError } from '../errors.js';
 import type { HieDocumentRef, HiePatientQuery } from '../ports/hie.port.js';
+import type { JobLane } from '../ports/queue.port.js';
 import type { StoragePort } from '../ports/storage.port.js';
 import { nowIso } from '../time.js';
 import { enqueueMessage } from '../webhooks/deliver.js';
@@ -72,28 +73,45 @@ export async function startDocumentQuery(deps: CoreDeps, account: Account, input
   const patient = await getPatient(deps, account.id, input.patientId);
   assertNotOptedOut(patient);
   const facility = await facilityFor(deps, patient, input.facilityId);
-  return beginQuery(deps, patient, facility.id, metadata);
+  return beginQuery(deps, patient, facility.id, metadata, { lane: 'interactive' });
 }
 
 /**
- * For work that starts queries by itself (PRODUCT: bulk patient create starts a document query for each
- * patient): starts one for the patient at `facilityId` (one of theirs), or returns the one running, and
- * returns undefined for an opted-out patient, for whom nothing is recorded or queued.
+ * For work that starts queries by itself (a bulk import starts a document query for each patient): starts
+ * one for the patient at `facilityId` (one of theirs) in the background lane, recorded as the import's, or
+ * returns the one running, and returns undefined for an opted-out patient, for whom nothing is recorded or
+ * queued.
  */
 export async function startDocumentQueryUnlessOptedOut(
   deps: CoreDeps,
   patient: Patient,
-  options: { facilityId: string; metadata?: Record<string, string> },
+  options: { facilityId: string; metadata?: Record<string, string>; bulkRequestId?: string },
 ): Promise<DocumentQuery | undefined> {
   if (patient.hieOptOut) return undefined;
-  return beginQuery(deps, patient, options.facilityId, validateMetadata(options.metadata));
+  return beginQuery(deps, patient, options.facilityId, validateMetadata(options.metadata), {
+    lane: 'background',
+    ...(options.bulkRequestId ? { bulkRequestId: options.bulkRequestId } : {}),
+  });
 }
 
-async function beginQuery(deps: CoreDeps, patient: Patient, facilityId: string, metadata: Record<string, string> | undefined): Promise<DocumentQuery> {
+interface QueryOrigin {
+  /** `interactive` when a person asked for the query; `background` when an import did. */
+  lane: JobLane;
+  bulkRequestId?: string;
+}
+
+async function beginQuery(
+  deps: CoreDeps,
+  patient: Patient,
+  facilityId: string,
+  metadata: Record<string, string> | undefined,
+  origin: QueryOrigin,
+): Promise<DocumentQuery> {
   const latest = await deps.storage.documentQueries.latestForPatient(patient.accountId, patient.id);
   if (latest && isRunning(latest)) {
-    // Queued again in case the first enqueue was lost; the key makes this a no-op otherwise.
-    await enqueueQueryJob(deps, latest);
+    // Queued again in case the first enqueue was lost; the key makes this a no-op otherwise, except that a
+    // person asking for a query still queued in the background lane moves it to the interactive one.
+    await enqueueQueryJob(deps, latest, origin.lane);
     return latest;
   }
   const now = nowIso(deps.clock);
@@ -105,19 +123,22 @@ async function beginQuery(deps: CoreDeps, patient: Patient, facilityId: string, 
     download: { ...PROCESSING },
     convert: { ...PROCESSING },
     ...(metadata && Object.keys(metadata).length > 0 ? { metadata } : {}),
+    ...(origin.bulkRequestId ? { bulkRequestId: origin.bulkRequestId } : {}),
     createdAt: now,
     updatedAt: now,
   };
   await deps.storage.documentQueries.insert(query);
-  await enqueueQueryJob(deps, query);
+  await enqueueQueryJob(deps, query, origin.lane);
   return query;
 }
 
-async function enqueueQueryJob(deps: Pick<CoreDeps, 'queue'>, query: DocumentQuery): Promise<void> {
+async function enqueueQueryJob(deps: Pick<CoreDeps, 'queue'>, query: DocumentQuery, lane: JobLane): Promise<void> {
   await deps.queue.enqueue({
     type: DOCUMENT_JOB.query,
     payload: { accountId: query.accountId, queryId: query.id },
     key: `${DOCUMENT_JOB.query}:${query.id}`,
+    lane,
+    fairnessKey: query.accountId,
   });
 }
 

@@ -91,6 +91,8 @@ export async function searchPatientData(deps: CoreDeps, accountId: string, patie
     payload: { key },
     runAt: new Date(expiresAt.getTime() + SEARCH_RESULT_KEPT_MS - SEARCH_URL_VALIDITY_MS).toISOString(),
     key: `${DOCUMENT_JOB.deleteBlob}:${key}`,
+    // Housekeeping: nobody waits for it.
+    lane: 'background',
   });
   return { url, resourceCount: entries.length };
 }

@@ -138,7 +138,7 @@ export async function acceptDocumentUpload(deps: CoreDeps, accountId: string, do
   const xml = document.conversionStatus === 'processing' ? await deps.blob.get(waiting.blobKey) : undefined;
   await storeDocument(deps, document, { mode: 'update', ...(xml ? { ccdaXml: new TextDecoder().decode(xml) } : {}), ...(given ? { given } : {}) });
   if (document.conversionStatus === 'processing') {
-    await deps.queue.enqueue({ type: DOCUMENT_JOB.convert, payload: { accountId, documentId }, key: `${DOCUMENT_JOB.convert}:${documentId}` });
+    await deps.queue.enqueue({ type: DOCUMENT_JOB.convert, payload: { accountId, documentId }, key: `${DOCUMENT_JOB.convert}:${documentId}`, fairnessKey: accountId });
   }
   return document;
 }

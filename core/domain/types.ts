@@ -191,8 +191,27 @@ export interface DocumentQuery {
   download: ProgressCounts;
   convert: ProgressCounts;
   metadata?: Record<string, string>;
+  /** The bulk import that started this query, when one did. */
+  bulkRequestId?: string;
   createdAt: string;
   updatedAt: string;
+}
+
+/** Where a document query stands as a whole: `processing` until both its steps have ended. */
+export type DocumentQueryState = 'processing' | 'completed' | 'failed';
+
+export function documentQueryState(query: Pick<DocumentQuery, 'download' | 'convert'>): DocumentQueryState {
+  if (query.download.status === 'processing' || query.convert.status === 'processing') return 'processing';
+  return query.download.status === 'failed' || query.convert.status === 'failed' ? 'failed' : 'completed';
+}
+
+/** How far the document queries an import started have come. */
+export interface BulkQueriesProgress {
+  /** Queries the import has started so far (its patients not opted out). */
+  total: number;
+  processing: number;
+  completed: number;
+  failed: number;
 }
 
 export interface FhirResourceRecord {

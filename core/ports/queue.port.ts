@@ -17,7 +17,9 @@ export interface NewJob {
   runAt?: string;
   /**
    * Deduplication key: while a job with the same key is pending or running, enqueueing another one
-   * returns the existing job's id instead of adding a second job.
+   * returns the existing job's id instead of adding a second job. When the new one asks for the
+   * interactive lane and the existing one is a pending background job, the existing job moves to the
+   * interactive lane (a person now waits for it).
    */
   key?: string;
   /** Attempts before the job is dead-lettered; the adapter's default (e.g. 10) when absent. */

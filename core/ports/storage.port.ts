@@ -5,6 +5,7 @@ import type {
   BulkStatus,
   Cohort,
   ConsolidatedQuery,
+  BulkQueriesProgress,
   DocumentQuery,
   DocumentRecord,
   Facility,
@@ -177,6 +178,11 @@ export interface DocumentQueryRepository {
   /** The newest query of the patient, or `undefined`. */
   latestForPatient(accountId: string, patientId: string): Promise<DocumentQuery | undefined>;
   update(query: DocumentQuery): Promise<DocumentQuery | undefined>;
+  /**
+   * Counts the account's queries started by the bulk import `bulkRequestId`, by `documentQueryState`.
+   * All zero for an unknown request or one that started none. Reads an index, never the queries themselves.
+   */
+  progressOfBulkRequest(accountId: string, bulkRequestId: string): Promise<BulkQueriesProgress>;
 }
 
 export interface FhirResourceRepository {

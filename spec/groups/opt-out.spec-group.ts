@@ -44,6 +44,9 @@ export function defineOptOutGroup({ describe, test, makeHost }: HostSpecOptions)
         const status = await api.importCsv(csvOf([personRow(1), personRow(2, { hieOptOut: 'true' }), personRow(3)]));
         expect(status).toMatchObject({ status: 'completed', succeeded: 3 });
         await host.settle();
+        // The status follows what the import set off: one document query per patient not opted out.
+        const followed = await api.bulkStatus(status.requestId);
+        expect(followed.body.documentQueries).toEqual({ total: 2, processing: 0, completed: 2, failed: 0 });
         for (const patient of await api.listAllPatients()) {
           const query = await api.call('GET', '/medical/v1/document/query', { query: { patientId: patient.id } });
           expect(query.status, query.text).toBe(200);
@@ -58,6 +61,7 @@ export function defineOptOutGroup({ describe, test, makeHost }: HostSpecOptions)
         // A dry run starts nothing.
         const dry = await api.importCsv(csvOf([personRow(4)]), { dryRun: true });
         expect(dry.status).toBe('completed');
+        expect(dry).not.toHaveProperty('documentQueries');
         await host.settle();
         expect(await api.listAllPatients()).toHaveLength(3);
       });

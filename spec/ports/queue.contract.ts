@@ -145,6 +145,17 @@ export function defineQueueContract(options: QueueContractOptions): void {
     expect(rest.every((job) => job.lane === 'background')).toBe(true);
   });
 
+  test('queueing a pending background job\'s key again as interactive moves that job to the interactive lane', async ({ queue }) => {
+    const backlog = [];
+    for (let i = 0; i < 5; i++) backlog.push(await queue.enqueue({ type: 't', payload: i, lane: 'background', fairnessKey: 'a' }));
+    const wanted = await queue.enqueue({ type: 't', payload: 'wanted', lane: 'background', fairnessKey: 'a', key: 'query:7' });
+    expect(await queue.enqueue({ type: 't', payload: 'again', lane: 'background', key: 'query:7' })).toBe(wanted);
+    expect(await queue.enqueue({ type: 't', payload: 'asked', key: 'query:7' })).toBe(wanted);
+    const [first] = await queue.claim({ workerId: 'w', limit: 1, leaseMs: LEASE });
+    expect(first).toMatchObject({ id: wanted, lane: 'interactive', payload: 'wanted' });
+    expect(ids(await queue.claim({ workerId: 'w', limit: 10, leaseMs: LEASE }))).toEqual(backlog);
+  });
+
   test('fairness keys take turns: a key that queues one job behind another key\'s backlog is served within a round', async ({ queue }) => {
     const backlog = [];
     for (let i = 0; i < 30; i++) backlog.push(await queue.enqueue({ type: 't', payload: i, lane: 'background', fairnessKey: 'big' }));

@@ -832,6 +832,25 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect(await storage.documentQueries.update(build.documentQuery(ACCOUNT_A, 'p1'))).toBeUndefined();
   });
 
+  test('documentQueries: the progress of a bulk import counts its queries by state, in its account only', async (storage, build) => {
+    const none = { total: 0, processing: 0, completed: 0, failed: 0 };
+    expect(await storage.documentQueries.progressOfBulkRequest(ACCOUNT_A, 'bulk-1')).toEqual(none);
+    const ended = (status: 'completed' | 'failed') => ({ status, total: 1, successful: status === 'completed' ? 1 : 0, errors: status === 'failed' ? 1 : 0 });
+    const queries = ['p1', 'p2', 'p3', 'p4'].map((patientId) => ({ ...build.documentQuery(ACCOUNT_A, patientId), bulkRequestId: 'bulk-1' }));
+    const unrelated = build.documentQuery(ACCOUNT_A, 'p5');
+    const otherImport = { ...build.documentQuery(ACCOUNT_A, 'p6'), bulkRequestId: 'bulk-2' };
+    for (const query of [...queries, unrelated, otherImport]) await storage.documentQueries.insert(query);
+    expect(await storage.documentQueries.get(ACCOUNT_A, queries[0]!.id)).toEqual(queries[0]);
+    expect(await storage.documentQueries.progressOfBulkRequest(ACCOUNT_A, 'bulk-1')).toEqual({ total: 4, processing: 4, completed: 0, failed: 0 });
+    await storage.documentQueries.update({ ...queries[0]!, download: ended('completed'), convert: ended('completed') });
+    await storage.documentQueries.update({ ...queries[1]!, download: ended('failed'), convert: ended('failed') });
+    // One step ended, the other still running: the query is still processing.
+    await storage.documentQueries.update({ ...queries[2]!, download: ended('completed') });
+    expect(await storage.documentQueries.progressOfBulkRequest(ACCOUNT_A, 'bulk-1')).toEqual({ total: 4, processing: 2, completed: 1, failed: 1 });
+    expect(await storage.documentQueries.progressOfBulkRequest(ACCOUNT_B, 'bulk-1')).toEqual(none);
+    expect(await storage.documentQueries.progressOfBulkRequest(ACCOUNT_A, 'bulk-2')).toEqual({ total: 1, processing: 1, completed: 0, failed: 0 });
+  });
+
   // ----- FHIR resources
 
   test('fhirResources: putMany inserts or replaces; listByPatient orders by type then id, optionally filtered', async (storage, build) => {

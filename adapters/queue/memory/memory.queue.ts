@@ -73,7 +73,11 @@ export class MemoryQueue implements QueuePort {
     const prepared = prepareJob(job, this.options, this.options.clock.now().getTime());
     if (prepared.key !== undefined) {
       const existing = this.activeByKey.get(prepared.key);
-      if (existing !== undefined) return existing;
+      if (existing !== undefined) {
+        const job = this.active.get(existing)!;
+        if (prepared.lane === 'interactive' && job.lane === 'background' && job.status === 'pending') this.promote(job);
+        return existing;
+      }
     }
     const active: ActiveJob = {
       id: prepared.id,
@@ -237,12 +241,24 @@ export class MemoryQueue implements QueuePort {
     return turn;
   }
 
-  private finish(job: ActiveJob): void {
-    this.active.delete(job.id);
-    if (job.key !== undefined && this.activeByKey.get(job.key) === job.id) this.activeByKey.delete(job.key);
+  /** Moves a pending background job to the interactive lane, at the turn it would get if queued now. */
+  private promote(job: ActiveJob): void {
+    this.release(job);
+    job.lane = 'interactive';
+    job.turn = this.nextTurn(job.lane, job.fairnessKey);
+  }
+
+  /** Forgets the job's place in its key's turns. */
+  private release(job: ActiveJob): void {
     const name = `${job.lane}\u0000${job.fairnessKey}`;
     const key = this.keyTurns.get(name);
     if (key && --key.active <= 0) this.keyTurns.delete(name);
+  }
+
+  private finish(job: ActiveJob): void {
+    this.active.delete(job.id);
+    if (job.key !== undefined && this.activeByKey.get(job.key) === job.id) this.activeByKey.delete(job.key);
+    this.release(job);
   }
 
   private bury(job: ActiveJob, error: string): void {

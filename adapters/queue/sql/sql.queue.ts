@@ -113,9 +113,25 @@ export class SqlQueue implements QueuePort {
         `SELECT id FROM ${this.table} WHERE dedupe_key = :key AND status IN ('pending', 'running')`,
         { key: prepared.key ?? null },
       );
-      if (existing[0]) return String(existing[0].id);
+      if (existing[0]) {
+        if (prepared.lane === 'interactive') await this.promote(String(existing[0].id), nowMs);
+        return String(existing[0].id);
+      }
     }
     throw new CoreError('CONFLICT', 'could not enqueue the job: its key kept changing hands');
+  }
+
+  /** A pending background job moves to the interactive lane, at the turn it would get if queued now. */
+  private async promote(id: string, nowMs: number): Promise<void> {
+    const greatest = this.dialect === 'postgres' ? 'GREATEST' : 'MAX';
+    await this.run(
+      `UPDATE ${this.table}
+       SET lane = 0, updated_at = :now, turn = ${greatest}(
+         COALESCE((SELECT MAX(k.turn) + 1 FROM ${this.table} k WHERE k.lane = 0 AND k.fairness_key = ${this.table}.fairness_key AND k.status IN ('pending', 'running')), 0),
+         COALESCE((SELECT MIN(p.turn) FROM ${this.table} p WHERE p.status = 'pending' AND p.lane = 0), 0))
+       WHERE id = :id AND status = 'pending' AND lane = 1`,
+      { id, now: nowMs },
+    );
   }
 
   async claim(options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[]; lanes?: readonly JobLane[] }): Promise<ClaimedJob[]> {

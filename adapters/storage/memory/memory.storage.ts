@@ -1,5 +1,7 @@
+import { documentQueryState } from '../../../core/domain/types.js';
 import { CoreError } from '../../../core/errors.js';
 import type {
+  BulkQueriesProgress,
   Account,
   BulkRequest,
   BulkRowOutcome,
@@ -89,7 +91,10 @@ const INDEXES = {
     byPatient,
     byFileName: (row: DocumentRecord) => [key(row.accountId, row.fileName)],
   } satisfies IndexSpec<DocumentRecord>,
-  documentQueries: { byPatient } satisfies IndexSpec<DocumentQuery>,
+  documentQueries: {
+    byPatient,
+    byBulkRequest: (row: DocumentQuery) => (row.bulkRequestId === undefined ? [] : [key(row.accountId, row.bulkRequestId)]),
+  } satisfies IndexSpec<DocumentQuery>,
   fhirResources: { byPatient } satisfies IndexSpec<FhirResourceRecord>,
   consolidatedQueries: { byPatient } satisfies IndexSpec<ConsolidatedQuery>,
   outbox: { byAccount, byStatus: (row: OutboxMessage) => [row.status] } satisfies IndexSpec<OutboxMessage>,
@@ -420,6 +425,14 @@ function repositories(views: ViewSet): Omit<StoragePort, 'transaction' | 'close'
     },
     async update(query) {
       return replaceOwned(views.documentQueries, query);
+    },
+    async progressOfBulkRequest(accountId, bulkRequestId) {
+      const progress: BulkQueriesProgress = { total: 0, processing: 0, completed: 0, failed: 0 };
+      for (const row of rowsOf(views.documentQueries, views.documentQueries.keysBy('byBulkRequest', key(accountId, bulkRequestId)))) {
+        progress.total += 1;
+        progress[documentQueryState(row)] += 1;
+      }
+      return progress;
     },
   };
 

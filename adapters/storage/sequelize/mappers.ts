@@ -1,3 +1,4 @@
+import { documentQueryState } from '../../../core/domain/types.js';
 import type {
   Account,
   BulkRequest,
@@ -405,6 +406,9 @@ export class RowMapper {
       download: this.json(query.download),
       convert: this.json(query.convert),
       metadata: this.json(query.metadata),
+      bulk_request_id: query.bulkRequestId ?? null,
+      // Kept beside the JSON steps so progress is counted from an index, not by reading every query.
+      state: documentQueryState(query),
       created_at: query.createdAt,
       updated_at: query.updatedAt,
     };
@@ -422,7 +426,7 @@ export class RowMapper {
         createdAt: str(row.created_at),
         updatedAt: str(row.updated_at),
       },
-      { metadata: row.metadata === null || row.metadata === undefined ? null : this.parse(row.metadata) },
+      { metadata: row.metadata === null || row.metadata === undefined ? null : this.parse(row.metadata), bulkRequestId: row.bulk_request_id },
     );
   }
 

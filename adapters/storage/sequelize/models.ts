@@ -157,6 +157,8 @@ export function defineStorageModels(sequelize: Sequelize): StorageModels {
       download: json(),
       convert: json(),
       metadata: json(true),
+      bulk_request_id: text(true),
+      state: text(true),
       created_at: text(),
       updated_at: text(),
     }),

@@ -1,7 +1,7 @@
-import { BaseError, Op, QueryTypes, UniqueConstraintError, literal, type Sequelize, type Transaction, type WhereOptions } from 'sequelize';
+import { BaseError, Op, QueryTypes, UniqueConstraintError, col, fn, literal, type Sequelize, type Transaction, type WhereOptions } from 'sequelize';
 import { CoreError } from '../../../core/errors.js';
 import { settleAll } from '../../../core/settle.js';
-import type { BulkRowOutcome, FhirResourceRecord, OutboxMessage, Patient } from '../../../core/domain/types.js';
+import type { BulkQueriesProgress, BulkRowOutcome, FhirResourceRecord, OutboxMessage, Patient } from '../../../core/domain/types.js';
 import type {
   AccountRepository,
   BulkRequestRepository,
@@ -639,6 +639,23 @@ class Repositories {
         return row && this.map.documentQuery(row);
       },
       update: async (query) => ((await this.replace(model, this.map.documentQueryRow(query))) ? copy(query) : undefined),
+      progressOfBulkRequest: async (accountId, bulkRequestId) => {
+        const rows = (await model.findAll({
+          attributes: ['state', [fn('COUNT', col('id')), 'n']],
+          where: { account_id: accountId, bulk_request_id: bulkRequestId },
+          group: ['state'],
+          raw: true,
+          transaction: this.transaction,
+        })) as unknown as { state: string; n: number | string }[];
+        const progress: BulkQueriesProgress = { total: 0, processing: 0, completed: 0, failed: 0 };
+        for (const row of rows) {
+          // PostgreSQL returns COUNT as a string.
+          const n = Number(row.n);
+          progress.total += n;
+          if (row.state === 'processing' || row.state === 'completed' || row.state === 'failed') progress[row.state] += n;
+        }
+        return progress;
+      },
     };
   }
 

@@ -2,14 +2,14 @@ import { resultDownloadUrl } from '../../bulk/result.js';
 import { getBulkRequest, startBulkCreate } from '../../bulk/start.js';
 import { acceptUpload } from '../../bulk/upload.js';
 import type { CoreDeps } from '../../deps.js';
-import type { BulkRequest } from '../../domain/types.js';
+import type { BulkQueriesProgress, BulkRequest } from '../../domain/types.js';
 import { CoreError } from '../../errors.js';
 import { defineRoute, json } from '../router.js';
 import { bulkStartQuerySchema } from '../schemas.js';
 
 const BULK = '/medical/v1/patient/bulk';
 
-export function bulkStatusToWire(deps: Pick<CoreDeps, 'urlSigner' | 'clock' | 'config'>, request: BulkRequest) {
+export function bulkStatusToWire(deps: Pick<CoreDeps, 'urlSigner' | 'clock' | 'config'>, request: BulkRequest, documentQueries?: BulkQueriesProgress) {
   return {
     requestId: request.id,
     facilityId: request.facilityId,
@@ -22,8 +22,16 @@ export function bulkStatusToWire(deps: Pick<CoreDeps, 'urlSigner' | 'clock' | 'c
     failed: request.failed,
     // A fresh URL on every read: the one in the webhook lives only 600 s (PRODUCT: Limits).
     ...(request.status === 'completed' && request.resultKey ? { result: resultDownloadUrl(deps, request) } : {}),
+    // What the import set off: the document query of each patient, counted as they are started and end.
+    ...(documentQueries ? { documentQueries } : {}),
     createdAt: request.createdAt,
   };
+}
+
+/** The import's document queries so far, for a completed import that creates patients; else nothing. */
+async function queriesOf(deps: Pick<CoreDeps, 'storage'>, request: BulkRequest): Promise<BulkQueriesProgress | undefined> {
+  if (request.status !== 'completed' || request.dryRun) return undefined;
+  return deps.storage.documentQueries.progressOfBulkRequest(request.accountId, request.id);
 }
 
 /** The answer to a start (DESIGN: wire contract); exported so the client is typed by it. */
@@ -58,7 +66,8 @@ export const bulkRoutes = [
     tag: 'Bulk Patient Create',
     summary: 'Status and progress of a bulk patient create',
     async handle({ deps, account, params }) {
-      return json(200, bulkStatusToWire(deps, await getBulkRequest(deps, account.id, params.requestId!)));
+      const request = await getBulkRequest(deps, account.id, params.requestId!);
+      return json(200, bulkStatusToWire(deps, request, await queriesOf(deps, request)));
     },
   }),
   defineRoute({

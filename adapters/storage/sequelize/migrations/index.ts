@@ -3,6 +3,7 @@ import { Umzug, type UmzugStorage } from 'umzug';
 import { runTransaction } from '../connection.js';
 import * as initial from './0001-initial.js';
 import * as matchKeyHashes from './0002-match-key-hashes.js';
+import * as documentQueryProgress from './0003-document-query-progress.js';
 
 /** What every storage migration receives: DDL goes through `queryInterface` with `{ transaction }`. */
 export interface MigrationContext {
@@ -14,6 +15,7 @@ export interface MigrationContext {
 const MIGRATIONS: { name: string; up: (params: { context: MigrationContext }) => Promise<void>; down: (params: { context: MigrationContext }) => Promise<void> }[] = [
   initial,
   matchKeyHashes,
+  documentQueryProgress,
 ];
 
 /** Where applied migrations are recorded; other adapters on the same database keep their own table. */
