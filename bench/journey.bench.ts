@@ -1,0 +1,227 @@
+/**
+ * The whole journey of an import, as a customer lives it: start -> upload -> completed -> every document
+ * query the import set off done (documents fetched from the sandbox network, converted to FHIR, indexed)
+ * -> every webhook delivered. Through the real Koa service on SQLite (a child process, so its peak RSS is
+ * its own), with a webhook receiver on 127.0.0.1. Beside it, in the same run:
+ * - the floor: the time the converter alone takes, on one core, for exactly the documents the journey
+ *   converted (the sandbox network decides them from each patient's id);
+ * - the API's latency (GET /patient/:id) sampled while the journey runs;
+ * - a second import of 1,000 rows started mid-journey, against the same import on an idle service.
+ * BENCH_JOURNEY_ROWS=2000,20000 (default 2000). Prints one JSON object per measure.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MedplumCcdaConverter } from '../adapters/ccda/medplum.ccda.js';
+import { SandboxHieNetwork } from '../adapters/hie/sandbox.hie.js';
+import { generateCsv } from './generate.js';
+import { emit, prepareDataDir, startReceiver, startService, stopService, type Receiver, type Service } from './support.js';
+
+const SIZES = (process.env.BENCH_JOURNEY_ROWS ?? '2000').split(',').filter(Boolean).map(Number);
+const SECOND_IMPORT_ROWS = 1_000;
+const FIXTURES = fileURLToPath(new URL('../sandbox-data/ccda/', import.meta.url));
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+interface Api {
+  get(path: string): Promise<Record<string, unknown>>;
+  post(path: string, body?: unknown): Promise<Record<string, unknown>>;
+}
+
+function apiOf(service: Service, apiKey: string): Api {
+  const headers = { 'x-api-key': apiKey, 'content-type': 'application/json' };
+  return {
+    get: async (path) => (await (await fetch(`${service.url}${path}`, { headers })).json()) as Record<string, unknown>,
+    post: async (path, body) =>
+      (await (await fetch(`${service.url}${path}`, { method: 'POST', headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })).json()) as Record<string, unknown>,
+  };
+}
+
+/** Start and upload; resolves with the request id once the file is accepted. */
+async function startImport(service: Service, api: Api, apiKey: string, facilityId: string, csv: string): Promise<string> {
+  const { requestId, uploadUrl } = (await api.post(`/medical/v1/patient/bulk?facilityId=${facilityId}`)) as { requestId: string; uploadUrl: string };
+  const upload = await fetch(uploadUrl, { method: 'PUT', headers: { 'x-api-key': apiKey, 'content-type': 'text/csv' }, body: csv });
+  if (upload.status !== 200) throw new Error(`upload failed: ${upload.status} ${await upload.text()}`);
+  return requestId;
+}
+
+interface Progress {
+  total: number;
+  processing: number;
+  completed: number;
+  failed: number;
+}
+
+/**
+ * Waits until the import's document queries have all ended (none processing, and no new one started for a
+ * second: they are started a page at a time) and the outbox holds nothing pending.
+ */
+async function untilJourneyDone(api: Api, requestId: string): Promise<{ progress: Progress; endedAt: number }> {
+  let settled: { total: number; at: number } | undefined;
+  for (;;) {
+    const status = await api.get(`/medical/v1/patient/bulk/${requestId}`);
+    const progress = status.documentQueries as Progress | undefined;
+    if (process.env.BENCH_DEBUG) process.stderr.write(`${JSON.stringify({ requestId, progress, webhooks: await api.get('/settings/webhook') })}\n`);
+    const ended = progress !== undefined && progress.total > 0 && progress.processing === 0 && (await api.get('/settings/webhook')).processing === 0;
+    if (ended && settled?.total === progress.total) return { progress, endedAt: settled.at };
+    settled = ended ? { total: progress.total, at: performance.now() } : undefined;
+    await sleep(ended ? 1_000 : 250);
+  }
+}
+
+/** Ids of the import's patients, through the API (pages of the patient list). */
+async function patientIdsOf(api: Api, facilityId: string): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await api.get(`/medical/v1/patient?facilityId=${facilityId}&count=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    for (const patient of (page.patients as { id: string; hieOptOut?: boolean }[]) ?? []) if (!patient.hieOptOut) ids.push(patient.id);
+    const next = (page.meta as { nextPage?: string } | undefined)?.nextPage;
+    cursor = next ? (new URL(next).searchParams.get('cursor') ?? undefined) : undefined;
+  } while (cursor);
+  return ids;
+}
+
+/** The one-core floor: each fixture's in-process conversion time (median of 5, warmed), times how often the journey converted it. */
+async function conversionFloorMs(patientIds: readonly string[]): Promise<{ floorMs: number; documents: number }> {
+  const network = new SandboxHieNetwork({ fixturesDir: FIXTURES });
+  const uses = new Map<string, number>();
+  for (const patientId of patientIds) {
+    for (const ref of await network.findDocuments({ patientId, firstName: '', lastName: '', dob: '', genderAtBirth: 'U', zips: [] })) {
+      uses.set(ref.fileName, (uses.get(ref.fileName) ?? 0) + 1);
+    }
+  }
+  const converter = new MedplumCcdaConverter();
+  let floorMs = 0;
+  let documents = 0;
+  for (const [fileName, count] of uses) {
+    const xml = readFileSync(join(FIXTURES, fileName), 'utf8');
+    await converter.convert(xml);
+    const times: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const started = performance.now();
+      await converter.convert(xml);
+      times.push(performance.now() - started);
+    }
+    floorMs += percentile(times, 50) * count;
+    documents += count;
+  }
+  return { floorMs, documents };
+}
+
+/** A fresh service with an account, a facility and the receiver as its webhook endpoint. */
+async function freshService(work: string, name: string, receiver: Receiver) {
+  const dataDir = join(work, name);
+  const { apiKey, facilityId } = await prepareDataDir(dataDir, 0);
+  const service = await startService(dataDir);
+  const api = apiOf(service, apiKey);
+  await api.post('/settings', { webhookUrl: receiver.url });
+  return { service, api, apiKey, facilityId };
+}
+
+async function idleImportMs(work: string, receiver: Receiver, csv: string): Promise<number> {
+  const idle = await freshService(work, 'idle', receiver);
+  try {
+    const started = performance.now();
+    const requestId = await startImport(idle.service, idle.api, idle.apiKey, idle.facilityId, csv);
+    return (await receiver.completed(requestId)) - started;
+  } finally {
+    await stopService(idle.service);
+  }
+}
+
+async function journey(rows: number, work: string, receiver: Receiver, secondCsv: string, idleSecondMs: number): Promise<void> {
+  const csv = generateCsv({ rows, seed: 11 });
+  const run = await freshService(work, `journey-${rows}`, receiver);
+  const { service, api, apiKey, facilityId } = run;
+  try {
+    const started = performance.now();
+    const requestId = await startImport(service, api, apiKey, facilityId, csv);
+    const importedAt = await receiver.completed(requestId);
+    const status = await api.get(`/medical/v1/patient/bulk/${requestId}`);
+
+    // The API while the background work runs: one patient read every 50 ms.
+    const latencies: number[] = [];
+    let sampling = true;
+    const someId = ((await api.get(`/medical/v1/patient?facilityId=${facilityId}&count=1`)).patients as { id: string }[])[0]!.id;
+    const sampler = (async () => {
+      while (sampling) {
+        const at = performance.now();
+        await fetch(`${service.url}/medical/v1/patient/${someId}`, { headers: { 'x-api-key': apiKey } });
+        latencies.push(performance.now() - at);
+        await sleep(50);
+      }
+    })();
+
+    // A second import, once the background work is well under way.
+    await sleep(Math.min(10_000, Math.max(1_000, (importedAt - started) * 2)));
+    const secondStarted = performance.now();
+    const secondId = await startImport(service, api, apiKey, facilityId, secondCsv);
+    const secondMs = (await receiver.completed(secondId)) - secondStarted;
+
+    const patientIds = await patientIdsOf(api, facilityId);
+    const first = await untilJourneyDone(api, requestId);
+    const second = await untilJourneyDone(api, secondId);
+    const progress = first.progress;
+    const journeyMs = Math.max(first.endedAt, second.endedAt) - started;
+    sampling = false;
+    await sampler;
+
+    const { floorMs, documents } = await conversionFloorMs(patientIds);
+    emit({
+      measure: 'import journey (Koa, SQLite)',
+      rows,
+      succeeded: status.succeeded,
+      importMs: Math.round(importedAt - started),
+      journeyMs: Math.round(journeyMs),
+      queries: progress,
+      documentsConverted: documents,
+      documentsPerSecond: round(documents / (journeyMs / 1000)),
+      oneCoreConversionFloorMs: Math.round(floorMs),
+      ratioToFloor: round(journeyMs / floorMs, 2),
+      targetRatio: 1.5,
+      peakRssMb: service.peakRssMb(),
+      targetPeakRssMb: 500,
+      apiP50Ms: round(percentile(latencies, 50)),
+      apiP99Ms: round(percentile(latencies, 99)),
+      targetApiP99Ms: 100,
+      apiSamples: latencies.length,
+      secondImportRows: SECOND_IMPORT_ROWS,
+      secondImportMs: Math.round(secondMs),
+      secondImportIdleMs: Math.round(idleSecondMs),
+      secondImportRatio: round(secondMs / idleSecondMs, 2),
+      targetSecondImportRatio: 2,
+      webhooks: Object.fromEntries(receiver.counts),
+    });
+  } finally {
+    await stopService(service);
+  }
+}
+
+async function run(): Promise<void> {
+  const work = mkdtempSync(join(tmpdir(), 'carebridge-journey-'));
+  const receiver = await startReceiver();
+  try {
+    const secondCsv = generateCsv({ rows: SECOND_IMPORT_ROWS, seed: 99 });
+    writeFileSync(join(work, 'second.csv'), secondCsv);
+    const idleSecondMs = await idleImportMs(work, receiver, secondCsv);
+    for (const rows of SIZES) {
+      receiver.counts.clear();
+      await journey(rows, work, receiver, secondCsv, idleSecondMs);
+    }
+  } finally {
+    receiver.server.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+await run();
