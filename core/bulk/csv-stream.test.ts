@@ -113,3 +113,32 @@ describe('csvRecordChunks', () => {
     await expect(parsed(cutAt(encode('a,b\nc,"never closed\n'), [5]))).rejects.toMatchObject({ code: 'CSV_INVALID', message: expect.stringContaining('never closed') });
   });
 });
+
+describe('line ends', () => {
+  const rows = [
+    ['firstName', 'lastName', 'notes'],
+    ['Ann', 'Lee', 'two\nlines'],
+    ['Bo', 'Kim', 'carriage\rreturn'],
+    ['Cy', 'Roe', 'both\r\ninside'],
+    ['Di', 'Fox', ''],
+  ];
+  const quoted = (cell: string) => (/[\r\n,"]/.test(cell) ? `"${cell.replaceAll('"', '""')}"` : cell);
+  const fileWith = (eol: string) => rows.map((row) => row.map(quoted).join(',')).join(eol) + eol;
+
+  test('property: the same rows written with LF, CRLF or CR alone (old spreadsheet tools for the Mac) give the same records, however the bytes are cut; a line break inside a quoted cell stays content', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('\n', '\r\n', '\r'), fc.array(fc.nat(), { maxLength: 10 }), async (eol, cuts) => {
+        const bytes = new TextEncoder().encode(fileWith(eol));
+        expect(await parsed(cutAt(bytes, cuts.map((cut) => cut % (bytes.length + 1))))).toEqual(rows);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  test('a CRLF cut between its CR and its LF still ends one record', async () => {
+    const text = fileWith('\r\n');
+    const bytes = new TextEncoder().encode(text);
+    const cuts = [...text.matchAll(/\r\n/g)].map((match) => match.index! + 1);
+    expect(await parsed(cutAt(bytes, cuts))).toEqual(rows);
+  });
+});

@@ -6,9 +6,11 @@ import { csvLine } from './csv-text.js';
 export const MAX_BULK_ROWS = 100_000;
 
 const PARSER_OPTIONS: CsvParseOptions = {
-  // Real-world exports: a UTF-8 BOM, CRLF or LF line ends, ragged rows, stray quotes inside unquoted cells.
+  // Real-world exports: a UTF-8 BOM, CRLF, LF or CR line ends (CR alone from old spreadsheet tools for
+  // the Mac), ragged rows, stray quotes inside unquoted cells. CRLF is listed first so it ends one record,
+  // not two; a CR or LF inside a quoted cell stays part of the cell.
   bom: true,
-  record_delimiter: ['\r\n', '\n'],
+  record_delimiter: ['\r\n', '\n', '\r'],
   relax_column_count: true,
   relax_quotes: true,
   skip_empty_lines: true,
