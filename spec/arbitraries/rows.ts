@@ -304,7 +304,11 @@ function inFileForm(rows: readonly CellMap[]): fc.Arbitrary<{ header: string[]; 
   return fc
     .record({
       extraColumns: fc.subarray(unused, { maxLength: 4 }),
-      unknown: fc.array(fc.tuple(fc.constantFrom(...UNKNOWN_HEADERS), fc.string({ maxLength: 12 })), { maxLength: 3 }),
+      // Each unknown name once (blank ones may repeat): a file naming a column twice is refused.
+      unknown: fc.uniqueArray(fc.tuple(fc.constantFrom(...UNKNOWN_HEADERS), fc.string({ maxLength: 12 })), {
+        maxLength: 3,
+        selector: ([header]) => (header.trim() === '' ? Symbol() : header.trim().toLowerCase()),
+      }),
       bom: fc.boolean(),
       shortRows: fc.boolean(),
     })
