@@ -3,7 +3,7 @@ import { stringify } from 'csv-stringify/sync';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { csvRecordChunks, csvRecords, RecordsWriter, storedRecordChunks } from './csv-stream.js';
-import { csvLineCells } from './csv-text.js';
+import { csvSafeLineCells } from './csv-text.js';
 
 /** The bytes cut at the given offsets (sorted, deduplicated), as a blob stream might deliver them. */
 async function* cutAt(bytes: Uint8Array, offsets: number[]): AsyncGenerator<Uint8Array> {
@@ -36,7 +36,7 @@ function write(records: readonly string[][]): Uint8Array {
 
 async function read(stream: AsyncIterable<Uint8Array>): Promise<string[][]> {
   const records: string[][] = [];
-  for await (const chunk of storedRecordChunks(stream)) records.push(...chunk.map(csvLineCells));
+  for await (const chunk of storedRecordChunks(stream)) records.push(...chunk.map(csvSafeLineCells));
   return records;
 }
 
