@@ -1,5 +1,6 @@
 import type { describe as Describe, test as Test } from 'vitest';
 import { defineBulkCreateGroup } from './groups/bulk-create.spec-group.js';
+import { defineBulkHostileGroup } from './groups/bulk-hostile.spec-group.js';
 import { defineBulkPropertiesGroup } from './groups/bulk-properties.spec-group.js';
 import { defineBulkStateMachineGroup } from './groups/bulk-state-machine.spec-group.js';
 import { defineConsolidatedGroup } from './groups/consolidated.spec-group.js';
@@ -31,6 +32,7 @@ export function defineHostSpec(options: HostSpecOptions): void {
   defineBulkCreateGroup(options);
   defineBulkPropertiesGroup(options);
   defineBulkStateMachineGroup(options);
+  defineBulkHostileGroup(options);
   defineWebhooksGroup(options);
   defineDocumentsGroup(options);
   defineConsolidatedGroup(options);
