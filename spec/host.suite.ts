@@ -1,5 +1,6 @@
 import type { describe as Describe, test as Test } from 'vitest';
 import { defineBulkCreateGroup } from './groups/bulk-create.spec-group.js';
+import { defineBulkFuzzGroup } from './groups/bulk-fuzz.spec-group.js';
 import { defineBulkHostileGroup } from './groups/bulk-hostile.spec-group.js';
 import { defineBulkPropertiesGroup } from './groups/bulk-properties.spec-group.js';
 import { defineBulkStateMachineGroup } from './groups/bulk-state-machine.spec-group.js';
@@ -33,6 +34,7 @@ export function defineHostSpec(options: HostSpecOptions): void {
   defineBulkPropertiesGroup(options);
   defineBulkStateMachineGroup(options);
   defineBulkHostileGroup(options);
+  defineBulkFuzzGroup(options);
   defineWebhooksGroup(options);
   defineDocumentsGroup(options);
   defineConsolidatedGroup(options);
