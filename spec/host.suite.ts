@@ -1,6 +1,8 @@
 import type { describe as Describe, test as Test } from 'vitest';
 import { defineApiFuzzGroup } from './groups/api-fuzz.spec-group.js';
 import { defineBulkCreateGroup } from './groups/bulk-create.spec-group.js';
+import { defineBulkFuzzGroup } from './groups/bulk-fuzz.spec-group.js';
+import { defineBulkHostileGroup } from './groups/bulk-hostile.spec-group.js';
 import { defineBulkPropertiesGroup } from './groups/bulk-properties.spec-group.js';
 import { defineBulkStateMachineGroup } from './groups/bulk-state-machine.spec-group.js';
 import { defineConsolidatedGroup } from './groups/consolidated.spec-group.js';
@@ -33,6 +35,8 @@ export function defineHostSpec(options: HostSpecOptions): void {
   defineBulkCreateGroup(options);
   defineBulkPropertiesGroup(options);
   defineBulkStateMachineGroup(options);
+  defineBulkHostileGroup(options);
+  defineBulkFuzzGroup(options);
   defineWebhooksGroup(options);
   defineDocumentsGroup(options);
   defineConsolidatedGroup(options);

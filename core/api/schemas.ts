@@ -3,6 +3,8 @@ import { normaliseState, normaliseZip, STATE_INVALID, ZIP_INVALID } from '../csv
 import { EMAIL_INVALID, normaliseEmail, normalisePhone, PHONE_INVALID } from '../csv/contacts.js';
 import { dobProblem } from '../csv/dates.js';
 import { normaliseSsn, SSN_INVALID } from '../csv/identifiers.js';
+import { CONTROL_CHARACTER, FIELD_MAX_LENGTH, hasControlCharacter, tooLongMessage, type LimitedField } from '../csv/limits.js';
+import { nameProblem } from '../csv/names.js';
 import { isValidNpi } from '../entities/npi.js';
 
 /**
@@ -11,6 +13,35 @@ import { isValidNpi } from '../entities/npi.js';
  */
 
 const text = (max: number) => z.string().trim().min(1).max(max);
+
+/** A patient's free-text field: the CSV import's length limit and rule on characters (core/csv/limits.ts). */
+const fieldText = (field: LimitedField, minLength: 0 | 1) =>
+  z
+    .string()
+    .trim()
+    .min(minLength)
+    .max(FIELD_MAX_LENGTH[field], tooLongMessage(field))
+    .refine((value) => !hasControlCharacter(value), CONTROL_CHARACTER);
+
+const requiredFieldText = (field: LimitedField) => fieldText(field, 1);
+
+const optionalFieldText = (field: LimitedField) =>
+  fieldText(field, 0)
+    .optional()
+    .nullable()
+    .transform((v) => (v ? v : undefined));
+
+/** A first or last name: the CSV import's name rule (core/csv/names.ts), so both refuse the same names. */
+const nameSchema = (field: 'firstName' | 'lastName') =>
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(FIELD_MAX_LENGTH[field], tooLongMessage(field))
+    .superRefine((value, ctx) => {
+      const problem = value === '' ? undefined : nameProblem(value);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    });
 
 export const usState = z.string().transform((value, ctx) => {
   const state = normaliseState(value);
@@ -22,9 +53,9 @@ export const usState = z.string().transform((value, ctx) => {
 });
 
 export const addressSchema = z.object({
-  addressLine1: text(200),
-  addressLine2: z.string().trim().max(200).optional().nullable().transform((v) => (v ? v : undefined)),
-  city: text(100),
+  addressLine1: requiredFieldText('addressLine1'),
+  addressLine2: optionalFieldText('addressLine2'),
+  city: requiredFieldText('city'),
   state: usState,
   zip: z.union([z.string(), z.number()]).transform((value, ctx) => {
     const zip = normaliseZip(String(value));
@@ -103,21 +134,21 @@ export const personalIdentifierSchema = z.discriminatedUnion('type', [
       return ssn;
     }),
   }),
-  z.object({ type: z.literal('driversLicense'), value: text(50), state: usState }),
+  z.object({ type: z.literal('driversLicense'), value: requiredFieldText('driversLicenceNo'), state: usState }),
 ]);
 
 const oneOrMany = <T extends z.ZodType>(item: T) =>
   z.union([z.array(item), item]).transform((v) => (Array.isArray(v) ? v : [v]) as z.output<T>[]);
 
 export const patientCreateSchema = z.object({
-  firstName: text(200),
-  lastName: text(200),
+  firstName: nameSchema('firstName'),
+  lastName: nameSchema('lastName'),
   dob: dobSchema,
   genderAtBirth: z.enum(['M', 'F', 'O', 'U']),
   personalIdentifiers: z.array(personalIdentifierSchema).max(10).optional().default([]),
   address: oneOrMany(addressSchema).pipe(z.array(z.any()).min(1, 'at least one address is required').max(10)),
   contact: oneOrMany(contactSchema).optional().default([]).pipe(z.array(z.any()).max(10)),
-  externalId: z.string().trim().max(256).optional().nullable().transform((v) => (v ? v : undefined)),
+  externalId: optionalFieldText('externalId'),
 });
 export type PatientCreate = z.output<typeof patientCreateSchema>;
 

@@ -3,7 +3,7 @@ import { stringify } from 'csv-stringify/sync';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { csvRecordChunks, csvRecords, RecordsWriter, storedRecordChunks } from './csv-stream.js';
-import { csvLineCells } from './csv-text.js';
+import { csvSafeLineCells } from './csv-text.js';
 
 /** The bytes cut at the given offsets (sorted, deduplicated), as a blob stream might deliver them. */
 async function* cutAt(bytes: Uint8Array, offsets: number[]): AsyncGenerator<Uint8Array> {
@@ -36,7 +36,7 @@ function write(records: readonly string[][]): Uint8Array {
 
 async function read(stream: AsyncIterable<Uint8Array>): Promise<string[][]> {
   const records: string[][] = [];
-  for await (const chunk of storedRecordChunks(stream)) records.push(...chunk.map(csvLineCells));
+  for await (const chunk of storedRecordChunks(stream)) records.push(...chunk.map(csvSafeLineCells));
   return records;
 }
 
@@ -111,5 +111,34 @@ describe('csvRecordChunks', () => {
     await expect(parsed(cutAt(new Uint8Array([0x61, 0x2c, 0xff, 0x0a]), []))).rejects.toMatchObject({ code: 'CSV_INVALID', message: expect.stringContaining('UTF-8') });
     await expect(parsed(cutAt(encode('a,b\nc,\u0000d\n'), [3]))).rejects.toMatchObject({ code: 'CSV_INVALID', message: expect.stringContaining('binary') });
     await expect(parsed(cutAt(encode('a,b\nc,"never closed\n'), [5]))).rejects.toMatchObject({ code: 'CSV_INVALID', message: expect.stringContaining('never closed') });
+  });
+});
+
+describe('line ends', () => {
+  const rows = [
+    ['firstName', 'lastName', 'notes'],
+    ['Ann', 'Lee', 'two\nlines'],
+    ['Bo', 'Kim', 'carriage\rreturn'],
+    ['Cy', 'Roe', 'both\r\ninside'],
+    ['Di', 'Fox', ''],
+  ];
+  const quoted = (cell: string) => (/[\r\n,"]/.test(cell) ? `"${cell.replaceAll('"', '""')}"` : cell);
+  const fileWith = (eol: string) => rows.map((row) => row.map(quoted).join(',')).join(eol) + eol;
+
+  test('property: the same rows written with LF, CRLF or CR alone (old spreadsheet tools for the Mac) give the same records, however the bytes are cut; a line break inside a quoted cell stays content', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('\n', '\r\n', '\r'), fc.array(fc.nat(), { maxLength: 10 }), async (eol, cuts) => {
+        const bytes = new TextEncoder().encode(fileWith(eol));
+        expect(await parsed(cutAt(bytes, cuts.map((cut) => cut % (bytes.length + 1))))).toEqual(rows);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  test('a CRLF cut between its CR and its LF still ends one record', async () => {
+    const text = fileWith('\r\n');
+    const bytes = new TextEncoder().encode(text);
+    const cuts = [...text.matchAll(/\r\n/g)].map((match) => match.index! + 1);
+    expect(await parsed(cutAt(bytes, cuts))).toEqual(rows);
   });
 });

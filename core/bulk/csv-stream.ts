@@ -1,14 +1,16 @@
 import { parse, type Options as CsvParseOptions } from 'csv-parse';
 import { CoreError } from '../errors.js';
-import { csvLine } from './csv-text.js';
+import { csvSafeLine } from './csv-text.js';
 
 /** PRODUCT: Limits — patients per bulk batch. */
 export const MAX_BULK_ROWS = 100_000;
 
 const PARSER_OPTIONS: CsvParseOptions = {
-  // Real-world exports: a UTF-8 BOM, CRLF or LF line ends, ragged rows, stray quotes inside unquoted cells.
+  // Real-world exports: a UTF-8 BOM, CRLF, LF or CR line ends (CR alone from old spreadsheet tools for
+  // the Mac), ragged rows, stray quotes inside unquoted cells. CRLF is listed first so it ends one record,
+  // not two; a CR or LF inside a quoted cell stays part of the cell.
   bom: true,
-  record_delimiter: ['\r\n', '\n'],
+  record_delimiter: ['\r\n', '\n', '\r'],
   relax_column_count: true,
   relax_quotes: true,
   skip_empty_lines: true,
@@ -50,7 +52,11 @@ export async function* csvRecordChunks(input: AsyncIterable<Uint8Array | string>
       } catch {
         throw new CoreError('CSV_INVALID', 'The file is not UTF-8 text; save it as CSV UTF-8 and upload it again');
       }
-      if (text.includes('\u0000')) throw new CoreError('CSV_INVALID', 'The file is binary, not CSV text');
+      // A NUL is never text: it marks a binary file, or text saved as UTF-16. Refusing the file also keeps
+      // NUL out of every cell, which the stored records rely on (see RECORD_END) and PostgreSQL requires.
+      if (text.includes('\u0000')) {
+        throw new CoreError('CSV_INVALID', 'The file holds NUL characters: it is binary, or text saved as UTF-16, not CSV; save it as CSV UTF-8 and upload it again');
+      }
       // The bytes themselves, once checked: handing the parser the decoded text would make it encode it again.
       parser.write(chunk);
       if (failure) throw failure.error;
@@ -101,7 +107,8 @@ function toCsvError(error: unknown): CoreError {
 
 /**
  * The records the upload check parsed, stored for the import so it does not parse the CSV again: each
- * record as its RFC 4180 line (`csvLine`, the text the result CSV repeats), ended by NUL and a line feed.
+ * record as the line the result CSV repeats (`csvSafeLine`: RFC 4180, formula-looking cells marked), ended
+ * by NUL and a line feed; `csvSafeLineCells` gives back the cells as uploaded.
  * NUL never occurs in a cell (`csvRecords` refuses such a file as binary), so every NUL ends a record even
  * when a quoted cell holds line breaks. Reading a record back is a native split for most lines (those
  * without quotes), and the result row needs no second quoting.
@@ -115,7 +122,7 @@ export class RecordsWriter {
 
   /** Adds a record; returns a chunk to write when enough text has gathered. */
   add(record: readonly string[]): Uint8Array | undefined {
-    this.pending += csvLine(record) + RECORD_END;
+    this.pending += csvSafeLine(record) + RECORD_END;
     return this.pending.length >= 65_536 ? this.flush() : undefined;
   }
 
@@ -129,7 +136,7 @@ export class RecordsWriter {
 }
 
 /**
- * The records of a byte stream written by `RecordsWriter`, as their lines (`csvLineCells` gives the
+ * The records of a byte stream written by `RecordsWriter`, as their lines (`csvSafeLineCells` gives the
  * cells), a chunk of records at a time (one await per chunk rather than per record). Throws CoreError
  * INTERNAL when the stream ends inside a record: the stored records are damaged and the CSV they came from
  * must be parsed again.

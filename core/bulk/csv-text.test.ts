@@ -1,7 +1,7 @@
 import { stringify } from 'csv-stringify/sync';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { csvCell, csvLine, csvLineCells } from './csv-text.js';
+import { csvCell, csvLine, csvLineCells, csvSafeCell, csvSafeLine, csvSafeLineCells, neutralised, restored } from './csv-text.js';
 import { csvText, resultLine, resultLineText } from './result.js';
 import type { BulkRowOutcome } from '../domain/types.js';
 
@@ -9,6 +9,7 @@ import type { BulkRowOutcome } from '../domain/types.js';
 const cell = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 12 }).map((value) => value.replaceAll('\u0000', '')),
   fc.constantFrom('', ',', '"', '""', '\r', '\n', '\r\n', ' a ', 'a,"b"\nc', 'Elm St, Apt 4', 'say "hi"', '"', ',,', 'x"'),
+  fc.constantFrom('=1+1', '+a', '-2', '@x', '\tx', '\rx', "'", "'=", "''-", "'a", '\t', '=', "O'Brien"),
 );
 const cells = fc.array(cell, { minLength: 1, maxLength: 8 });
 
@@ -68,9 +69,32 @@ describe('resultLineText', () => {
     fc.assert(
       fc.property(cells, fc.nat({ max: 10 }), outcome, (line, width, result) => {
         const o = result as BulkRowOutcome | undefined;
-        expect(resultLineText(csvLine(line), line.length, width, o) + '\r\n').toBe(csvText([resultLine(line, width, o)]));
+        expect(resultLineText(csvSafeLine(line), line.length, width, o) + '\r\n').toBe(csvText([resultLine(line, width, o)]));
       }),
       { numRuns: 500 },
+    );
+  });
+});
+
+describe('csvSafeLine', () => {
+  test('property: csvLine of the neutralised cells, and csvSafeLineCells gives back the cells as they were', () => {
+    fc.assert(
+      fc.property(cells, (line) => {
+        expect(csvSafeLine(line)).toBe(line.map(csvSafeCell).join(','));
+        expect(csvSafeLine(line)).toBe(csvLine(line.map(neutralised)));
+        expect(csvSafeLineCells(csvSafeLine(line))).toEqual(line);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  test('property: a neutralised cell never starts with a formula character, and restored undoes neutralised', () => {
+    fc.assert(
+      fc.property(cell, (value) => {
+        expect(neutralised(value)).not.toMatch(/^[=+\-@\t\r]/);
+        expect(restored(neutralised(value))).toBe(value);
+      }),
+      { numRuns: 1000 },
     );
   });
 });

@@ -1,4 +1,4 @@
-// RFC 4180 text as the result CSV is written: a cell holding a comma, a quote or a line break (CR or LF
+// RFC 4180 text as the result CSV is written (see `csvSafeLine` for what it does to formula-looking cells): a cell holding a comma, a quote or a line break (CR or LF
 // alone too) is quoted, its quotes doubled; the others are written as they are. The same bytes as
 // csv-stringify with `quote_record_delimiter: true` (a test holds them equal).
 
@@ -73,9 +73,65 @@ export function csvLineCells(line: string): string[] {
   }
 }
 
-/** RFC 4180 text of the lines, CRLF after each. */
+// Every cell of the result CSV is written so that a spreadsheet opening it shows it as text and never runs
+// it: a cell a spreadsheet would read as a formula (one starting with =, +, -, @, a tab or a CR) gets a
+// leading apostrophe, the usual mark of "text, not formula". A cell that is apostrophes then such a
+// character gets one more too, so the mark is always one apostrophe and `restored` can take it off again:
+// the import validates what was uploaded, not what the result shows.
+
+const APOSTROPHE = 39;
+
+/** `=`, `+`, `-`, `@`, TAB, CR. */
+function isFormulaStart(c: number): boolean {
+  return c === 61 || c === 43 || c === 45 || c === 64 || c === 9 || c === 13;
+}
+
+/** Whether the cell is apostrophes (any number, none too) followed by a formula character. */
+function needsMark(cell: string): boolean {
+  let c = cell.charCodeAt(0);
+  // One compare passes almost every cell: letters are above '@' (64), the highest character that matters.
+  if (!(c <= 64)) return false;
+  let i = 0;
+  while (c === APOSTROPHE) c = cell.charCodeAt(++i);
+  return isFormulaStart(c);
+}
+
+/** The cell as the result CSV shows it: with a leading apostrophe when a spreadsheet would run it. */
+export function neutralised(cell: string): string {
+  return needsMark(cell) ? `'${cell}` : cell;
+}
+
+/** The cell `neutralised` was given. */
+export function restored(cell: string): string {
+  return cell.charCodeAt(0) === APOSTROPHE && needsMark(cell) ? cell.slice(1) : cell;
+}
+
+/** One cell as the result CSV writes it: neutralised, then RFC 4180. */
+export function csvSafeCell(cell: string): string {
+  return csvCell(neutralised(cell));
+}
+
+/** One record as the result CSV writes it: `csvLine` of the neutralised cells. */
+export function csvSafeLine(cells: readonly string[]): string {
+  for (let i = 0; i < cells.length; i++) {
+    const cell = cells[i]!;
+    if (needsMark(cell) || needsQuotes(cell)) return cells.map(csvSafeCell).join(',');
+  }
+  return cells.join(',');
+}
+
+/** The cells of a line `csvSafeLine` wrote, as they were before `neutralised`. */
+export function csvSafeLineCells(line: string): string[] {
+  const cells = csvLineCells(line);
+  // A line without an apostrophe has no mark to take off (most lines): no second pass.
+  if (!line.includes("'")) return cells;
+  for (let i = 0; i < cells.length; i++) cells[i] = restored(cells[i]!);
+  return cells;
+}
+
+/** The text of the lines as the result CSV writes them (`csvSafeLine`), CRLF after each. */
 export function csvText(lines: readonly (readonly string[])[]): string {
   let text = '';
-  for (const line of lines) text += csvLine(line) + '\r\n';
+  for (const line of lines) text += csvSafeLine(line) + '\r\n';
   return text;
 }

@@ -19,8 +19,8 @@ import { nowIso, todayIso } from '../time.js';
 import { csvRecordChunks, storedRecordChunks } from './csv-stream.js';
 import { nextStatus } from './machine.js';
 import { notifyBulkStatus } from './notify.js';
-import { legacyRecordsKeyOf, recordsKeyOf } from './upload.js';
-import { csvLine, csvLineCells } from './csv-text.js';
+import { legacyRecordsKeysOf, recordsKeyOf } from './upload.js';
+import { csvSafeLine, csvSafeLineCells } from './csv-text.js';
 import { assembleResultCsv, removeResultParts, resultDownloadUrl, resultLineText, writeResultHeaderPart, writeResultPart } from './result.js';
 
 /**
@@ -33,7 +33,7 @@ export const BULK_BATCH_SIZE = 2_500;
 
 interface PendingRow {
   rowIndex: number;
-  /** The record as `csvLine` writes it: its result row repeats this text. */
+  /** The record as `csvSafeLine` writes it: its result row repeats this text. */
   line: string;
   /** How many cells the line holds, once `prepare` has split it (the cells themselves are not kept). */
   cellCount: number;
@@ -57,7 +57,7 @@ interface ValidRow {
 }
 
 /**
- * The records of the upload as their lines (`csvLine`), header first, a chunk at a time: the ones the
+ * The records of the upload as their lines (`csvSafeLine`), header first, a chunk at a time: the ones the
  * upload check stored (see `recordsKeyOf`), or, when those are gone (an upload accepted before they
  * existed), the CSV parsed again.
  */
@@ -78,7 +78,7 @@ async function uploadRecords(deps: CoreDeps, request: BulkRequest): Promise<Asyn
   const source = await deps.blob.stream(request.uploadKey);
   if (!source) return undefined;
   return (async function* () {
-    for await (const records of csvRecordChunks(source)) yield records.map(csvLine);
+    for await (const records of csvRecordChunks(source)) yield records.map(csvSafeLine);
   })();
 }
 
@@ -130,7 +130,7 @@ export async function processBulkRequest(deps: CoreDeps, requestId: string): Pro
     for await (const chunk of records) {
       for (const line of chunk) {
         if (!layout) {
-          const cells = csvLineCells(line);
+          const cells = csvSafeLineCells(line);
           layout = layoutHeader(cells);
           await writeResultHeaderPart(deps, request, cells);
           continue;
@@ -197,7 +197,7 @@ class RowImporter {
     for (const pending of rows) {
       const { rowIndex } = pending;
       // Split here rather than as the batch is read: the cells die young, before the next collection.
-      const cells = csvLineCells(pending.line);
+      const cells = csvSafeLineCells(pending.line);
       pending.cellCount = cells.length;
       const validation = validateRow(cells, layout, this.today);
       if (validation.ok) {
@@ -550,7 +550,7 @@ async function completeBulkRequest(deps: CoreDeps, request: BulkRequest, partSta
 /** The parsed records (either format) were for the import only; the upload itself stays. */
 async function removeParsedRecords(deps: CoreDeps, request: BulkRequest): Promise<void> {
   await deps.blob.delete(recordsKeyOf(request.uploadKey));
-  await deps.blob.delete(legacyRecordsKeyOf(request.uploadKey));
+  for (const key of legacyRecordsKeysOf(request.uploadKey)) await deps.blob.delete(key);
 }
 
 /**

@@ -3,7 +3,7 @@ import type { BulkRequest, BulkRowOutcome } from '../domain/types.js';
 import { CoreError } from '../errors.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { csvRecords } from './csv-stream.js';
-import { csvCell, csvText } from './csv-text.js';
+import { csvSafeCell, csvText } from './csv-text.js';
 
 // csv-stringify, used before, ran at 10 ms per 1,000 result rows on the import's main thread, and with
 // `record_delimiter` alone left a lone LF unquoted, so a multi-line cell broke its result row.
@@ -46,13 +46,13 @@ export function resultLine(cells: readonly string[], width: number, outcome: Bul
 }
 
 /**
- * The text of `resultLine(cells, width, outcome)` from the cells' line as `csvLine` wrote it and their
- * count: the input cells are not quoted a second time.
+ * The text of `resultLine(cells, width, outcome)` from the cells' line as `csvSafeLine` wrote it and their
+ * count: the input cells are not quoted or marked a second time.
  */
 export function resultLineText(line: string, cellCount: number, width: number, outcome: BulkRowOutcome | undefined): string {
   let text = line;
   for (let i = cellCount; i < width; i++) text += ',';
-  if (outcome) return `${text},${csvCell(outcome.patientId ?? '')},${outcome.status},${csvCell(outcome.reason ?? '')}`;
+  if (outcome) return `${text},${csvSafeCell(outcome.patientId ?? '')},${outcome.status},${csvSafeCell(outcome.reason ?? '')}`;
   return `${text},,failed,row was not processed`;
 }
 

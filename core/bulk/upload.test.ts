@@ -10,7 +10,7 @@ import { createAccount } from '../accounts.js';
 import type { CoreDeps } from '../deps.js';
 import { CoreError } from '../errors.js';
 import { storedRecordChunks } from './csv-stream.js';
-import { csvLineCells } from './csv-text.js';
+import { csvSafeLineCells } from './csv-text.js';
 import { startBulkCreate } from './start.js';
 import { acceptUpload, recordsKeyOf } from './upload.js';
 
@@ -80,7 +80,7 @@ function csv(rows: number): Uint8Array {
 async function records(deps: CoreDeps, key: string): Promise<string[][]> {
   const stream = await deps.blob.stream(key);
   const all: string[][] = [];
-  for await (const chunk of storedRecordChunks(stream!)) all.push(...chunk.map(csvLineCells));
+  for await (const chunk of storedRecordChunks(stream!)) all.push(...chunk.map(csvSafeLineCells));
   return all;
 }
 

@@ -1,6 +1,7 @@
 /**
- * A generous bound on any one cell: real names, addresses and ids are far shorter, and a bound keeps a
- * hostile or broken file from storing megabytes per field.
+ * A bound on a cell whose format bounds it anyway (state, zip, phone, email, ssn, ids), checked before the
+ * format is, so a hostile file's megabyte cell is refused unread. Free-text fields (names, address lines,
+ * city, externalId, licence number) have their own, shorter limits in limits.ts.
  */
 export const MAX_CELL_LENGTH = 1000;
 

@@ -90,4 +90,30 @@ describe('headerProblem', () => {
       'header: missing required columns firstName, lastName, dob, gender (every file needs firstName, lastName, dob, gender)',
     );
   });
+
+  test('refuses a known column named twice after normalisation (case, padding, BOM, un-indexed spelling), naming it and its columns', () => {
+    expect(headerProblem(layoutHeader(['\uFEFFfirstName', 'lastName', 'dob', 'gender', ' FIRSTNAME ']))).toBe(
+      'The header names the column "firstName" twice (columns 1 and 5); keep one column of each name',
+    );
+    expect(headerProblem(layoutHeader(['firstName', 'lastName', 'dob', 'gender', 'city', 'City-1', 'CITY']))).toBe(
+      'The header names the column "city-1" 3 times (columns 5, 6 and 7); keep one column of each name',
+    );
+  });
+
+  test('refuses an unknown column named twice too (the result CSV would have two identical headers), but blank header cells may repeat', () => {
+    const base = ['firstName', 'lastName', 'dob', 'gender'];
+    expect(headerProblem(layoutHeader([...base, 'Notes', ' notes']))).toBe(
+      'The header names the column "Notes" twice (columns 5 and 6); keep one column of each name',
+    );
+    expect(headerProblem(layoutHeader([...base, '', ' ', '']))).toBeUndefined();
+  });
+
+  test('lists a few repeated columns and positions, then sums up the rest', () => {
+    const header = ['firstName', 'lastName', 'dob', 'gender', ...Array.from({ length: 8 }, () => 'x'), 'a', 'a', 'b', 'b', 'c', 'c'];
+    expect(headerProblem(layoutHeader(header))).toBe(
+      'The header names the column "x" 8 times (columns 5, 6, 7, 8, 9 and 3 more); ' +
+        'The header names the column "a" twice (columns 13 and 14); The header names the column "b" twice (columns 15 and 16); ' +
+        '1 more column is named more than once; keep one column of each name',
+    );
+  });
 });

@@ -34,9 +34,18 @@ export function layoutHeader(cells: readonly string[]): HeaderLayout {
   const canonical: (string | undefined)[] = [];
   const positions = new Map<string, number>();
   const duplicated: string[] = [];
+  // Every non-blank column by the name it is known by (canonical, else its normalised text), with its positions.
+  const named = new Map<string, { name: string; positions: number[] }>();
   for (let position = 0; position < original.length; position++) {
     const column = canonicalColumn(original[position]!);
     canonical.push(column);
+    const text = original[position]!.trim();
+    if (text !== '') {
+      const key = column ?? `?${text.toLowerCase()}`;
+      const seen = named.get(key);
+      if (seen) seen.positions.push(position);
+      else named.set(key, { name: column ?? text, positions: [position] });
+    }
     if (column === undefined) continue;
     if (positions.has(column)) {
       if (!duplicated.includes(column)) duplicated.push(column);
@@ -45,7 +54,25 @@ export function layoutHeader(cells: readonly string[]): HeaderLayout {
     }
   }
   const missingRequired = REQUIRED_COLUMNS.filter((column) => !positions.has(column));
-  return { original, canonical, positions, missingRequired, duplicated };
+  const repeated = [...named.values()].filter((column) => column.positions.length > 1);
+  return { original, canonical, positions, missingRequired, duplicated, repeated };
+}
+
+/** How many repeated columns, and positions of each, a reason lists before summing up the rest. */
+const LISTED = 3;
+const LISTED_POSITIONS = 5;
+const MAX_NAME_SHOWN = 40;
+
+function listed(items: readonly string[]): string {
+  return items.length === 1 ? items[0]! : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
+}
+
+function repeatedColumnProblem({ name, positions }: { name: string; positions: number[] }): string {
+  const shown = name.length > MAX_NAME_SHOWN ? `${name.slice(0, MAX_NAME_SHOWN)}…` : name;
+  const times = positions.length === 2 ? 'twice' : `${positions.length} times`;
+  const numbers = positions.slice(0, LISTED_POSITIONS).map((position) => String(position + 1));
+  if (positions.length > LISTED_POSITIONS) numbers.push(`${positions.length - LISTED_POSITIONS} more`);
+  return `The header names the column "${shown}" ${times} (columns ${listed(numbers)})`;
 }
 
 /**
@@ -53,10 +80,23 @@ export function layoutHeader(cells: readonly string[]): HeaderLayout {
  * `undefined` when the header is usable.
  */
 export function headerProblem(layout: HeaderLayout): string | undefined {
-  if (layout.missingRequired.length === 0) return undefined;
+  if (layout.missingRequired.length === 0) return repeatedColumnsProblem(layout);
   const plural = layout.missingRequired.length > 1;
   return (
     `header: missing required column${plural ? 's' : ''} ${layout.missingRequired.join(', ')} ` +
     `(every file needs ${REQUIRED_COLUMNS.join(', ')})`
   );
+}
+
+/**
+ * A column named twice is refused, known or not: for a known one, which cell holds the value would be a
+ * guess; for any, the result CSV would have two identical headers and a reader could not tell the cells
+ * apart. Blank header cells (the trailing commas of spreadsheet exports) may repeat: they name nothing.
+ */
+function repeatedColumnsProblem(layout: HeaderLayout): string | undefined {
+  if (layout.repeated.length === 0) return undefined;
+  const problems = layout.repeated.slice(0, LISTED).map(repeatedColumnProblem);
+  const more = layout.repeated.length - LISTED;
+  if (more > 0) problems.push(`${more} more column${more > 1 ? 's are' : ' is'} named more than once`);
+  return `${problems.join('; ')}; keep one column of each name`;
 }

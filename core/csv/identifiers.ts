@@ -2,8 +2,6 @@ export const SSN_INVALID = 'must be 9 digits';
 export const UUID_INVALID = 'must be a UUID (e.g. 123e4567-e89b-12d3-a456-426614174000)';
 export const LICENCE_STATE_REQUIRED = 'required when driversLicenceNo is given';
 export const LICENCE_NO_REQUIRED = 'required when driversLicenceState is given';
-export const MAX_EXTERNAL_ID_LENGTH = 256;
-export const EXTERNAL_ID_TOO_LONG = `must be at most ${MAX_EXTERNAL_ID_LENGTH} characters`;
 
 const SSN_SEPARATORS = /[\s-]+/g;
 const NINE_DIGITS = /^\d{9}$/;

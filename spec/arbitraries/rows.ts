@@ -304,7 +304,11 @@ function inFileForm(rows: readonly CellMap[]): fc.Arbitrary<{ header: string[]; 
   return fc
     .record({
       extraColumns: fc.subarray(unused, { maxLength: 4 }),
-      unknown: fc.array(fc.tuple(fc.constantFrom(...UNKNOWN_HEADERS), fc.string({ maxLength: 12 })), { maxLength: 3 }),
+      // Each unknown name once (blank ones may repeat): a file naming a column twice is refused.
+      unknown: fc.uniqueArray(fc.tuple(fc.constantFrom(...UNKNOWN_HEADERS), fc.string({ maxLength: 12 })), {
+        maxLength: 3,
+        selector: ([header]) => (header.trim() === '' ? Symbol() : header.trim().toLowerCase()),
+      }),
       bom: fc.boolean(),
       shortRows: fc.boolean(),
     })
@@ -476,6 +480,14 @@ export function brokenRow(options: { today?: string } = {}): fc.Arbitrary<Broken
       badValue('hie-opt-out-invalid', cells, 'hieOptOut', ['yes', 'no', '1', '0', 't', 'truee', 'FALSEY']),
       fc.integer({ min: 257, max: 600 }).map((n) => ({ cells: withCell(cells, 'externalId', 'e'.repeat(n)), columns: ['externalId'], rule: 'external-id-too-long' })),
       fc.constantFrom('firstName', 'lastName').map((column) => ({ cells: withCell(cells, column, 'Ann '.repeat(300)), columns: [column], rule: 'cell-too-long' })),
+      fc.constantFrom('firstName', 'lastName').chain((column) =>
+        fc.oneof(
+          badValue('name-formula-start', cells, column, ['=Ann', '+Ann', '-Ann', '@Ann', '=HYPERLINK("http://evil.example","x")']),
+          badValue('name-bidi-control', cells, column, ['Ann\u202eA', '\u200fAnn', 'An\u2066n', 'Ann\u061c']),
+          badValue('name-control', cells, column, ['An\u0001n', 'Ann\u007f', 'A\u001bnn']),
+        ),
+      ),
+      badValue('text-control', cells, 'city-1', ['Spring\u0001field', 'Spring\nfield', 'Spring\tfield', 'Spring\u007ffield']),
     ];
     if (hasLicence) {
       breakers.push(
