@@ -1,4 +1,4 @@
-import MiniSearch, { type Query, type SearchOptions } from 'minisearch';
+import MiniSearch, { type Options, type Query, type SearchOptions } from 'minisearch';
 import type { SearchDocument, SearchIndexPort } from '../../core/ports/search-index.port.js';
 
 /** Words are split on whitespace and punctuation, as MiniSearch does by default. */
@@ -60,14 +60,41 @@ function termQuery(term: string): Query {
   return { combineWith: 'OR', queries: [exact, ...variants] };
 }
 
+/** MiniSearch reads a serialized index back only with the options it was built with. */
+const INDEX_OPTIONS: Options<SearchDocument> = {
+  idField: 'key',
+  fields: ['text'],
+  storeFields: [],
+  tokenize,
+  processTerm: (term) => normaliseTerm(term) || null,
+};
+
 function newIndex(): MiniSearch<SearchDocument> {
-  return new MiniSearch<SearchDocument>({
-    idField: 'key',
-    fields: ['text'],
-    storeFields: [],
-    tokenize,
-    processTerm: (term) => normaliseTerm(term) || null,
-  });
+  return new MiniSearch<SearchDocument>(INDEX_OPTIONS);
+}
+
+/**
+ * Names the serialized form. A change to the tokenizer, the term normalisation or the header below must
+ * change it: a text written before would otherwise be read back as an index that matches differently.
+ */
+const SERIALIZED_FORMAT = 'carebridge-minisearch-1';
+
+/** The first line of a serialized patient index; MiniSearch's own JSON follows on the second. */
+interface SerializedHeader {
+  format: string;
+  /** Text length per key, for the budget: `[key, length]`. */
+  textLengths: Array<[string, number]>;
+}
+
+function isSerializedHeader(value: unknown): value is SerializedHeader {
+  const header = value as SerializedHeader | null;
+  return (
+    typeof header === 'object' &&
+    header !== null &&
+    header.format === SERIALIZED_FORMAT &&
+    Array.isArray(header.textLengths) &&
+    header.textLengths.every((entry) => Array.isArray(entry) && typeof entry[0] === 'string' && Number.isInteger(entry[1]) && entry[1] >= 0)
+  );
 }
 
 /**
@@ -108,9 +135,10 @@ function documentBytes(textLength: number): number {
 
 /**
  * The embedded search index (minisearch 7), one index per (account, patient), held in memory within a
- * byte budget: least recently used patients are forgotten first. It is not persisted: a patient's index
- * forgotten (by the budget or a restart) is rebuilt from storage by the core on its next search, which
- * it knows to do because the stamp is forgotten with the index.
+ * byte budget: least recently used patients are forgotten first. It is not persisted by itself: a
+ * patient's index forgotten (by the budget or a restart) is restored by the core from the text `serialize`
+ * gave it, or rebuilt from storage, on its next search; the core knows to because the stamp is forgotten
+ * with the index.
  *
  * The patient used last is kept even when it alone weighs more than the budget: its search runs right
  * after its index is built, and forgetting it in between would answer with nothing.
@@ -198,6 +226,44 @@ export class MiniSearchIndex implements SearchIndexPort {
   async setStamp(accountId: string, patientId: string, stamp: string): Promise<void> {
     const patient = this.touch(scopeKey(accountId, patientId));
     if (patient) patient.stamp = stamp;
+  }
+
+  async serialize(accountId: string, patientId: string): Promise<string | undefined> {
+    const patient = this.touch(scopeKey(accountId, patientId));
+    if (!patient) return undefined;
+    const header: SerializedHeader = { format: SERIALIZED_FORMAT, textLengths: [...patient.textLengths] };
+    // JSON.stringify escapes line breaks inside strings, so the first one ends the header.
+    return `${JSON.stringify(header)}\n${JSON.stringify(patient.index)}`;
+  }
+
+  /** Loading MiniSearch's serialized form rebuilds its term tree without tokenizing any text again. */
+  async restore(accountId: string, patientId: string, serialized: string): Promise<boolean> {
+    const newline = serialized.indexOf('\n');
+    if (newline < 0) return false;
+    let header: unknown;
+    let index: MiniSearch<SearchDocument>;
+    try {
+      header = JSON.parse(serialized.slice(0, newline));
+      if (!isSerializedHeader(header)) return false;
+      index = MiniSearch.loadJSON<SearchDocument>(serialized.slice(newline + 1), INDEX_OPTIONS);
+    } catch {
+      return false;
+    }
+    const textLengths = new Map(header.textLengths);
+    if (index.documentCount !== textLengths.size || [...textLengths.keys()].some((key) => !index.has(key))) return false;
+    let bytes = ESTIMATED_BYTES_PER_PATIENT;
+    for (const length of textLengths.values()) bytes += documentBytes(length);
+
+    const scope = scopeKey(accountId, patientId);
+    const previous = this.patients.get(scope);
+    if (previous) {
+      this.patients.delete(scope);
+      this.bytesHeld -= previous.bytes;
+    }
+    this.patients.set(scope, { index, stamp: undefined, textLengths, bytes });
+    this.bytesHeld += bytes;
+    this.evictBeyondBudget();
+    return true;
   }
 
   /** The patient's index, moved to the most recently used end. */

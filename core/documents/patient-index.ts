@@ -137,7 +137,7 @@ export async function currentPatientData(deps: IndexDeps, accountId: string, pat
   }
   snapshots.set(key, snapshot);
 
-  if ((await stampOf(deps.search, accountId, patientId)) !== stamp) {
+  if ((await stampOf(deps.search, accountId, patientId)) !== stamp && !(await restoreIndex(deps, accountId, patientId, stamp))) {
     const byId = new Map(documents.map((document) => [document.id, document]));
     const entries: SearchDocument[] = [];
     for (const resource of snapshot.resources.values()) {
@@ -149,8 +149,52 @@ export async function currentPatientData(deps: IndexDeps, accountId: string, pat
     // them); search results are always read back from the snapshot, so such a key never shows.
     await deps.search.upsert(accountId, patientId, entries);
     await setStamp(deps.search, accountId, patientId, stamp);
+    await persistIndex(deps, accountId, patientId, stamp);
   }
   return snapshot;
+}
+
+/**
+ * Where the patient's serialized index is kept, with the stamp of the data it reflects: one per patient,
+ * replaced by each rebuild, so it weighs about what the patient's text does.
+ */
+export function persistedIndexBlobKey(accountId: string, patientId: string): string {
+  return `${accountId}/search-index/${patientId}`;
+}
+
+/**
+ * Saves the patient's index beside its stamp (`<stamp>\n<serialized index>`), for an index that can be
+ * serialized: reading it back costs a fraction of a rebuild, which re-derives and tokenizes the text of
+ * every resource and document. Saved only while the index still reflects `stamp`. A failed write is let go:
+ * the saved copy is a shortcut, and without it the next rebuild only takes longer.
+ */
+async function persistIndex(deps: IndexDeps, accountId: string, patientId: string, stamp: string): Promise<void> {
+  if (!deps.search.serialize || !deps.search.restore) return;
+  if ((await stampOf(deps.search, accountId, patientId)) !== stamp) return;
+  const serialized = await deps.search.serialize(accountId, patientId);
+  if (serialized === undefined) return;
+  try {
+    await deps.blob.put(persistedIndexBlobKey(accountId, patientId), `${stamp}\n${serialized}`, { contentType: 'text/plain' });
+  } catch {
+    // See above: a missing copy is rebuilt, never wrong.
+  }
+}
+
+/**
+ * Restores the patient's index from its saved copy when that copy reflects exactly the data of `stamp`,
+ * and stamps it; false when there is none, it is stale (another stamp), or the index cannot read it. A
+ * stale copy is never used, not even as a base: it may hold text of resources merged away or changed since.
+ */
+async function restoreIndex(deps: IndexDeps, accountId: string, patientId: string, stamp: string): Promise<boolean> {
+  if (!deps.search.serialize || !deps.search.restore) return false;
+  const bytes = await deps.blob.get(persistedIndexBlobKey(accountId, patientId));
+  if (!bytes) return false;
+  // The stamp is read first, so a stale copy is not decoded whole.
+  const head = `${stamp}\n`;
+  if (new TextDecoder().decode(bytes.subarray(0, head.length)) !== head) return false;
+  if (!(await deps.search.restore(accountId, patientId, new TextDecoder().decode(bytes.subarray(head.length))))) return false;
+  await setStamp(deps.search, accountId, patientId, stamp);
+  return true;
 }
 
 export interface IndexChange {

@@ -35,4 +35,19 @@ export interface SearchIndexPort {
    * forgotten) may ignore it, so `stampOf` keeps answering `undefined`: a stamp must never outlive its data.
    */
   setStamp?(accountId: string, patientId: string, stamp: string): Promise<void>;
+
+  /**
+   * Optional, with `restore`. The patient's index as text that `restore` reads back (in this process or
+   * another), or `undefined` when this index holds nothing for the patient (never given a document, or
+   * forgotten). The stamp is not part of it: whoever keeps the text keeps the stamp beside it. Leaves the
+   * index as it was.
+   */
+  serialize?(accountId: string, patientId: string): Promise<string | undefined>;
+  /**
+   * Optional, with `serialize`. Replaces whatever the index holds for the patient with the index of a text
+   * `serialize` produced, unstamped (`stampOf` answers `undefined` until `setStamp`). Returns false and
+   * changes nothing when it cannot read the text (damaged, or written by another adapter or version).
+   * Idempotent. An index kept within a budget may forget the patient right after, as after `upsert`.
+   */
+  restore?(accountId: string, patientId: string, serialized: string): Promise<boolean>;
 }

@@ -15,6 +15,8 @@ export interface SearchIndexContractOptions {
    * the small patients below fit, not all). Absent for indexes that never forget.
    */
   makeForgetful?: () => SearchIndexPort | Promise<SearchIndexPort>;
+  /** The index serializes a patient's index and restores it (the port's optional `serialize` and `restore`). Default false. */
+  serializes?: boolean;
 }
 
 const A = 'account-a';
@@ -175,6 +177,7 @@ export function defineSearchIndexContract(options: SearchIndexContractOptions): 
 
   if (options.keepsStamps) defineStampContract(test, make);
   if (options.makeForgetful) defineForgettingContract(test, options.makeForgetful, numRuns);
+  if (options.serializes) defineSerializeContract(test, make, numRuns);
 
   const word = fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz'), minLength: 4, maxLength: 14 });
 
@@ -284,6 +287,66 @@ function defineForgettingContract(test: TestAPI, makeForgetful: Make, numRuns: n
         expect(forgotten.size).toBeGreaterThan(0);
       }),
       { numRuns: Math.max(5, Math.floor(numRuns / 4)) },
+    );
+  });
+}
+
+/** What an index that serializes promises (search-index.port.ts, `serialize` and `restore`). */
+function defineSerializeContract(test: TestAPI, make: Make, numRuns: number): void {
+  const queries = ['pneumonia', 'PNEUMONIA', 'Tablet', 'metfromin', 'oral tablet', 'pen', 'xylophone', 'hart'];
+
+  test('a restored index answers every query as the serialized one did, in the same order, unstamped', async () => {
+    const original = await make();
+    await original.upsert(A, P, documents);
+    await original.remove(A, P, ['Observation/1']);
+    await original.setStamp?.(A, P, 'stamp-1');
+    const serialized = await original.serialize!(A, P);
+    expect(serialized).toBeTypeOf('string');
+
+    // In a fresh index, as in another process.
+    const restored = await make();
+    expect(await restored.restore!(A, P, serialized!)).toBe(true);
+    for (const query of queries) expect(await restored.search(A, P, query), query).toEqual(await original.search(A, P, query));
+    expect(await restored.stampOf?.(A, P)).toBeUndefined();
+    expect(await restored.search(B, P, 'pneumonia')).toEqual([]);
+
+    // It goes on like any other: changes apply to it, and restoring twice is the same as once.
+    await restored.upsert(A, P, [{ key: 'Condition/3', text: 'Bronchitis' }]);
+    await restored.remove(A, P, ['Condition/1']);
+    expect(await restored.search(A, P, 'bronchitis')).toEqual(['Condition/3']);
+    expect(await restored.search(A, P, 'pneumonia')).toEqual([]);
+    expect(await restored.restore!(A, P, serialized!)).toBe(true);
+    expect(await restored.restore!(A, P, serialized!)).toBe(true);
+    expect(await restored.search(A, P, 'pneumonia')).toEqual(['Condition/1']);
+    expect(await restored.search(A, P, 'bronchitis')).toEqual([]);
+  });
+
+  test('a patient never given a document serializes to undefined; an unreadable text is refused and changes nothing', async () => {
+    const index = await make();
+    expect(await index.serialize!(A, P)).toBeUndefined();
+    await index.upsert(A, P, documents);
+    await index.setStamp?.(A, P, 'stamp-1');
+    const serialized = (await index.serialize!(A, P))!;
+    for (const bad of ['', 'not an index', '{}\n{}', serialized.slice(0, serialized.length / 2), serialized.replace('\n', '')]) {
+      expect(await index.restore!(A, P, bad), JSON.stringify(bad.slice(0, 40))).toBe(false);
+    }
+    expect(await index.search(A, P, 'pneumonia')).toEqual(['Condition/1']);
+    expect(await index.stampOf?.(A, P)).toBe(index.stampOf ? 'stamp-1' : undefined);
+    expect(await index.restore!(A, 'patient-2', 'not an index')).toBe(false);
+    expect(await index.serialize!(A, 'patient-2')).toBeUndefined();
+  });
+
+  test('any set of documents restores to an index that finds the same keys for any word', async () => {
+    const vocabulary = ['pneumonia', 'asthma', 'atenolol', 'tablet', 'Hôpital', 'penicillin', 'glucose', 'fever', 'cough', 'x-ray'];
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.subarray(vocabulary, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 8 }), fc.constantFrom(...vocabulary, 'hopital', 'fevr'), async (texts, query) => {
+        const original = await make();
+        await original.upsert(A, P, texts.map((words, i) => ({ key: `Doc/${i}`, text: words.join(' ') })));
+        const restored = await make();
+        expect(await restored.restore!(A, P, (await original.serialize!(A, P))!)).toBe(true);
+        expect(await restored.search(A, P, query)).toEqual(await original.search(A, P, query));
+      }),
+      { numRuns },
     );
   });
 }
