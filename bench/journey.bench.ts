@@ -70,7 +70,6 @@ async function untilJourneyDone(api: Api, requestId: string): Promise<{ progress
   for (;;) {
     const status = await api.get(`/medical/v1/patient/bulk/${requestId}`);
     const progress = status.documentQueries as Progress | undefined;
-    if (process.env.BENCH_DEBUG) process.stderr.write(`${JSON.stringify({ requestId, progress, webhooks: await api.get('/settings/webhook') })}\n`);
     const ended = progress !== undefined && progress.total > 0 && progress.processing === 0 && (await api.get('/settings/webhook')).processing === 0;
     if (ended && settled?.total === progress.total) return { progress, endedAt: settled.at };
     settled = ended ? { total: progress.total, at: performance.now() } : undefined;
