@@ -19,7 +19,7 @@ import { generateCsv } from './generate.js';
 import { emit, prepareDataDir, startReceiver, startService, stopService, type Receiver, type Service } from './support.js';
 
 const SIZES = (process.env.BENCH_JOURNEY_ROWS ?? '2000').split(',').filter(Boolean).map(Number);
-const SECOND_IMPORT_ROWS = 1_000;
+const SECOND_IMPORT_ROWS = Number(process.env.BENCH_SECOND_IMPORT_ROWS ?? 1_000);
 const FIXTURES = fileURLToPath(new URL('../sandbox-data/ccda/', import.meta.url));
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

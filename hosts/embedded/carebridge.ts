@@ -68,6 +68,11 @@ export interface CarebridgeOptions {
    * beyond it and rebuilt from storage on their next search. Default 64.
    */
   searchCacheMb?: number;
+  /**
+   * Queued jobs run at once (imports, document queries, conversions), default 8. One slot is always left
+   * for interactive work (an import, a query a person started): background work uses the others.
+   */
+  jobConcurrency?: number;
 }
 
 export interface Carebridge {
@@ -158,6 +163,9 @@ class DeliveryLoop {
  * HMAC-signed URLs, HTTP webhooks, the sandbox HIE network), without an HTTP server of its own. Mount
  * `handler` where you like; `publicUrl` must say where.
  */
+/** See `CarebridgeOptions.jobConcurrency`. */
+const DEFAULT_JOB_CONCURRENCY = 8;
+
 export async function createCarebridge(options: CarebridgeOptions): Promise<Carebridge> {
   const dataDir = options.dataDir ?? './data';
   const background = options.background ?? true;
@@ -196,7 +204,7 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
       clock: deps.clock,
       handlers: coreJobHandlers(deps),
       workerId: `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
-      concurrency: 2,
+      concurrency: options.jobConcurrency ?? DEFAULT_JOB_CONCURRENCY,
       // Short enough that a restarted process takes over a killed one's jobs within seconds; the runner renews
       // a live lease every third of it, so long jobs keep theirs.
       leaseMs: 15_000,

@@ -51,7 +51,7 @@ async function startImport(service: ServiceHandle, apiKey: string): Promise<{ re
 
 describe('settings from the environment', () => {
   test('defaults, parsing, and a clear error naming the variable', () => {
-    expect(settingsFromEnv({})).toEqual({ port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info', searchCacheMb: 64 });
+    expect(settingsFromEnv({})).toEqual({ port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info', searchCacheMb: 64, jobConcurrency: 8 });
     expect(
       settingsFromEnv({
         PORT: '0',
@@ -63,6 +63,7 @@ describe('settings from the environment', () => {
         LOG_LEVEL: 'Warn',
         HOST: '127.0.0.1',
         SEARCH_CACHE_MB: '256',
+        JOB_CONCURRENCY: '12',
       }),
     ).toEqual({
       port: 0,
@@ -74,6 +75,7 @@ describe('settings from the environment', () => {
       logLevel: 'warn',
       host: '127.0.0.1',
       searchCacheMb: 256,
+      jobConcurrency: 12,
     });
     expect(() => settingsFromEnv({ PORT: 'eighty' })).toThrow(/PORT/);
     expect(() => settingsFromEnv({ PORT: '70000' })).toThrow(/PORT/);
@@ -82,6 +84,7 @@ describe('settings from the environment', () => {
     expect(() => settingsFromEnv({ PUBLIC_URL: 'example.org' })).toThrow(/PUBLIC_URL/);
     expect(() => settingsFromEnv({ SEARCH_CACHE_MB: 'lots' })).toThrow(/SEARCH_CACHE_MB/);
     expect(() => settingsFromEnv({ SEARCH_CACHE_MB: '0' })).toThrow(/SEARCH_CACHE_MB/);
+    for (const value of ['1', 'many', '2.5', '1000']) expect(() => settingsFromEnv({ JOB_CONCURRENCY: value })).toThrow(/JOB_CONCURRENCY/);
   });
 });
 

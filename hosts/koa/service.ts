@@ -112,6 +112,7 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
       pollMs,
       logger,
       searchCacheMb: settings.searchCacheMb,
+      jobConcurrency: settings.jobConcurrency,
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.ids ? { ids: options.ids } : {}),
     });

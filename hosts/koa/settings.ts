@@ -24,7 +24,15 @@ export interface ServiceSettings {
   logLevel: string;
   /** `SEARCH_CACHE_MB`: memory for patients' search indexes (estimated), 64. */
   searchCacheMb: number;
+  /** `JOB_CONCURRENCY`: queued jobs run at once by this process, 8; one slot is kept for interactive work. */
+  jobConcurrency: number;
 }
+
+/**
+ * Jobs at once: most of a document query's time is waiting (the database writer, file flushes, the
+ * converter's threads), so a few run side by side to keep the cores busy.
+ */
+const DEFAULT_JOB_CONCURRENCY = 8;
 
 /** What the search indexes of the patients searched last may take; a patient's index is ~0.1-1.5 MB. */
 const DEFAULT_SEARCH_CACHE_MB = 64;
@@ -53,8 +61,14 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
   const searchCacheText = nonEmpty(env.SEARCH_CACHE_MB) ?? String(DEFAULT_SEARCH_CACHE_MB);
   const searchCacheMb = Number(searchCacheText);
   if (!Number.isFinite(searchCacheMb) || searchCacheMb < 1) throw new Error(`SEARCH_CACHE_MB must be a number of megabytes (1 or more), not "${searchCacheText}"`);
+  const jobConcurrencyText = nonEmpty(env.JOB_CONCURRENCY) ?? String(DEFAULT_JOB_CONCURRENCY);
+  const jobConcurrency = Number(jobConcurrencyText);
+  if (!Number.isInteger(jobConcurrency) || jobConcurrency < 2 || jobConcurrency > 256) {
+    throw new Error(`JOB_CONCURRENCY must be a whole number from 2 to 256, not "${jobConcurrencyText}"`);
+  }
   const settings: ServiceSettings = {
     port,
+    jobConcurrency,
     dataDir: nonEmpty(env.DATA_DIR) ?? './data',
     webhookAllowPrivate: flag(env.WEBHOOK_ALLOW_PRIVATE, 'WEBHOOK_ALLOW_PRIVATE'),
     logLevel,
