@@ -21,7 +21,8 @@ describe('the text rule', () => {
       fc.property(anyUnit, (text) => {
         const repaired = repairText({ [text]: [text, { text }], n: 1 });
         expect(bodyTextProblem(Object.keys(repaired)[0]!)).toBeUndefined();
-        for (const value of [repaired[Object.keys(repaired)[0]!]![0], (repaired[Object.keys(repaired)[0]!]![1] as { text: string }).text]) {
+        const pair = repaired[Object.keys(repaired)[0]!] as [string, { text: string }];
+        for (const value of [pair[0], pair[1].text]) {
           expect(bodyTextProblem(value as string)).toBeUndefined();
           if (bodyTextProblem(text) === undefined) expect(value).toBe(text);
         }
