@@ -62,6 +62,7 @@ describe('settings from the environment', () => {
         URL_SIGNING_SECRET: 's'.repeat(32),
         LOG_LEVEL: 'Warn',
         HOST: '127.0.0.1',
+        CCDA_WORKERS: '3',
       }),
     ).toEqual({
       port: 0,
@@ -72,12 +73,14 @@ describe('settings from the environment', () => {
       urlSigningSecret: 's'.repeat(32),
       logLevel: 'warn',
       host: '127.0.0.1',
+      ccdaWorkers: 3,
     });
     expect(() => settingsFromEnv({ PORT: 'eighty' })).toThrow(/PORT/);
     expect(() => settingsFromEnv({ PORT: '70000' })).toThrow(/PORT/);
     expect(() => settingsFromEnv({ WEBHOOK_ALLOW_PRIVATE: 'maybe' })).toThrow(/WEBHOOK_ALLOW_PRIVATE/);
     expect(() => settingsFromEnv({ LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
     expect(() => settingsFromEnv({ PUBLIC_URL: 'example.org' })).toThrow(/PUBLIC_URL/);
+    for (const workers of ['0', 'two', '1.5', '-1']) expect(() => settingsFromEnv({ CCDA_WORKERS: workers })).toThrow(/CCDA_WORKERS/);
   });
 });
 

@@ -22,6 +22,8 @@ export interface ServiceSettings {
   urlSigningSecret?: string;
   /** `LOG_LEVEL`: pino level, `info`. */
   logLevel: string;
+  /** `CCDA_WORKERS`: threads converting C-CDA documents; the machine's parallelism when absent. */
+  ccdaWorkers?: number;
 }
 
 const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
@@ -45,6 +47,11 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
   if (!LOG_LEVELS.has(logLevel)) throw new Error(`LOG_LEVEL must be one of ${[...LOG_LEVELS].join(', ')}`);
   const publicUrl = nonEmpty(env.PUBLIC_URL);
   if (publicUrl !== undefined && !/^https?:\/\/[^/]/.test(publicUrl)) throw new Error('PUBLIC_URL must start with http:// or https://');
+  const workersText = nonEmpty(env.CCDA_WORKERS);
+  const ccdaWorkers = workersText === undefined ? undefined : Number(workersText);
+  if (ccdaWorkers !== undefined && !(Number.isInteger(ccdaWorkers) && ccdaWorkers >= 1 && ccdaWorkers <= 256)) {
+    throw new Error(`CCDA_WORKERS must be a whole number from 1 to 256, not "${workersText}"`);
+  }
   const settings: ServiceSettings = {
     port,
     dataDir: nonEmpty(env.DATA_DIR) ?? './data',
@@ -57,6 +64,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
     databaseSchema: nonEmpty(env.DATABASE_SCHEMA),
     publicUrl,
     urlSigningSecret: nonEmpty(env.URL_SIGNING_SECRET),
+    ccdaWorkers,
   };
   for (const [name, value] of Object.entries(optional)) if (value !== undefined) Object.assign(settings, { [name]: value });
   return settings;

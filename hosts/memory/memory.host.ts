@@ -62,7 +62,9 @@ export class MemoryHost {
       infraModule({ urlSecret: options.urlSecret ?? randomBytes(32).toString('hex'), blob: { kind: 'memory' }, clock, ids }),
       storageModule(options.storage ? { kind: 'instance', storage: options.storage } : { kind: 'memory' }),
       queueModule({ kind: 'memory' }),
-      documentsModule({ sandboxDocumentsDir: options.fixturesDir ?? sandboxDocumentsDir() }),
+      // In-process conversion: a sandbox serves one developer or one test, and threads would each load the
+      // converter again (about a second) for every host created.
+      documentsModule({ sandboxDocumentsDir: options.fixturesDir ?? sandboxDocumentsDir(), ccda: { kind: 'in-process' } }),
     );
     if (options.webhookSender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhookSender);
     else container.load(webhookModule());
