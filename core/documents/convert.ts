@@ -20,9 +20,10 @@ function conversionProblem(error: unknown): string {
  * Converts one stored C-CDA document whose conversion is `processing` to FHIR, folds the resources into
  * the patient's consolidated store (consolidate.ts), keeps the search index current, and marks the
  * document `completed`. A document the converter cannot read is marked `failed` with the reason, and that
- * is all: it never fails the query it belongs to. Storage errors, and a converter refusing work
- * with RATE_LIMITED, are thrown, for the job to be retried. Idempotent: a document whose conversion is not `processing` is returned unchanged, and running
- * it again after a crash folds the same resources again, which changes nothing.
+ * is all: it never fails the query it belongs to. Storage errors, and a converter refusing work with
+ * RATE_LIMITED, are thrown, for the job to be retried. Idempotent: a document whose conversion is not
+ * `processing` is returned unchanged, and running it again after a crash folds the same resources again,
+ * which changes nothing.
  */
 export async function convertDocument(deps: ConvertDeps, document: DocumentRecord): Promise<DocumentRecord> {
   if (document.conversionStatus !== 'processing') return document;
