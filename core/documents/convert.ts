@@ -20,9 +20,10 @@ function conversionProblem(error: unknown): string {
  * Converts one stored C-CDA document whose conversion is `processing` to FHIR, folds the resources into
  * the patient's consolidated store (consolidate.ts), keeps the search index current, and marks the
  * document `completed`. A document the converter cannot read is marked `failed` with the reason, and that
- * is all: it never fails the query it belongs to (issue 6). Storage errors are thrown, for the job to be
- * retried. Idempotent: a document whose conversion is not `processing` is returned unchanged, and running
- * it again after a crash folds the same resources again, which changes nothing.
+ * is all: it never fails the query it belongs to. Storage errors, and a converter refusing work with
+ * RATE_LIMITED, are thrown, for the job to be retried. Idempotent: a document whose conversion is not
+ * `processing` is returned unchanged, and running it again after a crash folds the same resources again,
+ * which changes nothing.
  */
 export async function convertDocument(deps: ConvertDeps, document: DocumentRecord): Promise<DocumentRecord> {
   if (document.conversionStatus !== 'processing') return document;
@@ -38,6 +39,8 @@ export async function convertDocument(deps: ConvertDeps, document: DocumentRecor
       const bundle = await deps.ccda.convert(new TextDecoder().decode(bytes));
       resources = (bundle.entry ?? []).flatMap((entry) => (entry.resource ? [repairText(entry.resource)] : []));
     } catch (error) {
+      // A converter too busy to take the document says nothing about it: the job is retried later.
+      if (isCoreError(error) && error.code === 'RATE_LIMITED') throw error;
       problem = conversionProblem(error);
     }
   }

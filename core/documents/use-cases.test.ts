@@ -22,6 +22,7 @@ import type { Account, Patient } from '../domain/types.js';
 import { createPatient, setHieOptOut } from '../entities/patients.js';
 import { CoreError } from '../errors.js';
 import { coreJobHandlers } from '../jobs.js';
+import type { CcdaConverterPort } from '../ports/ccda.port.js';
 import type { HieDocumentRef, HieNetworkPort, HiePatientQuery } from '../ports/hie.port.js';
 import type { SearchIndexPort } from '../ports/search-index.port.js';
 import { DOCUMENT_JOB } from './job-types.js';
@@ -190,6 +191,28 @@ describe('document query use case', () => {
     expect(resources.filter((r) => r.resourceType !== 'DocumentReference').length).toBeGreaterThan(10);
     // Only the broken document's own DocumentReference comes from it.
     expect(resources.filter((r) => r.sourceDocumentIds.includes(broken.id)).map((r) => `${r.resourceType}/${r.id}`)).toEqual([`DocumentReference/${broken.id}`]);
+  });
+
+  test('a converter too busy to take a document (RATE_LIMITED) leaves it to a retry, not failed', async () => {
+    const world = await makeWorld();
+    const patient = await patientWhere(world, (files) => files.length >= 1);
+    const converter = world.deps.ccda;
+    let refusals = 1;
+    Object.assign(world.deps, {
+      ccda: {
+        convert: (xml: string) => (refusals-- > 0 ? Promise.reject(new CoreError('RATE_LIMITED', 'busy')) : converter.convert(xml)),
+      } satisfies CcdaConverterPort,
+    });
+    await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    await world.runner.drain();
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ convert: { status: 'processing' } });
+    expect(await world.deps.queue.stats()).toMatchObject({ pending: 1, dead: 0 });
+
+    world.clock.advance(3_600_000);
+    await world.runner.drain();
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ convert: { status: 'completed', errors: 0 } });
+    const documents = await world.deps.storage.documents.listByPatient(world.account.id, patient.id);
+    expect(documents.every((d) => d.conversionStatus === 'completed')).toBe(true);
   });
 
   test('a job that fails half-way resumes: each document stored once, each message sent once', async () => {

@@ -53,6 +53,11 @@ export interface CarebridgeOptions {
     /** Replaces the HTTP sender (HMAC-signed, with timeouts). */
     sender?: WebhookSenderPort;
   };
+  /**
+   * Threads converting C-CDA documents, off the thread that serves requests. Default the machine's
+   * parallelism (`os.availableParallelism()`).
+   */
+  ccdaWorkers?: number;
   /** Run queued work (imports, document queries) and webhook deliveries in the background. Default true. */
   background?: boolean;
   /** Poll interval of the background work, ms. Default 500. */
@@ -193,7 +198,11 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
       }),
       storageModule({ kind: 'sequelize', sequelize }),
       queueModule({ kind: 'sql', sequelize, ...(options.databaseSchema ? { schema: options.databaseSchema } : {}) }),
-      documentsModule({ sandboxDocumentsDir: sandboxDocumentsDir(), ...searchCacheOption(options.searchCacheMb) }),
+      documentsModule({
+        sandboxDocumentsDir: sandboxDocumentsDir(),
+        ccda: { kind: 'pooled', ...(options.ccdaWorkers !== undefined ? { maxThreads: options.ccdaWorkers } : {}) },
+        ...searchCacheOption(options.searchCacheMb),
+      }),
     );
     if (options.webhooks?.sender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhooks.sender);
     else container.load(webhookModule(logger ? { logger: logger.child({ component: 'webhooks' }) } : {}));

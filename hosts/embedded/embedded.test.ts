@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,6 +8,7 @@ import { Sequelize } from 'sequelize';
 import { afterEach, describe, expect, test } from 'vitest';
 import { MiniSearchIndex } from '../../adapters/search/minisearch.search-index.js';
 import { CarebridgeApiError, CarebridgeClient } from '../../client/index.js';
+import { PooledCcdaConverter } from '../../adapters/ccda/pooled.ccda.js';
 import { createCarebridge, type Carebridge } from './carebridge.js';
 import { carebridgeKoa } from './koa.js';
 import { inProcessFetch, MemoryHost } from './memory.js';
@@ -152,6 +153,19 @@ describe('embedded in a bare node:http server through the handler', () => {
     await carebridge.close();
     const [[row]] = (await sequelize.query('SELECT COUNT(*) AS n FROM patients')) as [{ n: number }[], unknown];
     expect(Number(row!.n)).toBe(3);
+  });
+});
+
+describe('C-CDA conversion off the main thread', () => {
+  test('the embedded host converts in a pool of `ccdaWorkers` threads, which close() stops', async () => {
+    const carebridge = await embedded({ publicUrl: 'http://carebridge.test', database: ':memory:', background: false, ccdaWorkers: 1 });
+    const converter = carebridge.deps.ccda;
+    expect(converter).toBeInstanceOf(PooledCcdaConverter);
+    expect((converter as PooledCcdaConverter).maxThreads).toBe(1);
+    const xml = await readFile(new URL('../../sandbox-data/ccda/ccd-2.xml', import.meta.url), 'utf8');
+    expect((await converter.convert(xml)).resourceType).toBe('Bundle');
+    await carebridge.close();
+    await expect(converter.convert(xml)).rejects.toMatchObject({ code: 'INTERNAL' });
   });
 });
 

@@ -64,6 +64,7 @@ describe('settings from the environment', () => {
         HOST: '127.0.0.1',
         SEARCH_CACHE_MB: '256',
         JOB_CONCURRENCY: '12',
+        CCDA_WORKERS: '3',
       }),
     ).toEqual({
       port: 0,
@@ -76,6 +77,7 @@ describe('settings from the environment', () => {
       host: '127.0.0.1',
       searchCacheMb: 256,
       jobConcurrency: 12,
+      ccdaWorkers: 3,
     });
     expect(() => settingsFromEnv({ PORT: 'eighty' })).toThrow(/PORT/);
     expect(() => settingsFromEnv({ PORT: '70000' })).toThrow(/PORT/);
@@ -85,6 +87,7 @@ describe('settings from the environment', () => {
     expect(() => settingsFromEnv({ SEARCH_CACHE_MB: 'lots' })).toThrow(/SEARCH_CACHE_MB/);
     expect(() => settingsFromEnv({ SEARCH_CACHE_MB: '0' })).toThrow(/SEARCH_CACHE_MB/);
     for (const value of ['1', 'many', '2.5', '1000']) expect(() => settingsFromEnv({ JOB_CONCURRENCY: value })).toThrow(/JOB_CONCURRENCY/);
+    for (const workers of ['0', 'two', '1.5', '-1']) expect(() => settingsFromEnv({ CCDA_WORKERS: workers })).toThrow(/CCDA_WORKERS/);
   });
 });
 

@@ -107,6 +107,7 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
       ...(settings.databaseUrl ? { database: settings.databaseUrl } : {}),
       ...(settings.databaseSchema ? { databaseSchema: settings.databaseSchema } : {}),
       ...(settings.urlSigningSecret ? { urlSigningSecret: settings.urlSigningSecret } : {}),
+      ...(settings.ccdaWorkers !== undefined ? { ccdaWorkers: settings.ccdaWorkers } : {}),
       webhooks: { allowPrivate: settings.webhookAllowPrivate, ...(options.webhookSender ? { sender: options.webhookSender } : {}) },
       background,
       pollMs,

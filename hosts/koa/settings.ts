@@ -26,6 +26,8 @@ export interface ServiceSettings {
   searchCacheMb: number;
   /** `JOB_CONCURRENCY`: queued jobs run at once by this process, 8; one slot is kept for interactive work. */
   jobConcurrency: number;
+  /** `CCDA_WORKERS`: threads converting C-CDA documents; the machine's parallelism when absent. */
+  ccdaWorkers?: number;
 }
 
 /**
@@ -66,6 +68,11 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
   if (!Number.isInteger(jobConcurrency) || jobConcurrency < 2 || jobConcurrency > 256) {
     throw new Error(`JOB_CONCURRENCY must be a whole number from 2 to 256, not "${jobConcurrencyText}"`);
   }
+  const workersText = nonEmpty(env.CCDA_WORKERS);
+  const ccdaWorkers = workersText === undefined ? undefined : Number(workersText);
+  if (ccdaWorkers !== undefined && !(Number.isInteger(ccdaWorkers) && ccdaWorkers >= 1 && ccdaWorkers <= 256)) {
+    throw new Error(`CCDA_WORKERS must be a whole number from 1 to 256, not "${workersText}"`);
+  }
   const settings: ServiceSettings = {
     port,
     jobConcurrency,
@@ -80,6 +87,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
     databaseSchema: nonEmpty(env.DATABASE_SCHEMA),
     publicUrl,
     urlSigningSecret: nonEmpty(env.URL_SIGNING_SECRET),
+    ccdaWorkers,
   };
   for (const [name, value] of Object.entries(optional)) if (value !== undefined) Object.assign(settings, { [name]: value });
   return settings;

@@ -64,8 +64,11 @@ export class MemoryHost {
       infraModule({ urlSecret: options.urlSecret ?? randomBytes(32).toString('hex'), blob: { kind: 'memory' }, clock, ids }),
       storageModule(options.storage ? { kind: 'instance', storage: options.storage } : { kind: 'memory' }),
       queueModule({ kind: 'memory' }),
+      // In-process conversion: a sandbox serves one developer or one test, and threads would each load the
+      // converter again (about a second) for every host created.
       documentsModule({
         sandboxDocumentsDir: options.fixturesDir ?? sandboxDocumentsDir(),
+        ccda: { kind: 'in-process' },
         ...(options.searchCacheBytes === undefined ? {} : { searchCacheBytes: options.searchCacheBytes }),
       }),
     );
