@@ -1,6 +1,6 @@
 import type { CoreDeps } from '../deps.js';
 import type { DocumentRecord } from '../domain/types.js';
-import { isCoreError } from '../errors.js';
+import { CoreError, isCoreError } from '../errors.js';
 import type { FhirResource } from '../ports/ccda.port.js';
 import { repairText } from '../text.js';
 import { nowIso } from '../time.js';
@@ -16,6 +16,22 @@ function conversionProblem(error: unknown): string {
   return 'The converter failed on this document';
 }
 
+/** One document's conversion: its resources, or why there are none. */
+type Converted = { document: DocumentRecord; resources: FhirResource[] } | { document: DocumentRecord; problem: string };
+
+async function convertFile(deps: Pick<ConvertDeps, 'blob' | 'ccda'>, document: DocumentRecord): Promise<Converted> {
+  const bytes = await deps.blob.get(document.blobKey);
+  if (!bytes) return { document, problem: 'The document file is no longer stored' };
+  try {
+    const bundle = await deps.ccda.convert(new TextDecoder().decode(bytes));
+    return { document, resources: (bundle.entry ?? []).flatMap((entry) => (entry.resource ? [repairText(entry.resource)] : [])) };
+  } catch (error) {
+    // A converter too busy to take the document says nothing about it: the job is retried later.
+    if (isCoreError(error) && error.code === 'RATE_LIMITED') throw error;
+    return { document, problem: conversionProblem(error) };
+  }
+}
+
 /**
  * Converts one stored C-CDA document whose conversion is `processing` to FHIR, folds the resources into
  * the patient's consolidated store (consolidate.ts), keeps the search index current, and marks the
@@ -26,54 +42,67 @@ function conversionProblem(error: unknown): string {
  * which changes nothing.
  */
 export async function convertDocument(deps: ConvertDeps, document: DocumentRecord): Promise<DocumentRecord> {
-  if (document.conversionStatus !== 'processing') return document;
-  const { accountId, patientId } = document;
+  const [converted] = await convertDocuments(deps, [document]);
+  return converted!;
+}
 
-  const bytes = await deps.blob.get(document.blobKey);
-  let resources: FhirResource[] | undefined;
-  let problem: string | undefined;
-  if (!bytes) {
-    problem = 'The document file is no longer stored';
-  } else {
-    try {
-      const bundle = await deps.ccda.convert(new TextDecoder().decode(bytes));
-      resources = (bundle.entry ?? []).flatMap((entry) => (entry.resource ? [repairText(entry.resource)] : []));
-    } catch (error) {
-      // A converter too busy to take the document says nothing about it: the job is retried later.
-      if (isCoreError(error) && error.code === 'RATE_LIMITED') throw error;
-      problem = conversionProblem(error);
-    }
+/**
+ * `convertDocument` for several documents of ONE patient at once (a document query's), with the same
+ * outcome as converting them one after the other in the given order, for a fraction of the storage work:
+ * the files are converted side by side (the converter may use several threads), the patient's documents
+ * and resources are read once, the resources of every document are folded in memory in order, and one
+ * transaction writes the net change with every document's new status; the search index gets one change.
+ * Returns the documents as they are afterwards, in the given order.
+ */
+export async function convertDocuments(deps: ConvertDeps, documents: readonly DocumentRecord[]): Promise<DocumentRecord[]> {
+  const pending = documents.filter((document) => document.conversionStatus === 'processing');
+  if (pending.length === 0) return [...documents];
+  const { accountId, patientId } = pending[0]!;
+  if (pending.some((document) => document.accountId !== accountId || document.patientId !== patientId)) {
+    throw new CoreError('INTERNAL', 'convertDocuments takes the documents of one patient');
   }
+
+  const settled = await Promise.allSettled(pending.map((document) => convertFile(deps, document)));
+  const refused = settled.find((outcome) => outcome.status === 'rejected');
+  if (refused) throw (refused as PromiseRejectedResult).reason;
+  const conversions = settled.map((outcome) => (outcome as PromiseFulfilledResult<Converted>).value);
 
   const documentsBefore = await deps.storage.documents.listByPatient(accountId, patientId);
-  const stampOf = (updated: DocumentRecord) => dataStamp(documentsBefore.map((d) => (d.id === updated.id ? updated : d)));
-  const before = dataStamp(documentsBefore);
-
-  if (!resources) {
-    const failed: DocumentRecord = { ...document, conversionStatus: 'failed', conversionError: problem };
-    await deps.storage.documents.update(failed);
-    await applyIndexChange(deps, accountId, patientId, { before, after: stampOf(failed), upsert: [], resources: [], remove: [] });
-    return failed;
+  const stored = await deps.storage.fhirResources.listByPatient(accountId, patientId);
+  const now = nowIso(deps.clock);
+  let current = stored;
+  const updated = new Map<string, DocumentRecord>();
+  for (const conversion of conversions) {
+    if ('problem' in conversion) {
+      updated.set(conversion.document.id, { ...conversion.document, conversionStatus: 'failed', conversionError: conversion.problem });
+      continue;
+    }
+    current = consolidate({ accountId, patientId, now, existing: current, incoming: { documentId: conversion.document.id, resources: conversion.resources } }).records;
+    const completed: DocumentRecord = { ...conversion.document, conversionStatus: 'completed' };
+    delete completed.conversionError;
+    updated.set(completed.id, completed);
   }
 
-  const existing = await deps.storage.fhirResources.listByPatient(accountId, patientId);
-  const result = consolidate({ accountId, patientId, now: nowIso(deps.clock), existing, incoming: { documentId: document.id, resources } });
-  const completed: DocumentRecord = { ...document, conversionStatus: 'completed' };
-  delete completed.conversionError;
+  // The net change against what was stored: a record consolidate kept as it was is the stored object itself.
+  const storedByKey = new Map(stored.map((record) => [`${record.resourceType}/${record.id}`, record]));
+  const finalKeys = new Set(current.map((record) => `${record.resourceType}/${record.id}`));
+  const changed = current.filter((record) => storedByKey.get(`${record.resourceType}/${record.id}`) !== record);
+  const removed = stored.filter((record) => !finalKeys.has(`${record.resourceType}/${record.id}`)).map(({ resourceType, id }) => ({ resourceType, id }));
+
   await deps.storage.transaction(async (tx) => {
-    if (result.removed.length > 0) await tx.fhirResources.removeMany(accountId, patientId, result.removed);
-    if (result.changed.length > 0) await tx.fhirResources.putMany(result.changed);
-    await tx.documents.update(completed);
+    if (removed.length > 0) await tx.fhirResources.removeMany(accountId, patientId, removed);
+    if (changed.length > 0) await tx.fhirResources.putMany(changed);
+    for (const document of updated.values()) await tx.documents.update(document);
   });
   await applyIndexChange(deps, accountId, patientId, {
-    before,
-    after: stampOf(completed),
+    before: dataStamp(documentsBefore),
+    after: dataStamp(documentsBefore.map((document) => updated.get(document.id) ?? document)),
     // Our documents' DocumentReferences are indexed with the document's text, which only they carry.
-    upsert: result.changed
+    upsert: changed
       .filter((record) => !(record.resourceType === 'DocumentReference' && documentsBefore.some((d) => d.id === record.id)))
       .flatMap((record) => searchDocumentOf(record.resource as FhirResource) ?? []),
-    resources: result.changed.map((record) => record.resource as FhirResource),
-    remove: result.removed.map(({ resourceType, id }) => `${resourceType}/${id}`),
+    resources: changed.map((record) => record.resource as FhirResource),
+    remove: removed.map(({ resourceType, id }) => `${resourceType}/${id}`),
   });
-  return completed;
+  return documents.map((document) => updated.get(document.id) ?? document);
 }

@@ -15,7 +15,7 @@ import { nowIso } from '../time.js';
 import { enqueueMessage } from '../webhooks/deliver.js';
 import { documentConversionMessage, documentDownloadMessage, toWebhookDocument, type MessageMetaInput } from '../webhooks/envelope.js';
 import { validateMetadata } from '../webhooks/metadata.js';
-import { convertDocument } from './convert.js';
+import { convertDocuments } from './convert.js';
 import { documentBlobKey, isCcdaMediaType, networkFileName } from './document-reference.js';
 import { DOCUMENT_JOB } from './job-types.js';
 import { storeDocument } from './store-document.js';
@@ -284,10 +284,7 @@ async function recordFetchedDocument(deps: CoreDeps, query: DocumentQuery, ref: 
 }
 
 async function conversionStep(deps: CoreDeps, query: DocumentQuery): Promise<void> {
-  for (const document of await documentsOfQuery(deps.storage, query)) {
-    await convertDocument(deps, document);
-  }
-  const documents = (await documentsOfQuery(deps.storage, query)).filter((d) => isCcdaMediaType(d.mimeType));
+  const documents = (await convertDocuments(deps, await documentsOfQuery(deps.storage, query))).filter((d) => isCcdaMediaType(d.mimeType));
   const successful = documents.filter((d) => d.conversionStatus === 'completed').length;
   const errors = documents.filter((d) => d.conversionStatus === 'failed').length;
   const updated: DocumentQuery = {

@@ -1,0 +1,68 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
+import { describe, expect, test } from 'vitest';
+import { MemoryBlob } from '../../adapters/blob/memory/memory.blob.js';
+import { MedplumCcdaConverter } from '../../adapters/ccda/medplum.ccda.js';
+import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
+import { MiniSearchIndex } from '../../adapters/search/minisearch.search-index.js';
+import { MemoryStorage } from '../../adapters/storage/memory/memory.storage.js';
+import type { DocumentRecord } from '../domain/types.js';
+import { convertDocument, convertDocuments } from './convert.js';
+
+const FIXTURES = fileURLToPath(new URL('../../sandbox-data/ccda/', import.meta.url));
+const FILES = ['ccd-1.xml', 'ccd-2.xml', 'care-plan.xml', 'consultation-note.xml', 'progress-note.xml', 'broken'];
+const converter = new MedplumCcdaConverter();
+const xmlOf = (file: string) => (file === 'broken' ? '<letter>not clinical</letter>' : readFileSync(`${FIXTURES}${file}`, 'utf8'));
+
+/** A patient's documents waiting for conversion, stored as the download step leaves them. */
+async function world(files: readonly string[]) {
+  const deps = { storage: new MemoryStorage(), blob: new MemoryBlob(), ccda: converter, search: new MiniSearchIndex(), clock: new SteppedClock('2026-02-01T00:00:00.000Z') };
+  const documents: DocumentRecord[] = [];
+  for (const [i, file] of files.entries()) {
+    const document: DocumentRecord = {
+      id: `00000000-0000-7000-8000-${String(i + 1).padStart(12, '0')}`,
+      accountId: 'acct',
+      patientId: 'patient',
+      source: 'hie',
+      fileName: `patient/${i}-${file}`,
+      description: file,
+      status: 'current',
+      indexed: '2026-02-01T00:00:00.000Z',
+      mimeType: 'application/xml',
+      size: 1,
+      type: {},
+      organizationIdentifiers: [],
+      blobKey: `acct/documents/${i}`,
+      conversionStatus: 'processing',
+      createdAt: '2026-02-01T00:00:00.000Z',
+    };
+    await deps.blob.put(document.blobKey, xmlOf(file), { contentType: 'application/xml' });
+    await deps.storage.documents.insert(document);
+    documents.push(document);
+  }
+  return { deps, documents };
+}
+
+describe('convertDocuments', () => {
+  test('several documents at once leave exactly what converting them one after the other leaves', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.shuffledSubarray(FILES, { minLength: 1, maxLength: 4 }), async (files) => {
+        const together = await world(files);
+        const oneByOne = await world(files);
+        const returned = await convertDocuments(together.deps, together.documents);
+        for (const document of oneByOne.documents) await convertDocument(oneByOne.deps, document);
+
+        const resources = (w: typeof together) => w.deps.storage.fhirResources.listByPatient('acct', 'patient');
+        expect(await resources(together)).toEqual(await resources(oneByOne));
+        const documents = (w: typeof together) => w.deps.storage.documents.listByPatient('acct', 'patient');
+        expect(await documents(together)).toEqual(await documents(oneByOne));
+        expect(returned).toEqual(await documents(together));
+        expect(returned.map((d) => d.conversionStatus)).toEqual(files.map((file) => (file === 'broken' ? 'failed' : 'completed')));
+        // Again: nothing is processing any more, so nothing changes.
+        expect(await convertDocuments(together.deps, returned)).toEqual(returned);
+      }),
+      { numRuns: 6 },
+    );
+  }, 120_000);
+});
