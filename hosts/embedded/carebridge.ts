@@ -74,8 +74,9 @@ export interface CarebridgeOptions {
    */
   searchCacheMb?: number;
   /**
-   * Queued jobs run at once (imports, document queries, conversions), default 8. One slot is always left
-   * for interactive work (an import, a query a person started): background work uses the others.
+   * Queued jobs run at once (imports, document queries, conversions), default 4. Background work (the
+   * document queries of an import) takes at most half of them, so imports and queries a person started
+   * always find a slot.
    */
   jobConcurrency?: number;
 }
@@ -169,12 +170,13 @@ class DeliveryLoop {
  * `handler` where you like; `publicUrl` must say where.
  */
 /** See `CarebridgeOptions.jobConcurrency`. */
-const DEFAULT_JOB_CONCURRENCY = 8;
+const DEFAULT_JOB_CONCURRENCY = 4;
 
 export async function createCarebridge(options: CarebridgeOptions): Promise<Carebridge> {
   const dataDir = options.dataDir ?? './data';
   const background = options.background ?? true;
   const pollMs = options.pollMs ?? 500;
+  const jobConcurrency = options.jobConcurrency ?? DEFAULT_JOB_CONCURRENCY;
   const logger = options.logger;
   const givenSequelize = typeof options.database === 'object' ? options.database : undefined;
   const sequelize =
@@ -213,7 +215,10 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
       clock: deps.clock,
       handlers: coreJobHandlers(deps),
       workerId: `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
-      concurrency: options.jobConcurrency ?? DEFAULT_JOB_CONCURRENCY,
+      concurrency: jobConcurrency,
+      // Half the slots at most for background work: more of it only queues on the database's one writer
+      // (the journey benchmark finished no sooner with 7 than with 2) while imports and the API wait.
+      backgroundConcurrency: Math.max(1, Math.floor(jobConcurrency / 2)),
       // Short enough that a restarted process takes over a killed one's jobs within seconds; the runner renews
       // a live lease every third of it, so long jobs keep theirs.
       leaseMs: 15_000,

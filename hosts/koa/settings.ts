@@ -24,7 +24,7 @@ export interface ServiceSettings {
   logLevel: string;
   /** `SEARCH_CACHE_MB`: memory for patients' search indexes (estimated), 64. */
   searchCacheMb: number;
-  /** `JOB_CONCURRENCY`: queued jobs run at once by this process, 8; one slot is kept for interactive work. */
+  /** `JOB_CONCURRENCY`: queued jobs run at once by this process, 4; background work takes at most half. */
   jobConcurrency: number;
   /** `CCDA_WORKERS`: threads converting C-CDA documents; the machine's parallelism when absent. */
   ccdaWorkers?: number;
@@ -34,7 +34,7 @@ export interface ServiceSettings {
  * Jobs at once: most of a document query's time is waiting (the database writer, file flushes, the
  * converter's threads), so a few run side by side to keep the cores busy.
  */
-const DEFAULT_JOB_CONCURRENCY = 8;
+const DEFAULT_JOB_CONCURRENCY = 4;
 
 /** What the search indexes of the patients searched last may take; a patient's index is ~0.1-1.5 MB. */
 const DEFAULT_SEARCH_CACHE_MB = 64;
