@@ -16,9 +16,20 @@ import { fileURLToPath } from 'node:url';
 import { MedplumCcdaConverter } from '../adapters/ccda/medplum.ccda.js';
 import { SandboxHieNetwork } from '../adapters/hie/sandbox.hie.js';
 import { generateCsv } from './generate.js';
-import { emit, prepareDataDir, startReceiver, startService, stopService, type Receiver, type Service } from './support.js';
+import { Sequelize } from 'sequelize';
+import { databaseEnv, emit, prepareDataDir, startReceiver, startService, stopService, type BenchDatabase, type Receiver, type Service } from './support.js';
 
 const SIZES = (process.env.BENCH_JOURNEY_ROWS ?? '2000').split(',').filter(Boolean).map(Number);
+/** BENCH_DATABASE_URL=postgres://...: the services run on PostgreSQL, each in a schema of its own (dropped after). */
+const DATABASE_URL = process.env.BENCH_DATABASE_URL;
+const schemas: string[] = [];
+
+function databaseFor(name: string): BenchDatabase | undefined {
+  if (!DATABASE_URL) return undefined;
+  const schema = `bench_${name.replace(/[^a-z0-9]/gi, '_')}_${process.pid}`;
+  schemas.push(schema);
+  return { url: DATABASE_URL, schema };
+}
 const SECOND_IMPORT_ROWS = Number(process.env.BENCH_SECOND_IMPORT_ROWS ?? 1_000);
 const FIXTURES = fileURLToPath(new URL('../sandbox-data/ccda/', import.meta.url));
 
@@ -123,8 +134,9 @@ async function conversionFloorMs(patientIds: readonly string[]): Promise<{ floor
 /** A fresh service with an account, a facility and the receiver as its webhook endpoint. */
 async function freshService(work: string, name: string, receiver: Receiver) {
   const dataDir = join(work, name);
-  const { apiKey, facilityId } = await prepareDataDir(dataDir, 0);
-  const service = await startService(dataDir);
+  const database = databaseFor(name);
+  const { apiKey, facilityId } = await prepareDataDir(dataDir, 0, database);
+  const service = await startService(dataDir, databaseEnv(database));
   const api = apiOf(service, apiKey);
   await api.post('/settings', { webhookUrl: receiver.url });
   return { service, api, apiKey, facilityId };
@@ -182,7 +194,7 @@ async function journey(rows: number, work: string, receiver: Receiver, secondCsv
 
     const { floorMs, documents } = await conversionFloorMs(patientIds);
     emit({
-      measure: 'import journey (Koa, SQLite)',
+      measure: `import journey (Koa, ${DATABASE_URL ? 'PostgreSQL' : 'SQLite'})`,
       rows,
       succeeded: status.succeeded,
       importMs: Math.round(importedAt - started),
@@ -227,6 +239,11 @@ async function run(): Promise<void> {
   } finally {
     receiver.server.close();
     rmSync(work, { recursive: true, force: true });
+    if (DATABASE_URL && schemas.length > 0) {
+      const sequelize = new Sequelize(DATABASE_URL, { logging: false });
+      for (const schema of schemas) await sequelize.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await sequelize.close();
+    }
   }
 }
 

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { Sequelize } from 'sequelize';
 import { createAccount } from '../core/accounts.js';
 import { createFacility } from '../core/entities/facilities.js';
 import { matchKeysFor } from '../core/matching/block.js';
@@ -36,8 +37,24 @@ export async function freePort(): Promise<number> {
 }
 
 /** Creates the account (and facility) in the data directory before the service starts; seeds patients. */
-export async function prepareDataDir(dataDir: string, existing: number): Promise<{ apiKey: string; facilityId: string }> {
-  const storage = await SequelizeStorage.open({ dataDir });
+/** PostgreSQL instead of the SQLite file in the data directory: a schema of its own on that database. */
+export interface BenchDatabase {
+  url: string;
+  schema: string;
+}
+
+/** The service's environment for `database`. */
+export function databaseEnv(database: BenchDatabase | undefined): Record<string, string> {
+  return database ? { DATABASE_URL: database.url, DATABASE_SCHEMA: database.schema } : {};
+}
+
+export async function prepareDataDir(dataDir: string, existing: number, database?: BenchDatabase): Promise<{ apiKey: string; facilityId: string }> {
+  if (database) {
+    const admin = new Sequelize(database.url, { logging: false });
+    await admin.query(`CREATE SCHEMA IF NOT EXISTS "${database.schema}"`);
+    await admin.close();
+  }
+  const storage = await SequelizeStorage.open(database ? { url: database.url, schema: database.schema } : { dataDir });
   try {
     const deps = { storage, secrets: new NodeSecrets(), ids: new Uuid7Ids(), clock: new SystemClock() };
     const { account, apiKey } = await createAccount(deps, { name: 'Bench' });
