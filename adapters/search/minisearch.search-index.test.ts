@@ -161,28 +161,19 @@ describe('MiniSearchIndex over the converted HL7 examples', () => {
   });
 });
 
-describe('MiniSearchIndex speed', () => {
-  test('a patient with 5,000 resources answers in well under 20 ms at the median', async () => {
+// Its speed is the search benchmark's to measure (bench/search.bench.ts: warm and cold p50/p99); here, that
+// an index of that size answers typos and misses correctly.
+describe('MiniSearchIndex at the size of a large patient', () => {
+  test('5,000 resources: typos find what the right spelling finds, a word found nowhere finds nothing', async () => {
     const texts = converted.filter((resource) => resource.resourceType !== 'Composition').map(searchTextOf);
     const documents = Array.from({ length: 5000 }, (_, i) => ({ key: `Observation/${i}`, text: `${texts[i % texts.length]} visit ${i % 97} batch${i % 13}` }));
     const index = new MiniSearchIndex();
-    const built = performance.now();
     await index.upsert(A, P, documents);
-    const buildMs = performance.now() - built;
-
-    const queries = ['pneumonia', 'pnuemonia', 'atenolol oral tablet', 'blod presure', 'glucose 2012', 'hepatitis vaccine', 'penicilin hives', 'metf', 'zebra', 'cardiomegally'];
-    const timings: number[] = [];
-    for (let round = 0; round < 30; round++) {
-      for (const query of queries) {
-        const start = performance.now();
-        await index.search(A, P, query);
-        timings.push(performance.now() - start);
-      }
+    for (const [typo, right] of [['pnuemonia', 'pneumonia'], ['blod presure', 'blood pressure'], ['atenolol oral tablte', 'atenolol oral tablet'], ['penicilin', 'penicillin']] as const) {
+      const wanted = await index.search(A, P, right);
+      expect(wanted.length, right).toBeGreaterThan(0);
+      expect(new Set(await index.search(A, P, typo)), typo).toEqual(new Set(wanted));
     }
-    timings.sort((a, b) => a - b);
-    const p50 = timings[Math.floor(timings.length * 0.5)]!;
-    const p99 = timings[Math.floor(timings.length * 0.99)]!;
-    console.info(`search over 5,000 resources: build ${buildMs.toFixed(0)} ms, p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms`);
-    expect(p50).toBeLessThan(20);
+    expect(await index.search(A, P, 'zebra')).toEqual([]);
   });
 });
