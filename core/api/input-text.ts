@@ -13,8 +13,12 @@ import { bodyTextProblem, identifierTextProblem } from '../text.js';
  * deeper value (validation, copies, serialisation) can exhaust the stack. */
 export const MAX_JSON_DEPTH = 64;
 
+/** Field paths are built from the client's own keys: an answer repeats at most this much of one. */
+const MAX_FIELD_LENGTH = 200;
+
 function invalid(field: string, problem: string): CoreError {
-  return new CoreError('VALIDATION_FAILED', `${field}: ${problem}`, { details: { field } });
+  const named = field.length > MAX_FIELD_LENGTH ? `${field.slice(0, MAX_FIELD_LENGTH)}…` : field;
+  return new CoreError('VALIDATION_FAILED', `${named}: ${problem}`, { details: { field: named } });
 }
 
 /** Refuses path parameters that break the text rule, naming the parameter (never echoing the value). */
