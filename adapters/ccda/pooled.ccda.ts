@@ -5,7 +5,11 @@ import type { CcdaConverterPort, FhirBundle } from '../../core/ports/ccda.port.j
 import type { CcdaTaskResult } from './ccda.task.js';
 
 export interface PooledCcdaConverterOptions {
-  /** Threads converting at once. Default `os.availableParallelism()`, at least 1. */
+  /**
+   * Threads converting at once. Default one per core but the one the event loop runs on, at least 1: the
+   * main thread has work of its own per document (storage, deduplication, indexing), and each thread holds
+   * its own copy of the converter (~65 MB).
+   */
   maxThreads?: number;
   /**
    * Conversions that may wait for a free thread (at least 1); one more is refused with RATE_LIMITED. Default 64. The
@@ -40,7 +44,7 @@ export class PooledCcdaConverter implements CcdaConverterPort {
   private closed = false;
 
   constructor(options: PooledCcdaConverterOptions = {}) {
-    this.maxThreads = Math.max(1, Math.floor(options.maxThreads ?? availableParallelism()));
+    this.maxThreads = Math.max(1, Math.floor(options.maxThreads ?? availableParallelism() - 1));
     this.maxQueue = Math.max(1, Math.floor(options.maxQueue ?? DEFAULT_MAX_QUEUE));
     this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     this.workerFile = options.workerFile ?? new URL('./ccda.worker.mjs', import.meta.url);

@@ -13,7 +13,7 @@ export interface DocumentsModuleOptions {
   searchCacheBytes?: number;
   /**
    * Where C-CDA documents are converted: in a pool of worker threads (`maxThreads`, default the machine's
-   * parallelism) or on the calling thread. Default in-process.
+   * parallelism less one) or on the calling thread. Default in-process.
    */
   ccda?: { kind: 'in-process' } | { kind: 'pooled'; maxThreads?: number };
 }

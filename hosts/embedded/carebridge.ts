@@ -54,8 +54,8 @@ export interface CarebridgeOptions {
     sender?: WebhookSenderPort;
   };
   /**
-   * Threads converting C-CDA documents, off the thread that serves requests. Default the machine's
-   * parallelism (`os.availableParallelism()`).
+   * Threads converting C-CDA documents, off the thread that serves requests. Default one per core but the
+   * one that serves requests (at least 1).
    */
   ccdaWorkers?: number;
   /** Run queued work (imports, document queries) and webhook deliveries in the background. Default true. */

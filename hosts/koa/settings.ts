@@ -26,7 +26,7 @@ export interface ServiceSettings {
   searchCacheMb: number;
   /** `JOB_CONCURRENCY`: queued jobs run at once by this process, 4; background work takes at most half. */
   jobConcurrency: number;
-  /** `CCDA_WORKERS`: threads converting C-CDA documents; the machine's parallelism when absent. */
+  /** `CCDA_WORKERS`: threads converting C-CDA documents; one per core but the event loop's (at least 1) when absent. */
   ccdaWorkers?: number;
 }
 
