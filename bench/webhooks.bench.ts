@@ -55,7 +55,7 @@ const producing = (async () => {
 })();
 let delivered = 0;
 while (delivered < MESSAGES) {
-  const report = await deliverDueMessages({ storage, webhookSender: sender, clock, random: Math.random, concurrency: ACCOUNTS }, { limit: 500 });
+  const report = await deliverDueMessages({ storage, webhookSender: sender, clock, random: Math.random }, { limit: 500 });
   delivered += report.delivered;
   if (report.delivered === 0) await new Promise((resolve) => setTimeout(resolve, 1));
 }
