@@ -11,6 +11,8 @@ export const DEFAULT_DELIVERY_TIMEOUT_MS = 4_000;
 export const PING_TIMEOUT_MS = 2_000;
 /** See `DeliveryDeps.endpointConcurrency`. */
 export const DEFAULT_ENDPOINT_CONCURRENCY = 16;
+/** Deliveries recorded per storage transaction. */
+const DELIVERED_PER_COMMIT = 50;
 /** See `DeliveryDeps.holdMs`. */
 export const DEFAULT_HOLD_MS = 15 * 60_000;
 
@@ -163,6 +165,21 @@ async function deliverAccount(
     saving = saving.then(() => storage.webhookSettings.put(next));
     return saving;
   };
+  // Deliveries are recorded a few dozen per transaction: one commit per message was most of a pass's time on
+  // SQLite. A crash before the commit only means those messages are sent again, which receivers must bear anyway.
+  let delivered: OutboxMessage[] = [];
+  const flushDelivered = async (): Promise<void> => {
+    if (delivered.length === 0) return;
+    const batch = delivered;
+    delivered = [];
+    await storage.transaction(async (tx) => {
+      for (const message of batch) await tx.outbox.update(message);
+    });
+  };
+  const recordDelivered = async (message: OutboxMessage): Promise<void> => {
+    delivered.push(message);
+    if (delivered.length >= DELIVERED_PER_COMMIT) await flushDelivered();
+  };
   /** Set when the endpoint must get nothing more in this pass: disabled (410), or paused until then. */
   let stop: { until: string } | undefined;
 
@@ -177,7 +194,7 @@ async function deliverAccount(
       const nowIso = now.toISOString();
 
       if (result.outcome === 'delivered') {
-        await storage.outbox.update({ ...message, status: 'delivered', attempts: message.attempts + 1, deliveredAt: nowIso });
+        await recordDelivered({ ...message, status: 'delivered', attempts: message.attempts + 1, deliveredAt: nowIso });
         report.delivered += 1;
         if (settings.webhookStatusDetail?.startsWith(UNHEALTHY_DETAIL_PREFIX)) {
           // The endpoint evidently works again; the parked messages still show in the `failed` count.
@@ -229,6 +246,7 @@ async function deliverAccount(
       return;
     }
   });
+  await flushDelivered();
   await saving;
 }
 
