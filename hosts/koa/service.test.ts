@@ -51,7 +51,7 @@ async function startImport(service: ServiceHandle, apiKey: string): Promise<{ re
 
 describe('settings from the environment', () => {
   test('defaults, parsing, and a clear error naming the variable', () => {
-    expect(settingsFromEnv({})).toEqual({ port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info', searchCacheMb: 64 });
+    expect(settingsFromEnv({})).toEqual({ port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info', searchCacheMb: 64, webhookConcurrency: 16 });
     expect(
       settingsFromEnv({
         PORT: '0',
@@ -63,6 +63,7 @@ describe('settings from the environment', () => {
         LOG_LEVEL: 'Warn',
         HOST: '127.0.0.1',
         SEARCH_CACHE_MB: '256',
+        WEBHOOK_CONCURRENCY: '4',
       }),
     ).toEqual({
       port: 0,
@@ -74,10 +75,13 @@ describe('settings from the environment', () => {
       logLevel: 'warn',
       host: '127.0.0.1',
       searchCacheMb: 256,
+      webhookConcurrency: 4,
     });
     expect(() => settingsFromEnv({ PORT: 'eighty' })).toThrow(/PORT/);
     expect(() => settingsFromEnv({ PORT: '70000' })).toThrow(/PORT/);
     expect(() => settingsFromEnv({ WEBHOOK_ALLOW_PRIVATE: 'maybe' })).toThrow(/WEBHOOK_ALLOW_PRIVATE/);
+    expect(() => settingsFromEnv({ WEBHOOK_CONCURRENCY: '0' })).toThrow(/WEBHOOK_CONCURRENCY/);
+    expect(settingsFromEnv({}).webhookConcurrency).toBe(16);
     expect(() => settingsFromEnv({ LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
     expect(() => settingsFromEnv({ PUBLIC_URL: 'example.org' })).toThrow(/PUBLIC_URL/);
     expect(() => settingsFromEnv({ SEARCH_CACHE_MB: 'lots' })).toThrow(/SEARCH_CACHE_MB/);

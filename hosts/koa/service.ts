@@ -107,7 +107,11 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
       ...(settings.databaseUrl ? { database: settings.databaseUrl } : {}),
       ...(settings.databaseSchema ? { databaseSchema: settings.databaseSchema } : {}),
       ...(settings.urlSigningSecret ? { urlSigningSecret: settings.urlSigningSecret } : {}),
-      webhooks: { allowPrivate: settings.webhookAllowPrivate, ...(options.webhookSender ? { sender: options.webhookSender } : {}) },
+      webhooks: {
+        allowPrivate: settings.webhookAllowPrivate,
+        endpointConcurrency: settings.webhookConcurrency,
+        ...(options.webhookSender ? { sender: options.webhookSender } : {}),
+      },
       background,
       pollMs,
       logger,

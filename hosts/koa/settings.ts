@@ -18,6 +18,8 @@ export interface ServiceSettings {
   publicUrl?: string;
   /** `WEBHOOK_ALLOW_PRIVATE=true`: allow loopback/private webhook URLs (development only). */
   webhookAllowPrivate: boolean;
+  /** `WEBHOOK_CONCURRENCY`: webhook requests in flight at once per endpoint, 16. */
+  webhookConcurrency: number;
   /** `URL_SIGNING_SECRET`: else generated once and kept in DATA_DIR, so URLs survive restarts. */
   urlSigningSecret?: string;
   /** `LOG_LEVEL`: pino level, `info`. */
@@ -53,8 +55,14 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
   const searchCacheText = nonEmpty(env.SEARCH_CACHE_MB) ?? String(DEFAULT_SEARCH_CACHE_MB);
   const searchCacheMb = Number(searchCacheText);
   if (!Number.isFinite(searchCacheMb) || searchCacheMb < 1) throw new Error(`SEARCH_CACHE_MB must be a number of megabytes (1 or more), not "${searchCacheText}"`);
+  const concurrencyText = nonEmpty(env.WEBHOOK_CONCURRENCY) ?? '16';
+  const webhookConcurrency = Number(concurrencyText);
+  if (!Number.isInteger(webhookConcurrency) || webhookConcurrency < 1 || webhookConcurrency > 256) {
+    throw new Error(`WEBHOOK_CONCURRENCY must be a whole number from 1 to 256, not "${concurrencyText}"`);
+  }
   const settings: ServiceSettings = {
     port,
+    webhookConcurrency,
     dataDir: nonEmpty(env.DATA_DIR) ?? './data',
     webhookAllowPrivate: flag(env.WEBHOOK_ALLOW_PRIVATE, 'WEBHOOK_ALLOW_PRIVATE'),
     logLevel,
