@@ -1,14 +1,19 @@
 /**
- * Issue 7 benchmark: webhook messages per second delivered to a local receiver that answers at once, and
- * enqueue-to-delivery latency (p50/p99), through the real delivery path: outbox in storage, the delivery
- * use case, the HTTP sender with its signatures. Prints one JSON object.
+ * Webhook benchmarks through the real delivery path (outbox in storage, the delivery use case, the HTTP
+ * sender with its signatures): messages per second to a local receiver with enqueue-to-delivery latency
+ * while messages keep arriving, then backlog drains. One JSON object per measure.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { SystemClock } from '../adapters/clock/system.clock.js';
 import { Uuid7Ids } from '../adapters/ids/uuid7.ids.js';
 import { MemoryStorage } from '../adapters/storage/memory/memory.storage.js';
 import { HttpWebhookSender } from '../adapters/webhook/http.webhook-sender.js';
-import { deliverDueMessages, enqueueMessage } from '../core/webhooks/deliver.js';
+import { SequelizeStorage } from '../adapters/storage/sequelize/sequelize.storage.js';
+import { DEFAULT_ENDPOINT_CONCURRENCY, deliverDueMessages, enqueueMessage } from '../core/webhooks/deliver.js';
+import { emit } from './support.js';
 import { bulkPatientCreateMessage } from '../core/webhooks/envelope.js';
 
 const MESSAGES = Number(process.env.BENCH_WEBHOOKS ?? 5_000);
@@ -55,7 +60,7 @@ const producing = (async () => {
 })();
 let delivered = 0;
 while (delivered < MESSAGES) {
-  const report = await deliverDueMessages({ storage, webhookSender: sender, clock, random: Math.random, concurrency: ACCOUNTS }, { limit: 500 });
+  const report = await deliverDueMessages({ storage, webhookSender: sender, clock, random: Math.random }, { limit: 500 });
   delivered += report.delivered;
   if (report.delivered === 0) await new Promise((resolve) => setTimeout(resolve, 1));
 }
@@ -76,3 +81,81 @@ process.stdout.write(
 );
 await sender.close();
 server.close();
+
+/*
+ * Backlog drains: 10,000 messages already in the outbox (a bulk import's worth, two per stream, as document
+ * queries make them) drained into one endpoint, through the host's pass size and the default 16 requests
+ * in flight per endpoint. Memory and a SQLite file, into a receiver that answers at once and one that
+ * takes 50 ms.
+ */
+const BACKLOG = Number(process.env.BENCH_WEBHOOK_BACKLOG ?? 10_000);
+const PASS_LIMIT = 500;
+
+async function drainBacklog(storageKind: 'memory' | 'sqlite', answerMs: number): Promise<void> {
+  let received = 0;
+  const receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received += 1;
+      if (answerMs === 0) res.writeHead(200).end();
+      else setTimeout(() => res.writeHead(200).end(), answerMs);
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const receiverPort = (receiver.address() as { port: number }).port;
+  const dataDir = storageKind === 'sqlite' ? await mkdtemp(join(tmpdir(), 'carebridge-webhook-bench-')) : undefined;
+  const store = dataDir ? await SequelizeStorage.open({ dataDir }) : new MemoryStorage();
+  const backlogSender = new HttpWebhookSender({ allowPrivate: true });
+  try {
+    const accountId = ids.next();
+    await store.webhookSettings.put({
+      accountId,
+      webhookUrl: `http://127.0.0.1:${receiverPort}/hooks`,
+      webhookKey: 'bench-webhook-key-bench-webhook-key',
+      webhookEnabled: true,
+      webhookStatusDetail: null,
+      updatedAt: clock.now().toISOString(),
+    });
+    for (let i = 0; i < BACKLOG; i += 500) {
+      await store.transaction(async (tx) => {
+        for (let j = i; j < Math.min(BACKLOG, i + 500); j++) {
+          const requestId = `q${Math.floor(j / 2)}`;
+          const message = bulkPatientCreateMessage({ messageId: ids.next(), requestId, when: clock.now() }, { requestId, status: 'processing' });
+          await enqueueMessage(tx, accountId, message);
+        }
+      });
+    }
+    const endpointPauses = new Map<string, number>();
+    const started = performance.now();
+    let delivered = 0;
+    let passes = 0;
+    while (delivered < BACKLOG && passes < 10_000) {
+      const report = await deliverDueMessages({ storage: store, webhookSender: backlogSender, clock, random: Math.random, endpointPauses }, { limit: PASS_LIMIT });
+      delivered += report.delivered;
+      passes += 1;
+    }
+    const elapsedMs = performance.now() - started;
+    const target = answerMs === 0 ? 2_000 : 150;
+    emit({
+      measure: `webhook backlog drain into a receiver answering in ${answerMs} ms (${storageKind})`,
+      messages: BACKLOG,
+      delivered,
+      received,
+      passes,
+      endpointConcurrency: DEFAULT_ENDPOINT_CONCURRENCY,
+      elapsedMs: Math.round(elapsedMs),
+      perSecond: Math.round((delivered / elapsedMs) * 1000),
+      targetPerSecond: target,
+      ...(answerMs > 0 ? { ceilingPerSecond: Math.round((DEFAULT_ENDPOINT_CONCURRENCY * 1000) / answerMs) } : {}),
+    });
+  } finally {
+    await backlogSender.close();
+    await store.close();
+    receiver.close();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+for (const storageKind of ['memory', 'sqlite'] as const) {
+  for (const answerMs of [0, 50]) await drainBacklog(storageKind, answerMs);
+}

@@ -263,6 +263,11 @@ export interface OutboxMessage {
   type: WebhookMessageType;
   /** The full JSON body as sent, meta included, serialised once so every retry sends the same bytes. */
   body: string;
+  /**
+   * Messages with the same stream key (within the account) are delivered in creation order; messages of
+   * different streams are independent, so one failing never holds back another stream.
+   */
+  streamKey: string;
   status: OutboxStatus;
   attempts: number;
   nextAttemptAt: string;

@@ -213,6 +213,15 @@ export interface OutboxRepository {
    * Does not claim them: the delivery job owns concurrency (one delivery worker per account at a time).
    */
   due(now: string, limit: number, accountId?: string): Promise<OutboxMessage[]>;
+  /**
+   * What a delivery pass may send now: pending messages with nextAttemptAt <= `now` that have no older
+   * pending message of the same stream (same account and streamKey) still waiting (nextAttemptAt > `now`).
+   * Older pending messages of the stream that are due themselves are in the result too, before it: the
+   * caller sends a stream's messages one after the other. Older means earlier createdAt, ties by id.
+   * Parked and delivered messages never hold a stream back. Oldest createdAt first (ties by id), at most
+   * `limit`. Does not claim them: one delivery worker at a time.
+   */
+  deliverable(now: string, limit: number, accountId?: string): Promise<OutboxMessage[]>;
   /** Replaces the message (status, attempts, nextAttemptAt, lastError, deliveredAt). */
   update(message: OutboxMessage): Promise<void>;
   /** Every message of the account, oldest first; optionally only one status. */

@@ -2,25 +2,29 @@ import type { CoreDeps } from '../deps.js';
 import type { OutboxMessage, WebhookSettings } from '../domain/types.js';
 import type { StoragePort } from '../ports/storage.port.js';
 import type { WebhookDeliveryResult } from '../ports/webhook-sender.port.js';
-import { pingMessage, type PingMessage, type WebhookMessage } from './envelope.js';
+import { pingMessage, streamKeyOf, type PingMessage, type WebhookMessage } from './envelope.js';
 import { defaultRetrySchedule, type RetrySchedule } from './retry-schedule.js';
 
 /** PRODUCT (Webhook receiver): the receiver must answer within 4 seconds. */
 export const DEFAULT_DELIVERY_TIMEOUT_MS = 4_000;
 /** Issue 7: the ping expects its pong within 2 seconds. */
 export const PING_TIMEOUT_MS = 2_000;
-/** See `DeliveryDeps.holdBackAttempts`. */
-export const DEFAULT_HOLD_BACK_ATTEMPTS = 3;
+/** See `DeliveryDeps.endpointConcurrency`. */
+export const DEFAULT_ENDPOINT_CONCURRENCY = 16;
+/** Deliveries recorded per storage transaction. */
+const DELIVERED_PER_COMMIT = 50;
 /** See `DeliveryDeps.holdMs`. */
 export const DEFAULT_HOLD_MS = 15 * 60_000;
-/** How many of an account's oldest pending messages are looked at to find one that holds the others back. */
-const HEAD_WINDOW = 8;
-/** `due` with this instant lists pending messages whatever their next attempt: the account's oldest pending. */
-const END_OF_TIME = '9999-12-31T23:59:59.999Z';
 
 /** Prefixes of the status details this module writes, so it only ever clears its own. */
 export const UNHEALTHY_DETAIL_PREFIX = 'Unhealthy:';
 export const DISABLED_DETAIL_PREFIX = 'Disabled:';
+
+/**
+ * Endpoints that asked to be left alone (429 or 503 with Retry-After): account id -> epoch ms until which
+ * nothing is sent to it. The host keeps one across passes so the pause also covers messages created later.
+ */
+export type EndpointPauses = Map<string, number>;
 
 export interface DeliveryDeps extends Pick<CoreDeps, 'storage' | 'webhookSender' | 'clock'> {
   /** Uniform in [0, 1): jitter of the retry schedule. The core has no randomness of its own. */
@@ -28,16 +32,12 @@ export interface DeliveryDeps extends Pick<CoreDeps, 'storage' | 'webhookSender'
   /** Abort an attempt after this long. Default 4 s (PRODUCT). */
   timeoutMs?: number;
   schedule?: RetrySchedule;
-  /**
-   * How many failed attempts a message may spend holding back the later messages of its account. Past
-   * that it stops blocking: the others flow and it retries on its own schedule. Default 3 (about 36 min
-   * with the default schedule: 1 + 5 + 30 min).
-   */
-  holdBackAttempts?: number;
   /** How long messages of an account without a usable endpoint are set aside before being looked at again. */
   holdMs?: number;
-  /** Accounts delivered in parallel (each account is always sequential). Default 8. */
-  concurrency?: number;
+  /** Requests in flight at once per endpoint (one stream never has more than one). Default 16. */
+  endpointConcurrency?: number;
+  /** Pauses asked for by endpoints; without it a pause lasts for the pass only (and the messages in hand). */
+  endpointPauses?: EndpointPauses;
 }
 
 export interface DeliveryOptions {
@@ -54,13 +54,8 @@ export interface DeliveryReport {
   failed: number;
   /** Failed for the last time (schedule spent, or 410): parked until `retryParked`. */
   parked: number;
-  /** Not attempted: the account has no enabled endpoint, or an older message of the account is still failing. */
+  /** Not attempted: set aside because the account has no enabled endpoint or its endpoint asked for a pause. */
   deferred: number;
-}
-
-function compareCreation(a: OutboxMessage, b: OutboxMessage): number {
-  if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? -1 : 1;
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
 /**
@@ -76,6 +71,46 @@ export function describeFailure(result: Extract<WebhookDeliveryResult, { outcome
   return 'the URL is not reachable from the service';
 }
 
+/**
+ * One delivery pass: takes up to `limit` deliverable messages of the outbox (due, and not behind an older
+ * waiting message of their stream) and POSTs each to its account's endpoint. 2xx: delivered. Failure:
+ * rescheduled on the retry schedule (Retry-After honoured), parked when the schedule is spent (the
+ * endpoint is then marked unhealthy). 410: the endpoint is disabled and the message parked. An account
+ * without an enabled endpoint keeps its messages pending (set aside for `holdMs`), never drops them.
+ *
+ * Order is kept within a stream only (see `streamKeyOf`): a stream's messages go one after the other,
+ * oldest first, and a failed one stops its stream, whose later messages then wait for its retry (the
+ * storage no longer offers them while it waits). Other streams are not held up by it: receivers must be
+ * idempotent and cannot rely on order across streams anyway, as with every webhook provider.
+ *
+ * Concurrency: every endpoint of the pass at once, and up to `endpointConcurrency` streams of one endpoint
+ * in flight. A 429 or 503 with Retry-After pauses that endpoint only: its other lanes start nothing new and
+ * the messages still in hand are set aside until the pause ends.
+ *
+ * Safe to call from one worker at a time (the outbox port does not claim messages).
+ */
+export async function deliverDueMessages(deps: DeliveryDeps, options: DeliveryOptions): Promise<DeliveryReport> {
+  const report: DeliveryReport = { delivered: 0, failed: 0, parked: 0, deferred: 0 };
+  if (options.limit <= 0) return report;
+  const passStart = deps.clock.now();
+  const batch = await deps.storage.outbox.deliverable(passStart.toISOString(), options.limit, options.accountId);
+
+  // account -> stream -> messages, oldest first (the storage returns them in creation order).
+  const byAccount = new Map<string, Map<string, OutboxMessage[]>>();
+  for (const message of batch) {
+    let streams = byAccount.get(message.accountId);
+    if (!streams) byAccount.set(message.accountId, (streams = new Map()));
+    const stream = streams.get(message.streamKey);
+    if (stream) stream.push(message);
+    else streams.set(message.streamKey, [message]);
+  }
+  const pauses = deps.endpointPauses ?? new Map<string, number>();
+  await Promise.all(
+    [...byAccount.entries()].map(([accountId, streams]) => deliverAccount(deps, accountId, [...streams.values()], passStart, pauses, report)),
+  );
+  return report;
+}
+
 async function runPool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const lanes = Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, async () => {
@@ -87,132 +122,135 @@ async function runPool<T>(items: readonly T[], concurrency: number, work: (item:
   await Promise.all(lanes);
 }
 
-/**
- * One delivery pass: takes up to `limit` due messages of the outbox and POSTs each to its account's
- * endpoint. 2xx: delivered. Failure: rescheduled on the retry schedule (Retry-After honoured), parked when
- * the schedule is spent (the endpoint is then marked unhealthy). 410: the endpoint is disabled and the
- * message parked. An account without an enabled endpoint keeps its messages pending (set aside for
- * `holdMs`), never drops them.
- *
- * Order: issue 7 wants delivery per account in creation order, so a receiver that applies messages as they
- * come (e.g. bulk `processing` then `completed`) never sees them swapped. So within an account, messages go
- * one at a time, oldest first, and while an older message is failing the later ones wait for it (they are
- * set aside until its next attempt, so they also stop filling every pass and starving other accounts).
- * The wait is capped by `holdBackAttempts`: a receiver that is down fails everything anyway, so waiting
- * costs nothing there and keeps order, but one message a receiver keeps rejecting must not hold its
- * account hostage for the 3 days of its schedule. Past the cap, order is given up for that message only.
- *
- * Safe to call from one worker at a time per account (the outbox port does not claim messages).
- */
-export async function deliverDueMessages(deps: DeliveryDeps, options: DeliveryOptions): Promise<DeliveryReport> {
-  const report: DeliveryReport = { delivered: 0, failed: 0, parked: 0, deferred: 0 };
-  if (options.limit <= 0) return report;
-  const passStart = deps.clock.now();
-  const due = await deps.storage.outbox.due(passStart.toISOString(), options.limit, options.accountId);
-
-  const byAccount = new Map<string, OutboxMessage[]>();
-  for (const message of due) {
-    const list = byAccount.get(message.accountId);
-    if (list) list.push(message);
-    else byAccount.set(message.accountId, [message]);
-  }
-  await runPool([...byAccount.entries()], deps.concurrency ?? 8, async ([accountId, messages]) => {
-    messages.sort(compareCreation);
-    await deliverAccount(deps, accountId, messages, passStart, report);
-  });
-  return report;
-}
-
 async function deliverAccount(
   deps: DeliveryDeps,
   accountId: string,
-  messages: OutboxMessage[],
+  streams: OutboxMessage[][],
   passStart: Date,
+  pauses: EndpointPauses,
   report: DeliveryReport,
 ): Promise<void> {
   const { storage } = deps;
   const schedule = deps.schedule ?? defaultRetrySchedule;
-  const holdBackAttempts = deps.holdBackAttempts ?? DEFAULT_HOLD_BACK_ATTEMPTS;
-  const nowIso = passStart.toISOString();
+  const holdMs = deps.holdMs ?? DEFAULT_HOLD_MS;
+  const timeoutMs = deps.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS;
 
-  const setAside = async (rest: OutboxMessage[], until: string): Promise<void> => {
+  const setAside = async (rest: readonly OutboxMessage[], until: string): Promise<void> => {
     for (const message of rest) {
       await storage.outbox.update({ ...message, nextAttemptAt: until });
       report.deferred += 1;
     }
   };
 
-  let settings = await storage.webhookSettings.get(accountId);
-  if (!settings || !settings.webhookUrl || !settings.webhookEnabled) {
-    await setAside(messages, new Date(passStart.getTime() + (deps.holdMs ?? DEFAULT_HOLD_MS)).toISOString());
+  const initial = await storage.webhookSettings.get(accountId);
+  if (!initial || !initial.webhookUrl || !initial.webhookEnabled) {
+    await setAside(streams.flat(), new Date(passStart.getTime() + holdMs).toISOString());
     return;
   }
-
-  // An older message that is not due yet (failing, or set aside) and still within its hold-back allowance.
-  const oldest = await storage.outbox.due(END_OF_TIME, HEAD_WINDOW, accountId);
-  const blocker = oldest.find((m) => m.nextAttemptAt > nowIso && m.attempts <= holdBackAttempts);
-
-  const saveSettings = async (next: WebhookSettings): Promise<void> => {
-    settings = next;
-    await storage.webhookSettings.put(next);
-  };
-
-  for (const [index, message] of messages.entries()) {
-    if (blocker && compareCreation(message, blocker) > 0) {
-      await setAside(messages.slice(index), blocker.nextAttemptAt);
+  const pausedUntil = pauses.get(accountId);
+  if (pausedUntil !== undefined) {
+    if (pausedUntil > passStart.getTime()) {
+      await setAside(streams.flat(), new Date(pausedUntil).toISOString());
       return;
     }
-    const current: WebhookSettings = settings;
-    const result = await attempt(deps, current, message);
-    const now = deps.clock.now();
-
-    if (result.outcome === 'delivered') {
-      await storage.outbox.update({ ...message, status: 'delivered', attempts: message.attempts + 1, deliveredAt: now.toISOString() });
-      report.delivered += 1;
-      if (current.webhookStatusDetail?.startsWith(UNHEALTHY_DETAIL_PREFIX)) {
-        // The endpoint evidently works again; the parked messages still show in the `failed` count.
-        await saveSettings({ ...current, webhookStatusDetail: null, updatedAt: now.toISOString() });
-      }
-      continue;
-    }
-
-    const attempts = message.attempts + 1;
-    const lastError = describeFailure(result, deps.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS);
-    if (result.gone) {
-      await storage.outbox.update({ ...message, status: 'parked', attempts, lastError });
-      report.parked += 1;
-      await saveSettings({
-        ...current,
-        webhookEnabled: false,
-        webhookStatusDetail: `${DISABLED_DETAIL_PREFIX} the receiver answered 410 Gone at ${now.toISOString()} (message ${message.id}); set the webhook URL again to re-enable`,
-        updatedAt: now.toISOString(),
-      });
-      await setAside(messages.slice(index + 1), new Date(now.getTime() + (deps.holdMs ?? DEFAULT_HOLD_MS)).toISOString());
-      return;
-    }
-
-    const nextAt = schedule.nextAttemptAt(attempts, now, deps.random(), result.retryAfterMs);
-    if (!nextAt) {
-      await storage.outbox.update({ ...message, status: 'parked', attempts, lastError });
-      report.parked += 1;
-      await saveSettings({
-        ...current,
-        webhookStatusDetail: `${UNHEALTHY_DETAIL_PREFIX} message ${message.id} was parked after ${attempts} failed attempts (last: ${lastError})`,
-        updatedAt: now.toISOString(),
-      });
-      continue;
-    }
-
-    await storage.outbox.update({ ...message, attempts, nextAttemptAt: nextAt.toISOString(), lastError });
-    report.failed += 1;
-    if (attempts <= holdBackAttempts) {
-      await setAside(messages.slice(index + 1), nextAt.toISOString());
-      return;
-    }
+    pauses.delete(accountId);
   }
+
+  // Lanes share the endpoint's settings; saves are chained so they reach the storage in the order made.
+  let settings: WebhookSettings = initial;
+  let saving: Promise<void> = Promise.resolve();
+  const saveSettings = (change: (current: WebhookSettings) => WebhookSettings): Promise<void> => {
+    settings = change(settings);
+    const next = settings;
+    saving = saving.then(() => storage.webhookSettings.put(next));
+    return saving;
+  };
+  // Deliveries are recorded a few dozen per transaction: one commit per message was most of a pass's time on
+  // SQLite. A crash before the commit only means those messages are sent again, which receivers must bear anyway.
+  let delivered: OutboxMessage[] = [];
+  const flushDelivered = async (): Promise<void> => {
+    if (delivered.length === 0) return;
+    const batch = delivered;
+    delivered = [];
+    await storage.transaction(async (tx) => {
+      for (const message of batch) await tx.outbox.update(message);
+    });
+  };
+  const recordDelivered = async (message: OutboxMessage): Promise<void> => {
+    delivered.push(message);
+    if (delivered.length >= DELIVERED_PER_COMMIT) await flushDelivered();
+  };
+  /** Set when the endpoint must get nothing more in this pass: disabled (410), or paused until then. */
+  let stop: { until: string } | undefined;
+
+  await runPool(streams, deps.endpointConcurrency ?? DEFAULT_ENDPOINT_CONCURRENCY, async (stream) => {
+    for (const [index, message] of stream.entries()) {
+      if (stop) {
+        await setAside(stream.slice(index), stop.until);
+        return;
+      }
+      const result = await attempt(deps, settings, message, timeoutMs);
+      const now = deps.clock.now();
+      const nowIso = now.toISOString();
+
+      if (result.outcome === 'delivered') {
+        await recordDelivered({ ...message, status: 'delivered', attempts: message.attempts + 1, deliveredAt: nowIso });
+        report.delivered += 1;
+        if (settings.webhookStatusDetail?.startsWith(UNHEALTHY_DETAIL_PREFIX)) {
+          // The endpoint evidently works again; the parked messages still show in the `failed` count.
+          await saveSettings((current) => ({ ...current, webhookStatusDetail: null, updatedAt: nowIso }));
+        }
+        continue;
+      }
+
+      const attempts = message.attempts + 1;
+      const lastError = describeFailure(result, timeoutMs);
+      if (result.gone) {
+        await storage.outbox.update({ ...message, status: 'parked', attempts, lastError });
+        report.parked += 1;
+        stop = { until: new Date(now.getTime() + holdMs).toISOString() };
+        await saveSettings((current) => ({
+          ...current,
+          webhookEnabled: false,
+          webhookStatusDetail: `${DISABLED_DETAIL_PREFIX} the receiver answered 410 Gone at ${nowIso} (message ${message.id}); set the webhook URL again to re-enable`,
+          updatedAt: nowIso,
+        }));
+        await setAside(stream.slice(index + 1), stop.until);
+        return;
+      }
+
+      const nextAt = schedule.nextAttemptAt(attempts, now, deps.random(), result.retryAfterMs);
+      if (!nextAt) {
+        // Given up: a parked message holds its stream back no longer, so the stream goes on.
+        await storage.outbox.update({ ...message, status: 'parked', attempts, lastError });
+        report.parked += 1;
+        await saveSettings((current) => ({
+          ...current,
+          webhookStatusDetail: `${UNHEALTHY_DETAIL_PREFIX} message ${message.id} was parked after ${attempts} failed attempts (last: ${lastError})`,
+          updatedAt: nowIso,
+        }));
+        continue;
+      }
+
+      await storage.outbox.update({ ...message, attempts, nextAttemptAt: nextAt.toISOString(), lastError });
+      report.failed += 1;
+      if (result.retryAfterMs !== undefined && result.retryAfterMs > 0) {
+        // The receiver asked for a pause: the whole endpoint honours it, not just this stream.
+        const until = now.getTime() + Math.min(result.retryAfterMs, schedule.maxRetryAfterMs);
+        // Another lane may have stopped the endpoint while this attempt was in flight.
+        const earlier = stop as { until: string } | undefined;
+        if (!earlier || Date.parse(earlier.until) < until) stop = { until: new Date(until).toISOString() };
+        pauses.set(accountId, Math.max(pauses.get(accountId) ?? 0, until));
+      }
+      // The stream's later messages stay as they are: behind a waiting message, the storage holds them back.
+      return;
+    }
+  });
+  await flushDelivered();
+  await saving;
 }
 
-async function attempt(deps: DeliveryDeps, settings: WebhookSettings, message: OutboxMessage): Promise<WebhookDeliveryResult> {
+async function attempt(deps: DeliveryDeps, settings: WebhookSettings, message: OutboxMessage, timeoutMs: number): Promise<WebhookDeliveryResult> {
   const started = deps.clock.now();
   try {
     return await deps.webhookSender.send({
@@ -221,7 +259,7 @@ async function attempt(deps: DeliveryDeps, settings: WebhookSettings, message: O
       body: message.body,
       signingKey: settings.webhookKey,
       timestamp: Math.floor(started.getTime() / 1000),
-      timeoutMs: deps.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS,
+      timeoutMs,
     });
   } catch (error) {
     // The port promises not to throw for receiver behaviour; anything else must still not strand the message.
@@ -232,7 +270,8 @@ async function attempt(deps: DeliveryDeps, settings: WebhookSettings, message: O
 /**
  * Stores a message in the outbox (pending, due at once). Call it with the `tx` of the transaction that makes
  * the change the message reports, so both commit or neither does. `meta.when` is the creation time: order
- * and `when` then stay the same on every retry. The body is serialised here, once.
+ * and `when` then stay the same on every retry. The body is serialised here, once; the stream key is
+ * derived from the message (`streamKeyOf`).
  */
 export async function enqueueMessage(
   tx: StoragePort,
@@ -244,6 +283,7 @@ export async function enqueueMessage(
     accountId,
     type: message.meta.type,
     body: JSON.stringify(message),
+    streamKey: streamKeyOf(message),
     status: 'pending',
     attempts: 0,
     nextAttemptAt: message.meta.when,

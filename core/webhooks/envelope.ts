@@ -312,3 +312,20 @@ export function toWebhookFilters(filters: ConsolidatedFilters): ConsolidatedFilt
   if (filters.dateTo !== undefined) out.dateTo = filters.dateTo;
   return out;
 }
+
+/**
+ * The stream a message belongs to: messages of one stream reach the receiver in creation order, messages
+ * of different streams independently. A stream is what a receiver applies in sequence: one bulk import
+ * (`processing` before `completed`), one patient's document query (`document-download` before the same
+ * query's `document-conversion`), one consolidated query. Anything else is a stream of its own.
+ */
+export function streamKeyOf(message: Exclude<WebhookMessage, PingMessage>): string {
+  const { meta } = message;
+  if (isWebhookMessageOfType(message, 'medical.bulk-patient-create')) return `bulk:${message.bulkPatientCreate.requestId}`;
+  if (isWebhookMessageOfType(message, 'medical.document-download') || isWebhookMessageOfType(message, 'medical.document-conversion')) {
+    const patientId = message.patients[0]?.patientId;
+    if (patientId !== undefined && meta.requestId !== undefined) return `document:${patientId}:${meta.requestId}`;
+  }
+  if (isWebhookMessageOfType(message, 'medical.consolidated-data') && meta.requestId !== undefined) return `consolidated:${meta.requestId}`;
+  return `message:${meta.messageId}`;
+}

@@ -1,22 +1,13 @@
-const MINUTE = 60_000;
+const SECOND = 1_000;
+const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 
 /**
- * Waits before attempt 1, 2, ... 10: 10 attempts over about 3 days (75.6 h), as Standard Webhooks
- * recommends and Stripe does (issue 7). The first attempt is immediate.
+ * Waits before attempt 1, 2, ... 8, as Standard Webhooks and Svix schedule them: immediately, then 5 s,
+ * 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (about 27.6 h in all). The short second step lets a receiver that
+ * dropped one request (a deploy, a blip) catch up in seconds without holding its stream back for long.
  */
-export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [
-  0,
-  1 * MINUTE,
-  5 * MINUTE,
-  30 * MINUTE,
-  2 * HOUR,
-  5 * HOUR,
-  10 * HOUR,
-  14 * HOUR,
-  20 * HOUR,
-  24 * HOUR,
-];
+export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [0, 5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR];
 
 export interface RetryScheduleOptions {
   /** Wait before each attempt; `delaysMs[0]` is the first attempt (usually 0). Its length is the attempt budget. */
@@ -28,7 +19,7 @@ export interface RetryScheduleOptions {
   jitter?: number;
   /**
    * Longest Retry-After honoured, so a receiver cannot push a message past the schedule's horizon.
-   * Default 24 h, the longest step of the default schedule.
+   * Default 10 h, the longest step of the default schedule.
    */
   maxRetryAfterMs?: number;
 }
@@ -50,7 +41,7 @@ export interface RetrySchedule {
 export function createRetrySchedule(options: RetryScheduleOptions = {}): RetrySchedule {
   const delaysMs = [...(options.delaysMs ?? DEFAULT_RETRY_DELAYS_MS)];
   const jitter = options.jitter ?? 0.1;
-  const maxRetryAfterMs = options.maxRetryAfterMs ?? 24 * HOUR;
+  const maxRetryAfterMs = options.maxRetryAfterMs ?? 10 * HOUR;
   if (delaysMs.length === 0) throw new RangeError('retry schedule: at least one attempt is needed');
   if (delaysMs.some((d) => !Number.isFinite(d) || d < 0)) throw new RangeError('retry schedule: delays must be finite and >= 0');
   if (!(jitter >= 0 && jitter < 1)) throw new RangeError('retry schedule: jitter must be in [0, 1)');

@@ -10,7 +10,7 @@ import { createApiHandler, type ApiHandler } from '../../core/api/handler.js';
 import type { CoreConfig, CoreDeps } from '../../core/deps.js';
 import { coreJobHandlers, resumeInterruptedWork } from '../../core/jobs.js';
 import type { BlobPort, ClockPort, IdsPort, WebhookSenderPort } from '../../core/ports/index.js';
-import { deliverDueMessages, type DeliveryReport } from '../../core/webhooks/deliver.js';
+import { deliverDueMessages, type DeliveryReport, type EndpointPauses } from '../../core/webhooks/deliver.js';
 import { resolveCoreDeps } from '../../adapters/container/core-deps.js';
 import { documentsModule } from '../../adapters/container/documents.module.js';
 import { infraModule } from '../../adapters/container/infra.module.js';
@@ -52,6 +52,8 @@ export interface CarebridgeOptions {
     allowPrivate?: boolean;
     /** Replaces the HTTP sender (HMAC-signed, with timeouts). */
     sender?: WebhookSenderPort;
+    /** Requests in flight at once per webhook endpoint. Default 16. */
+    endpointConcurrency?: number;
   };
   /**
    * Threads converting C-CDA documents, off the thread that serves requests. Default one per core but the
@@ -98,7 +100,8 @@ export interface Carebridge {
   close(): Promise<void>;
 }
 
-const DELIVERY_BATCH = 100;
+/** Messages taken per delivery pass: enough to keep 16 requests in flight on each of many endpoints. */
+const DELIVERY_BATCH = 500;
 
 function searchCacheOption(megabytes: number | undefined): { searchCacheBytes?: number } {
   return megabytes === undefined ? {} : { searchCacheBytes: Math.round(megabytes * 1024 * 1024) };
@@ -229,8 +232,15 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
       },
       ...(logger ? { logger: logger.child({ component: 'queue' }) } : {}),
     });
+    // Kept across passes: a receiver's Retry-After pause also covers the messages created after it asked.
+    const endpointPauses: EndpointPauses = new Map();
+    const endpointConcurrency = options.webhooks?.endpointConcurrency;
     const delivery = new DeliveryLoop(
-      () => deliverDueMessages({ ...deps, random: Math.random }, { limit: DELIVERY_BATCH }),
+      () =>
+        deliverDueMessages(
+          { ...deps, random: Math.random, endpointPauses, ...(endpointConcurrency !== undefined ? { endpointConcurrency } : {}) },
+          { limit: DELIVERY_BATCH },
+        ),
       pollMs,
       logger?.child({ component: 'webhooks' }),
     );

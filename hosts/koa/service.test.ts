@@ -51,7 +51,7 @@ async function startImport(service: ServiceHandle, apiKey: string): Promise<{ re
 
 describe('settings from the environment', () => {
   test('defaults, parsing, and a clear error naming the variable', () => {
-    expect(settingsFromEnv({})).toEqual({ port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info', searchCacheMb: 64, jobConcurrency: 4 });
+    expect(settingsFromEnv({})).toEqual({ port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info', searchCacheMb: 64, jobConcurrency: 4, webhookConcurrency: 16 });
     expect(
       settingsFromEnv({
         PORT: '0',
@@ -65,6 +65,7 @@ describe('settings from the environment', () => {
         SEARCH_CACHE_MB: '256',
         JOB_CONCURRENCY: '12',
         CCDA_WORKERS: '3',
+        WEBHOOK_CONCURRENCY: '4',
       }),
     ).toEqual({
       port: 0,
@@ -78,10 +79,13 @@ describe('settings from the environment', () => {
       searchCacheMb: 256,
       jobConcurrency: 12,
       ccdaWorkers: 3,
+      webhookConcurrency: 4,
     });
     expect(() => settingsFromEnv({ PORT: 'eighty' })).toThrow(/PORT/);
     expect(() => settingsFromEnv({ PORT: '70000' })).toThrow(/PORT/);
     expect(() => settingsFromEnv({ WEBHOOK_ALLOW_PRIVATE: 'maybe' })).toThrow(/WEBHOOK_ALLOW_PRIVATE/);
+    expect(() => settingsFromEnv({ WEBHOOK_CONCURRENCY: '0' })).toThrow(/WEBHOOK_CONCURRENCY/);
+    expect(settingsFromEnv({}).webhookConcurrency).toBe(16);
     expect(() => settingsFromEnv({ LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
     expect(() => settingsFromEnv({ PUBLIC_URL: 'example.org' })).toThrow(/PUBLIC_URL/);
     expect(() => settingsFromEnv({ SEARCH_CACHE_MB: 'lots' })).toThrow(/SEARCH_CACHE_MB/);

@@ -108,7 +108,11 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
       ...(settings.databaseSchema ? { databaseSchema: settings.databaseSchema } : {}),
       ...(settings.urlSigningSecret ? { urlSigningSecret: settings.urlSigningSecret } : {}),
       ...(settings.ccdaWorkers !== undefined ? { ccdaWorkers: settings.ccdaWorkers } : {}),
-      webhooks: { allowPrivate: settings.webhookAllowPrivate, ...(options.webhookSender ? { sender: options.webhookSender } : {}) },
+      webhooks: {
+        allowPrivate: settings.webhookAllowPrivate,
+        endpointConcurrency: settings.webhookConcurrency,
+        ...(options.webhookSender ? { sender: options.webhookSender } : {}),
+      },
       background,
       pollMs,
       logger,

@@ -18,6 +18,8 @@ export interface ServiceSettings {
   publicUrl?: string;
   /** `WEBHOOK_ALLOW_PRIVATE=true`: allow loopback/private webhook URLs (development only). */
   webhookAllowPrivate: boolean;
+  /** `WEBHOOK_CONCURRENCY`: webhook requests in flight at once per endpoint, 16. */
+  webhookConcurrency: number;
   /** `URL_SIGNING_SECRET`: else generated once and kept in DATA_DIR, so URLs survive restarts. */
   urlSigningSecret?: string;
   /** `LOG_LEVEL`: pino level, `info`. */
@@ -73,9 +75,15 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
   if (ccdaWorkers !== undefined && !(Number.isInteger(ccdaWorkers) && ccdaWorkers >= 1 && ccdaWorkers <= 256)) {
     throw new Error(`CCDA_WORKERS must be a whole number from 1 to 256, not "${workersText}"`);
   }
+  const concurrencyText = nonEmpty(env.WEBHOOK_CONCURRENCY) ?? '16';
+  const webhookConcurrency = Number(concurrencyText);
+  if (!Number.isInteger(webhookConcurrency) || webhookConcurrency < 1 || webhookConcurrency > 256) {
+    throw new Error(`WEBHOOK_CONCURRENCY must be a whole number from 1 to 256, not "${concurrencyText}"`);
+  }
   const settings: ServiceSettings = {
     port,
     jobConcurrency,
+    webhookConcurrency,
     dataDir: nonEmpty(env.DATA_DIR) ?? './data',
     webhookAllowPrivate: flag(env.WEBHOOK_ALLOW_PRIVATE, 'WEBHOOK_ALLOW_PRIVATE'),
     logLevel,

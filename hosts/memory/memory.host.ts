@@ -6,7 +6,7 @@ import type { ApiRequest, ApiResponse } from '../../core/api/types.js';
 import type { CoreConfig, CoreDeps } from '../../core/deps.js';
 import { coreJobHandlers } from '../../core/jobs.js';
 import type { ClockPort, IdsPort, StoragePort, WebhookSenderPort } from '../../core/ports/index.js';
-import { deliverDueMessages } from '../../core/webhooks/deliver.js';
+import { deliverDueMessages, type EndpointPauses } from '../../core/webhooks/deliver.js';
 import { SystemClock } from '../../adapters/clock/system.clock.js';
 import { resolveCoreDeps } from '../../adapters/container/core-deps.js';
 import { documentsModule } from '../../adapters/container/documents.module.js';
@@ -44,6 +44,9 @@ export interface MemoryHostOptions {
  * control of background work (`settle`) so integration tests are deterministic. Nothing is persisted.
  */
 export class MemoryHost {
+  /** Retry-After pauses asked for by webhook endpoints, kept across delivery passes. */
+  private readonly endpointPauses: EndpointPauses = new Map();
+
   private constructor(
     readonly deps: CoreDeps,
     readonly handler: ApiHandler,
@@ -99,7 +102,7 @@ export class MemoryHost {
   async settle(): Promise<void> {
     for (let round = 0; round < 1_000; round++) {
       const ran = await this.runner.drain();
-      const delivered = await deliverDueMessages({ ...this.deps, random: Math.random }, { limit: 1_000 });
+      const delivered = await deliverDueMessages({ ...this.deps, random: Math.random, endpointPauses: this.endpointPauses }, { limit: 1_000 });
       if (ran === 0 && delivered.delivered + delivered.failed + delivered.parked === 0) return;
     }
   }

@@ -220,17 +220,21 @@ function builders() {
       updatedAt: at(0),
       ...overrides,
     }),
-    outbox: (accountId: string, overrides: Partial<OutboxMessage> = {}): OutboxMessage => ({
-      id: id(),
-      accountId,
-      type: 'medical.bulk-patient-create',
-      body: '{"meta":{"type":"medical.bulk-patient-create"},"bulkPatientCreate":{"status":"processing"}}',
-      status: 'pending',
-      attempts: 0,
-      nextAttemptAt: at(0),
-      createdAt: at(0),
-      ...overrides,
-    }),
+    outbox: (accountId: string, overrides: Partial<OutboxMessage> = {}): OutboxMessage => {
+      const messageId = overrides.id ?? id();
+      return {
+        id: messageId,
+        accountId,
+        type: 'medical.bulk-patient-create',
+        body: '{"meta":{"type":"medical.bulk-patient-create"},"bulkPatientCreate":{"status":"processing"}}',
+        streamKey: messageId,
+        status: 'pending',
+        attempts: 0,
+        nextAttemptAt: at(0),
+        createdAt: at(0),
+        ...overrides,
+      };
+    },
   };
 }
 
@@ -954,6 +958,36 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect(ids(await storage.outbox.due(at(100), 10, ACCOUNT_A))).toEqual([old.id, sameTimeA.id]);
     expect(ids(await storage.outbox.due(at(49), 10))).toEqual([sameTimeB.id]);
     expect(await storage.outbox.due(at(9), 10)).toEqual([]);
+  });
+
+  test('outbox: deliverable gives due messages not behind a waiting older message of their stream, oldest first, limited', async (storage, build) => {
+    // Stream s1: a failing head waiting for its retry holds back the later, due messages of s1 only.
+    const s1Head = build.outbox(ACCOUNT_A, { streamKey: 's1', createdAt: at(1), nextAttemptAt: at(60) });
+    const s1Next = build.outbox(ACCOUNT_A, { streamKey: 's1', createdAt: at(2), nextAttemptAt: at(2) });
+    // Stream s2: two due messages go together, in creation order; a parked older one holds nothing back.
+    const s2Parked = build.outbox(ACCOUNT_A, { streamKey: 's2', createdAt: at(0), status: 'parked', attempts: 8 });
+    const s2First = build.outbox(ACCOUNT_A, { streamKey: 's2', createdAt: at(3), nextAttemptAt: at(3) });
+    const s2Second = build.outbox(ACCOUNT_A, { streamKey: 's2', createdAt: at(4), nextAttemptAt: at(4) });
+    // Stream s3: a due head before a waiting message: the head goes, the waiting one holds back only what follows it.
+    const s3Head = build.outbox(ACCOUNT_A, { streamKey: 's3', createdAt: at(5), nextAttemptAt: at(5) });
+    const s3Waiting = build.outbox(ACCOUNT_A, { streamKey: 's3', createdAt: at(6), nextAttemptAt: at(90) });
+    const s3Tail = build.outbox(ACCOUNT_A, { streamKey: 's3', createdAt: at(7), nextAttemptAt: at(7) });
+    // The same stream key in another account is another stream.
+    const otherAccount = build.outbox(ACCOUNT_B, { streamKey: 's1', createdAt: at(8), nextAttemptAt: at(8) });
+    for (const message of [s3Tail, otherAccount, s1Next, s2Second, s3Waiting, s2Parked, s1Head, s3Head, s2First]) await storage.outbox.add(message);
+
+    expect(ids(await storage.outbox.deliverable(at(50), 10))).toEqual([s2First.id, s2Second.id, s3Head.id, otherAccount.id]);
+    expect(ids(await storage.outbox.deliverable(at(50), 2))).toEqual([s2First.id, s2Second.id]);
+    expect(ids(await storage.outbox.deliverable(at(50), 10, ACCOUNT_B))).toEqual([otherAccount.id]);
+    // Once the head is due, the stream goes on from it; at 100 every pending message is due.
+    expect(ids(await storage.outbox.deliverable(at(60), 10, ACCOUNT_A))).toEqual([s1Head.id, s1Next.id, s2First.id, s2Second.id, s3Head.id]);
+    expect(ids(await storage.outbox.deliverable(at(100), 10, ACCOUNT_A))).toEqual([
+      s1Head.id, s1Next.id, s2First.id, s2Second.id, s3Head.id, s3Waiting.id, s3Tail.id,
+    ]);
+    // Delivered: no longer holds anything back.
+    await storage.outbox.update({ ...s1Head, status: 'delivered', attempts: 1, deliveredAt: at(61) });
+    expect(ids(await storage.outbox.deliverable(at(50), 10, ACCOUNT_A))).toEqual([s1Next.id, s2First.id, s2Second.id, s3Head.id]);
+    expect((await storage.outbox.get(ACCOUNT_A, s3Tail.id))!.streamKey).toBe('s3');
   });
 
   test('outbox: list oldest first, optionally by status; counts per status; scoped', async (storage, build) => {

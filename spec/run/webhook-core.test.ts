@@ -212,13 +212,15 @@ describe('webhook envelopes (PRODUCT: Webhook envelope, Events; DESIGN: ping)', 
 describe('retry schedule', () => {
   const now = new Date('2024-05-01T00:00:00.000Z');
 
-  test('the default: 10 attempts over about 3 days, then park', () => {
-    expect(DEFAULT_RETRY_DELAYS_MS).toHaveLength(10);
+  test('the default: 8 attempts (immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h), about 28 h, then park', () => {
+    expect(DEFAULT_RETRY_DELAYS_MS).toEqual([0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
     const total = DEFAULT_RETRY_DELAYS_MS.reduce((a, b) => a + b, 0);
-    expect(total / 3_600_000).toBeGreaterThan(70);
-    expect(total / 3_600_000).toBeLessThan(80);
-    expect(nextAttemptAt(10, now, 0.5)).toBeUndefined();
-    expect(nextAttemptAt(1, now, 0.5)!.getTime() - now.getTime()).toBe(60_000);
+    expect(total / 3_600_000).toBeGreaterThan(27);
+    expect(total / 3_600_000).toBeLessThan(28);
+    expect(nextAttemptAt(8, now, 0.5)).toBeUndefined();
+    expect(nextAttemptAt(1, now, 0.5)!.getTime() - now.getTime()).toBe(5_000);
+    // Jitter spreads the waits of messages that failed together.
+    expect(nextAttemptAt(1, now, 0)!.getTime() - now.getTime()).toBe(4_500);
   });
 
   test('property: each wait is its step within the jitter, never negative, and Retry-After wins only when longer', () => {

@@ -492,6 +492,28 @@ function repositories(views: ViewSet): Omit<StoragePort, 'transaction' | 'close'
         .slice(0, limit)
         .map(copy);
     },
+    async deliverable(now, limit, accountId) {
+      const pending = rowsOf(views.outbox, views.outbox.keysBy('byStatus', 'pending')).filter(
+        (row) => accountId === undefined || row.accountId === accountId,
+      );
+      // The oldest waiting (not yet due) message of each stream: nothing of the stream after it may go.
+      const waiting = new Map<string, OutboxMessage>();
+      for (const row of pending) {
+        if (row.nextAttemptAt <= now) continue;
+        const stream = key(row.accountId, row.streamKey);
+        const first = waiting.get(stream);
+        if (!first || oldestFirst(row, first) < 0) waiting.set(stream, row);
+      }
+      return pending
+        .filter((row) => {
+          if (row.nextAttemptAt > now) return false;
+          const first = waiting.get(key(row.accountId, row.streamKey));
+          return !first || oldestFirst(row, first) < 0;
+        })
+        .sort(oldestFirst)
+        .slice(0, limit)
+        .map(copy);
+    },
     async update(message) {
       replaceOwned(views.outbox, message);
     },

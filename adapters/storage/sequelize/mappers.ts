@@ -490,6 +490,7 @@ export class RowMapper {
       account_id: message.accountId,
       type: message.type,
       body: message.body,
+      stream_key: message.streamKey,
       status: message.status,
       attempts: message.attempts,
       next_attempt_at: message.nextAttemptAt,
@@ -506,6 +507,8 @@ export class RowMapper {
         accountId: str(row.account_id),
         type: str(row.type) as OutboxMessage['type'],
         body: str(row.body),
+        // Rows stored before streams existed are each a stream of their own.
+        streamKey: row.stream_key === null || row.stream_key === undefined ? str(row.id) : str(row.stream_key),
         status: str(row.status) as OutboxMessage['status'],
         attempts: Number(row.attempts),
         nextAttemptAt: str(row.next_attempt_at),

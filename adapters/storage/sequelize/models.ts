@@ -187,6 +187,7 @@ export function defineStorageModels(sequelize: Sequelize): StorageModels {
       account_id: text(),
       type: text(),
       body: text(),
+      stream_key: text(true),
       status: text(),
       attempts: integer(),
       next_attempt_at: text(),

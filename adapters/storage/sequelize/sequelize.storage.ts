@@ -728,6 +728,21 @@ class Repositories {
         if (accountId !== undefined) where.account_id = accountId;
         return (await this.findAll(model, where, OLDEST_FIRST, limit)).map(toMessage);
       },
+      deliverable: async (now, limit, accountId) => {
+        const rows = await this.select(
+          `SELECT o.* FROM outbox o
+           WHERE o.status = 'pending' AND o.next_attempt_at <= :now${accountId === undefined ? '' : ' AND o.account_id = :accountId'}
+             AND NOT EXISTS (
+               SELECT 1 FROM outbox w
+               WHERE w.account_id = o.account_id AND w.stream_key = o.stream_key AND w.status = 'pending'
+                 AND w.next_attempt_at > :now
+                 AND (w.created_at < o.created_at OR (w.created_at = o.created_at AND w.id < o.id)))
+           ORDER BY o.created_at, o.id
+           LIMIT :limit`,
+          { now, limit, accountId: accountId ?? null },
+        );
+        return rows.map(toMessage);
+      },
       update: async (message) => {
         await this.replace(model, this.map.outboxRow(message));
       },

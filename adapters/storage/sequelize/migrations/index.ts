@@ -4,6 +4,7 @@ import { runTransaction } from '../connection.js';
 import * as initial from './0001-initial.js';
 import * as matchKeyHashes from './0002-match-key-hashes.js';
 import * as documentQueryProgress from './0003-document-query-progress.js';
+import * as outboxStreams from './0004-outbox-streams.js';
 
 /** What every storage migration receives: DDL goes through `queryInterface` with `{ transaction }`. */
 export interface MigrationContext {
@@ -16,6 +17,7 @@ const MIGRATIONS: { name: string; up: (params: { context: MigrationContext }) =>
   initial,
   matchKeyHashes,
   documentQueryProgress,
+  outboxStreams,
 ];
 
 /** Where applied migrations are recorded; other adapters on the same database keep their own table. */
