@@ -224,8 +224,8 @@ export interface OutboxRepository {
   deliverable(now: string, limit: number, accountId?: string): Promise<OutboxMessage[]>;
   /** Replaces the message (status, attempts, nextAttemptAt, lastError, deliveredAt). */
   update(message: OutboxMessage): Promise<void>;
-  /** Every message of the account, oldest first; optionally only one status. */
-  list(accountId: string, status?: OutboxMessage['status']): Promise<OutboxMessage[]>;
+  /** The account's messages, oldest first (ties by id); optionally only one status; at most `limit` when given. */
+  list(accountId: string, status?: OutboxMessage['status'], limit?: number): Promise<OutboxMessage[]>;
   /** Count per status for the account. */
   counts(accountId: string): Promise<Record<OutboxMessage['status'], number>>;
 }

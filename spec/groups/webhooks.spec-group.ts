@@ -72,6 +72,44 @@ export function defineWebhooksGroup({ describe, test, makeHost }: HostSpecOption
       }
     });
 
+    test('messages whose every attempt failed are listed, oldest first, with their last error, until retried', async () => {
+      const receiver = await startReceiver();
+      try {
+        await withHost(makeHost, async (host) => {
+          const api = await AccountApi.create(host);
+          await api.createFacility();
+          receiver.setDefault({ kind: 'ok', pong: true });
+          await api.call('POST', '/settings', { body: { webhookUrl: receiver.url } });
+          expect((await api.call('GET', '/settings/webhook/parked')).body).toEqual({ messages: [] });
+          receiver.setDefault({ kind: 'status', status: 500 });
+          await api.importCsv(csvOf([personRow(1)]));
+          // Past the whole retry schedule (about 28 hours).
+          for (let hour = 0; hour < 40; hour++) {
+            host.clock.advance(3_600_000);
+            await host.settle();
+          }
+          const parked = await api.call('GET', '/settings/webhook/parked');
+          expect(parked.status, parked.text).toBe(200);
+          const messages = parked.body.messages as { messageId: string; type: string; createdAt: string; attempts: number; lastError: string }[];
+          expect(messages.length).toBe((await api.call('GET', '/settings/webhook')).body.failed);
+          expect(messages.length).toBeGreaterThanOrEqual(1);
+          expect(messages[0]!.type).toBe('medical.bulk-patient-create');
+          for (const message of messages) expect(message).toMatchObject({ attempts: expect.any(Number), lastError: 'the receiver answered HTTP 500' });
+          expect(messages.map((m) => m.createdAt)).toEqual([...messages.map((m) => m.createdAt)].sort());
+          const one = await api.call('GET', '/settings/webhook/parked', { query: { limit: '1' } });
+          expect(one.body.messages).toEqual(messages.slice(0, 1));
+          expect((await api.call('GET', '/settings/webhook/parked', { query: { limit: '0' } })).status).toBe(400);
+
+          receiver.setDefault({ kind: 'ok' });
+          expect((await api.call('POST', '/settings/webhook/retry')).status).toBe(200);
+          await host.settle();
+          expect((await api.call('GET', '/settings/webhook/parked')).body).toEqual({ messages: [] });
+        });
+      } finally {
+        await receiver.close();
+      }
+    });
+
     test('a URL that does not answer the ping is saved but not enabled; bad URLs are 400', async () => {
       const receiver = await startReceiver();
       try {

@@ -517,10 +517,11 @@ function repositories(views: ViewSet): Omit<StoragePort, 'transaction' | 'close'
     async update(message) {
       replaceOwned(views.outbox, message);
     },
-    async list(accountId, status) {
+    async list(accountId, status, limit) {
       return rowsOf(views.outbox, views.outbox.keysBy('byAccount', accountId))
         .filter((row) => status === undefined || row.status === status)
         .sort(oldestFirst)
+        .slice(0, limit)
         .map(copy);
     },
     async counts(accountId) {

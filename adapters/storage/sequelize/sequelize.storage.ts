@@ -746,10 +746,10 @@ class Repositories {
       update: async (message) => {
         await this.replace(model, this.map.outboxRow(message));
       },
-      list: async (accountId, status) => {
+      list: async (accountId, status, limit) => {
         const where: WhereOptions = { account_id: accountId };
         if (status !== undefined) where.status = status;
-        return (await this.findAll(model, where, OLDEST_FIRST)).map(toMessage);
+        return (await this.findAll(model, where, OLDEST_FIRST, limit)).map(toMessage);
       },
       counts: async (accountId) => {
         const rows = await this.select(`SELECT status, COUNT(*) AS n FROM outbox WHERE account_id = :accountId GROUP BY status`, { accountId });

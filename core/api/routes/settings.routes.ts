@@ -1,6 +1,10 @@
+import { z } from 'zod';
 import { getSettings, getWebhookStatus, retryWebhookMessages, settingsToWire, updateSettings } from '../../settings.js';
 import { defineRoute, json } from '../router.js';
 import { settingsUpdateSchema } from '../schemas.js';
+
+/** Parked messages listed at once, at most: support needs the oldest first, not all of them. */
+const PARKED_PAGE_MAX = 100;
 
 /** Settings live outside /medical/v1, as in the public Metriport API. */
 export const settingsRoutes = [
@@ -33,6 +37,26 @@ export const settingsRoutes = [
     summary: 'Webhook delivery status: enabled, detail, messages in flight and parked',
     async handle({ deps, account }) {
       return json(200, await getWebhookStatus(deps, account.id));
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/settings/webhook/parked',
+    auth: 'apiKey',
+    tag: 'Settings',
+    summary: 'Parked webhook messages (every attempt failed), oldest first, with their last error',
+    query: z.object({ limit: z.coerce.number().int().min(1).max(PARKED_PAGE_MAX).optional() }),
+    async handle({ deps, account, query }) {
+      const parked = await deps.storage.outbox.list(account.id, 'parked', query.limit ?? PARKED_PAGE_MAX);
+      return json(200, {
+        messages: parked.map((message) => ({
+          messageId: message.id,
+          type: (JSON.parse(message.body) as { meta?: { type?: string } }).meta?.type ?? null,
+          createdAt: message.createdAt,
+          attempts: message.attempts,
+          lastError: message.lastError ?? null,
+        })),
+      });
     },
   }),
   defineRoute({
