@@ -1000,6 +1000,9 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect(ids(await storage.outbox.list(ACCOUNT_A))).toEqual([delivered.id, pending2.id, pending.id]);
     expect(ids(await storage.outbox.list(ACCOUNT_A, 'pending'))).toEqual([pending2.id, pending.id]);
     expect(await storage.outbox.list(ACCOUNT_A, 'parked')).toEqual([]);
+    // A limit keeps the oldest.
+    expect(ids(await storage.outbox.list(ACCOUNT_A, undefined, 2))).toEqual([delivered.id, pending2.id]);
+    expect(ids(await storage.outbox.list(ACCOUNT_A, 'pending', 1))).toEqual([pending2.id]);
     expect(await storage.outbox.counts(ACCOUNT_A)).toEqual({ pending: 2, delivered: 1, parked: 0 });
     expect(await storage.outbox.counts(ACCOUNT_B)).toEqual({ pending: 1, delivered: 0, parked: 0 });
   });
