@@ -1,5 +1,5 @@
 /**
- * Issue 5 benchmark: bulk patient create through the real Koa service on SQLite, as a customer sees it
+ * Benchmark of bulk patient create through the real Koa service on SQLite, as a customer sees it
  * (start -> PUT -> completed webhook), each measure with its ratio to csv-parse alone reading the same
  * file in the same run. The service runs as a child process so its peak RSS is its own. Prints one JSON
  * object per measure.

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
 
 /*
- * DESIGN: the client depends on nothing of ours except shared wire types. Type-only imports of the core are
+ * The client depends on nothing of ours except shared wire types. Type-only imports of the core are
  * erased at run time; what the client loads at run time is its own code, the webhook message schemas (so a
  * receiver validates exactly what the service builds), the signature checks, and node built-ins.
  */

@@ -86,7 +86,7 @@ function metadataBody(metadata: WebhookRequestMetadata | undefined): unknown {
 }
 
 /**
- * The Node client of the carebridge API. Method names follow the API's convention (PRODUCT: Versioning):
+ * The Node client of the carebridge API. Method names follow the API's convention:
  * `GET /` is `list<Plural>()`, `GET /:id` is `get<Entity>()`, `POST /` is `create<Entity>()`, `PUT /:id`
  * is `update<Entity>()`, `DELETE /:id` is `remove<Entity>()`. Request and response types are the service's
  * own (its zod schemas and wire builders). Failures throw `CarebridgeApiError` (the service answered with
@@ -244,7 +244,7 @@ export class CarebridgeClient {
   }
 
   /**
-   * PUTs the CSV to the `uploadUrl` of `startBulkPatientCreate`, with the API key (PRODUCT: Upload the CSV).
+   * PUTs the CSV to the `uploadUrl` of `startBulkPatientCreate`, with the API key.
    * Streams sources are streamed. The key is only sent to the origin of `baseUrl`: another origin is a
    * `CarebridgeClientError` (`UNTRUSTED_URL`).
    */
@@ -353,7 +353,7 @@ export class CarebridgeClient {
   /**
    * Searches the patient's consolidated data and C-CDA documents (all terms, typo-tolerant): `url` of a
    * FHIR searchset Bundle valid 60 s, absent when nothing matched.
-   * @deprecated The endpoint is deprecated (PRODUCT: Search Patient Data).
+   * @deprecated The endpoint is deprecated.
    */
   searchPatientData(patientId: string, query?: string): Promise<ConsolidatedSearch> {
     return this.call('GET', `${V1}/patient/${id(patientId)}/consolidated/search`, { query: { query } });

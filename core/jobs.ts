@@ -51,7 +51,7 @@ export function coreJobHandlers(deps: CoreDeps): Record<string, JobHandler> {
 }
 
 /**
- * Re-queues work a stopped process left behind (issue 3: crash safety): every `processing` request gets
+ * Re-queues work a stopped process left behind (crash safety): every `processing` request gets
  * its import job again (deduplicated by key, so a job still queued is not doubled) and resumes after its
  * last committed batch. Hosts call this once on start.
  */

@@ -35,7 +35,7 @@ export async function getSettings(deps: Pick<CoreDeps, 'storage' | 'secrets' | '
 }
 
 /**
- * Sets (or with an empty string, clears) the webhook URL. A new URL is pinged at once (issue 7: expects
+ * Sets (or with an empty string, clears) the webhook URL. A new URL is pinged at once (expects
  * `{pong}` within 2 s); the endpoint is enabled only when it answers, and the outcome is the status detail.
  * Messages stored meanwhile stay pending, never lost, and become due at once when the endpoint works.
  */

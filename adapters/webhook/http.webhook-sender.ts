@@ -156,7 +156,7 @@ export class HttpWebhookSender implements WebhookSenderPort {
         },
         body: delivery.body,
       });
-      // The 4 s cover the whole answer, body included (PRODUCT: answer within 4 seconds).
+      // The 4 s cover the whole answer, body included (answer within 4 seconds).
       const responseBody = await readLimited(response.body);
       const status = response.statusCode;
       if (status >= 200 && status < 300) {

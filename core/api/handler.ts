@@ -85,7 +85,7 @@ async function authorise(deps: CoreDeps, route: RouteDefinition, request: ApiReq
       // The key first: a caller without one learns nothing about the URL.
       const account = await authenticate(deps, request.headers['x-api-key']);
       const accountId = verifySignedRequest(deps, { method: request.method, path: request.path, query: request.query }, 'UPLOAD_URL_EXPIRED');
-      // PRODUCT: the upload URL is pre-signed to the account; another account's key cannot use it.
+      // The upload URL is pre-signed to the account; another account's key cannot use it.
       if (accountId !== account.id) throw new CoreError('BULK_REQUEST_NOT_FOUND', 'No bulk request with this id in your account');
       return account;
     }

@@ -7,7 +7,7 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
 /**
  * How a route is authorised: `apiKey` (x-api-key), `signed` (a pre-signed URL alone, for downloads
- * handed out in webhooks), `signedAndApiKey` (PRODUCT: the upload PUT carries both), `none`.
+ * handed out in webhooks), `signedAndApiKey` (the upload PUT carries both), `none`.
  */
 export type RouteAuth = 'apiKey' | 'signed' | 'signedAndApiKey' | 'none';
 

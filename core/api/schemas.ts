@@ -8,8 +8,7 @@ import { nameProblem } from '../csv/names.js';
 import { isValidNpi } from '../entities/npi.js';
 
 /**
- * Wire shapes of the public API, after the public Metriport API so its clients work unchanged (DESIGN:
- * wire contract). The same schemas validate requests, type the client and generate the OpenAPI document.
+ * Wire shapes of the public API, after the public Metriport API so its clients work unchanged. The same schemas validate requests, type the client and generate the OpenAPI document.
  */
 
 const text = (max: number) => z.string().trim().min(1).max(max);

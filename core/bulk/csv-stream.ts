@@ -2,7 +2,7 @@ import { parse, type Options as CsvParseOptions } from 'csv-parse';
 import { CoreError } from '../errors.js';
 import { csvSafeLine } from './csv-text.js';
 
-/** PRODUCT: Limits — patients per bulk batch. */
+/** Patients per bulk request, at most. */
 export const MAX_BULK_ROWS = 100_000;
 
 const PARSER_OPTIONS: CsvParseOptions = {

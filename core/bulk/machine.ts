@@ -3,7 +3,7 @@ import type { BulkStatus } from '../domain/types.js';
 import { CoreError } from '../errors.js';
 
 /**
- * The bulk request lifecycle (PRODUCT: States and transitions; issue 2 adds processing -> failed for an
+ * The bulk request lifecycle (adds processing -> failed for an
  * unrecoverable error). Every other move is refused with INVALID_TRANSITION.
  */
 export type BulkEvent = 'accept-upload' | 'reject-upload' | 'expire' | 'complete' | 'fail';

@@ -12,7 +12,7 @@ export interface BulkStatusNotice {
 
 /**
  * Stores the `medical.bulk-patient-create` message in the outbox, inside the caller's transaction, so the
- * status change and its webhook commit together (PRODUCT: two messages per request).
+ * status change and its webhook commit together (two messages per request).
  */
 export async function notifyBulkStatus(
   tx: StoragePort,

@@ -353,7 +353,7 @@ class RowImporter {
   }
 
   private succeeded(rowIndex: number, action: 'created' | 'updated', patientId: string): BulkRowOutcome {
-    // A dry run creates nothing, so it hands out no patient id (PRODUCT: metriportId only when created).
+    // A dry run creates nothing, so it hands out no patient id (metriportId only when created).
     return this.request.dryRun
       ? { requestId: this.request.id, rowIndex, status: 'succeeded', action: 'validated' }
       : { requestId: this.request.id, rowIndex, status: 'succeeded', action, patientId };
@@ -427,7 +427,7 @@ const NO_CANDIDATES: readonly { id: string; demographics: PreparedDemographics }
 
 /**
  * The patients a batch may match, by blocking key. Rows apply in file order, so a patient created or
- * changed by an earlier row is what a later row sees (DESIGN: domain rules).
+ * changed by an earlier row is what a later row sees.
  */
 class CandidateIndex {
   /** Blocking key -> ids of the patients holding it (a few at most: plain arrays, not a Map per key). */
@@ -513,7 +513,7 @@ export function newPatientFromRow(row: ParsedRow, at: { id: string; accountId: s
     cohortIds: [...new Set(row.cohortIds)],
     ...(row.externalId ? { externalId: row.externalId } : {}),
     ...demographicFields(row, at.matchKeys),
-    // DESIGN: an empty hieOptOut cell opts a new patient in.
+    // An empty hieOptOut cell opts a new patient in.
     hieOptOut: row.hieOptOut ?? false,
     createdAt: at.now,
     updatedAt: at.now,
@@ -521,7 +521,7 @@ export function newPatientFromRow(row: ParsedRow, at: { id: string; accountId: s
 }
 
 /**
- * DESIGN: a matching row replaces the demographics with its own, adds its facility and cohorts, and
+ * A matching row replaces the demographics with its own, adds its facility and cohorts, and
  * changes hieOptOut only when the cell says true or false.
  */
 export function updatePatientFromRow(existing: Patient, row: ParsedRow, at: { facilityId: string; now: string; matchKeys?: string[] }): Patient {

@@ -9,10 +9,10 @@ import { csvSafeCell, csvText } from './csv-text.js';
 // `record_delimiter` alone left a lone LF unquoted, so a multi-line cell broke its result row.
 export { csvText };
 
-/** PRODUCT: Limits — result CSV URL validity, 600 seconds. */
+/** The result CSV URL is valid 600 seconds. */
 export const RESULT_URL_VALIDITY_MS = 600_000;
 
-/** PRODUCT: Result CSV row — same columns as the input plus these, named exactly so. */
+/** Result CSV row — same columns as the input plus these, named exactly so. */
 export const RESULT_COLUMNS = ['metriportId', 'status', 'reason'] as const;
 
 const OUTCOME_PAGE = 1_000;

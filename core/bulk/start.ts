@@ -6,7 +6,7 @@ import { nextStatus } from './machine.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { MINUTE_MS, nowIso } from '../time.js';
 
-/** PRODUCT: Upload the CSV — the URL is valid 10 minutes and single-use. */
+/** Upload the CSV — the URL is valid 10 minutes and single-use. */
 export const UPLOAD_URL_VALIDITY_MS = 10 * MINUTE_MS;
 
 export const BULK_JOB = { process: 'bulk.process', expire: 'bulk.expire' } as const;
@@ -47,14 +47,14 @@ export async function startBulkCreate(deps: CoreDeps, account: Account, input: S
     ...(input.metadata ? { metadata: input.metadata } : {}),
   };
   await deps.storage.bulkRequests.insert(request);
-  // The scheduler expires it even if nobody ever looks at it again (issue 5: not only lazily).
+  // The scheduler expires it even if nobody ever looks at it again (not only lazily).
   await deps.queue.enqueue({ type: BULK_JOB.expire, payload: { requestId: id }, runAt: request.expiresAt, key: `${BULK_JOB.expire}:${id}` });
   return { request, uploadUrl: url };
 }
 
 /**
  * Moves a `waiting` request whose upload window has passed to `expired`. Returns the request as stored
- * afterwards (unchanged when it was not due or not waiting). PRODUCT: no webhook for expiry.
+ * afterwards (unchanged when it was not due or not waiting). No webhook is sent for expiry.
  */
 export async function expireIfDue(deps: Pick<CoreDeps, 'storage' | 'clock'>, request: BulkRequest): Promise<BulkRequest> {
   if (request.status !== 'waiting' || deps.clock.now().getTime() < Date.parse(request.expiresAt)) return request;

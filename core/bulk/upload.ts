@@ -8,7 +8,7 @@ import { nextStatus } from './machine.js';
 import { notifyBulkStatus } from './notify.js';
 import { BULK_JOB, expireIfDue } from './start.js';
 
-/** Content types a CSV arrives with from browsers, curl and spreadsheet tools (PRODUCT asks for text/csv). */
+/** Content types a CSV arrives with from browsers, curl and spreadsheet tools (the upload asks for text/csv). */
 const CSV_CONTENT_TYPES = new Set(['text/csv', 'application/csv', 'text/plain', 'application/octet-stream', 'application/vnd.ms-excel']);
 
 export function isCsvContentType(contentType: string | undefined): boolean {
@@ -68,7 +68,7 @@ class FileChecker {
 }
 
 /**
- * Reads the whole stored upload once to decide whether it can be imported at all (PRODUCT: the service
+ * Reads the whole stored upload once to decide whether it can be imported at all (the service
  * checks the file is CSV, then validates each row). Throws CSV_INVALID or CSV_TOO_MANY_ROWS with a reason
  * a person can act on; row-level problems are not looked at here.
  */

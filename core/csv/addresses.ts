@@ -80,7 +80,7 @@ export function normaliseZipSlowly(value: string): string | undefined {
 }
 
 /**
- * Why a required column of address group `index` is reported missing (PRODUCT: rules for indexed
+ * Why a required column of address group `index` is reported missing (rules for indexed
  * columns 2 and 4): index 1 must always be complete, other indexes only once any of their columns is given.
  */
 export function addressRequiredMessage(index: number): string {

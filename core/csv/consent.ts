@@ -1,8 +1,8 @@
 export const HIE_OPT_OUT_INVALID = 'must be true or false (or left empty)';
 
 /**
- * `true`/`false` in any case (PRODUCT: hieOptOut); `undefined` for anything else. An empty cell never
- * reaches this: it means "no change" for an existing patient (DESIGN: domain rules).
+ * `true`/`false` in any case (hieOptOut); `undefined` for anything else. An empty cell never
+ * reaches this: it means "no change" for an existing patient.
  */
 export function parseHieOptOut(value: string): boolean | undefined {
   if (value.length === 4 && value.toLowerCase() === 'true') return true;

@@ -1,6 +1,6 @@
 import { INDEXED_COLUMNS, MAX_INDEX, SINGLE_COLUMNS, type HeaderLayout } from './types.js';
 
-/** Columns a file must have for any row to be valid (PRODUCT: Input CSV row). */
+/** Columns a file must have for any row to be valid. */
 export const REQUIRED_COLUMNS = ['firstName', 'lastName', 'dob', 'gender'] as const;
 
 const BOM = '\uFEFF';

@@ -35,7 +35,7 @@ export function nameProblem(value: string): string | undefined {
 const WHITESPACE_RUNS = /\s+/g;
 const HAS_LETTER = /\p{L}/u;
 
-/** A name field as it is stored and its list of names (PRODUCT: `A,B` and `A B` both mean [A, B]). */
+/** A name field as it is stored and its list of names (`A,B` and `A B` both mean [A, B]). */
 export interface NameField {
   /** Trimmed, whitespace collapsed to single spaces: `Anne   Marie` -> `Anne Marie`. */
   text: string;

@@ -1,6 +1,6 @@
 import type { Address, Gender } from '../domain/types.js';
 
-/** The canonical input columns (PRODUCT: Input CSV row). Indexed ones carry `-N`, N in 1..10. */
+/** The canonical input columns. Indexed ones carry `-N`, N in 1..10. */
 export const SINGLE_COLUMNS = [
   'externalId',
   'firstName',
@@ -59,7 +59,7 @@ export interface ParsedRow {
   driversLicence?: { value: string; state: string };
   cohortIds: string[];
   facilityId?: string;
-  /** `undefined` when the cell was empty: an existing patient keeps its status (DESIGN: domain rules). */
+  /** `undefined` when the cell was empty: an existing patient keeps its status. */
   hieOptOut?: boolean;
 }
 

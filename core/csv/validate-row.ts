@@ -185,7 +185,7 @@ function addressOf(cells: readonly string[], group: AddressGroupPlan, problems: 
   const city = cellAt(cells, group.city);
   const state = cellAt(cells, group.state);
   const zip = cellAt(cells, group.zip);
-  // PRODUCT rule 3: an index with no column filled is ignored; rule 4: index 1 is always required
+  // An index with no column filled is ignored; index 1 is always required
   if (group.index !== 1 && line1 === '' && line2 === '' && city === '' && state === '' && zip === '') return undefined;
 
   const before = problems.length;

@@ -1,5 +1,5 @@
 /**
- * The consolidated store of a patient (issue 6: "resources from all documents of a patient,
+ * The consolidated store of a patient ("resources from all documents of a patient,
  * deduplicated"). Each converted document is folded into what is stored:
  *
  * 1. The document is adopted: its own Patient resources are dropped and every `Patient/...` reference in

@@ -1,10 +1,10 @@
 /**
- * Consolidated data (DESIGN: `POST/GET /medical/v1/patient/{id}/consolidated/query`,
+ * Consolidated data (`POST/GET /medical/v1/patient/{id}/consolidated/query`,
  * `GET /medical/v1/patient/{id}/consolidated`): the patient's deduplicated FHIR resources, filtered, as a
- * file in the requested format whose URL comes in `medical.consolidated-data` (PRODUCT: Consolidated data
+ * file in the requested format whose URL comes in `medical.consolidated-data` (Consolidated data
  * message), or at once as a Bundle.
  *
- * One query per patient at a time (PRODUCT: Events rule 3): starting one while another runs returns the
+ * One query per patient at a time: starting one while another runs returns the
  * running one, as the public API does, so a client that retries its start gets the same requestId.
  */
 import type { CoreDeps } from '../deps.js';
@@ -22,7 +22,7 @@ import { gzip } from './gzip.js';
 import { DOCUMENT_JOB } from './job-types.js';
 import { patientReference, patientResourceOf } from './patient-resource.js';
 
-/** PRODUCT (Limits): consolidated attachment URLs are valid 10 minutes. */
+/** Consolidated attachment URLs are valid 10 minutes. */
 export const CONSOLIDATED_URL_VALIDITY_MS = 10 * MINUTE_MS;
 
 export const CONSOLIDATED_FILES = {
@@ -42,7 +42,7 @@ export interface ConsolidatedRequest extends ConsolidatedFilters {
 
 /**
  * The filters as given, checked: `resources` is a comma-separated list of FHIR resource type names
- * (case-sensitive, PRODUCT), dates are real `YYYY-MM-DD` days with dateFrom not after dateTo.
+ * (case-sensitive), dates are real `YYYY-MM-DD` days with dateFrom not after dateTo.
  * Throws VALIDATION_FAILED naming the parameter.
  */
 export function checkFilters(input: ConsolidatedFilters): ConsolidatedFilters {
@@ -125,7 +125,7 @@ export async function getConsolidatedQuery(deps: Pick<CoreDeps, 'storage'>, acco
 
 /**
  * The patient's consolidated resources that pass the filters, our Patient first. Nothing at all when no
- * other resource passes (PRODUCT: no data means an empty bundle); the Patient is left out when
+ * other resource passes (no data means an empty bundle); the Patient is left out when
  * `resources` is given without it.
  */
 export async function consolidatedResources(deps: Pick<CoreDeps, 'storage'>, patient: Patient, filters: ConsolidatedFilters): Promise<FhirResource[]> {

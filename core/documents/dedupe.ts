@@ -1,5 +1,5 @@
 /**
- * Deduplication of a patient's FHIR resources gathered from several documents (issue 6: "the same coded
+ * Deduplication of a patient's FHIR resources gathered from several documents ("the same coded
  * condition, medication, allergy, immunization or observation from several documents appears once").
  *
  * When two resources are "the same" — both of one resourceType and with equal identity:

@@ -1,5 +1,5 @@
 /**
- * Download URLs of stored documents (DESIGN: `GET /medical/v1/document/download-url?fileName=`,
+ * Download URLs of stored documents (`GET /medical/v1/document/download-url?fileName=`,
  * `POST /medical/v1/document/download-url/bulk?patientId=`). URLs are pre-signed to the account, so the
  * file can be fetched without an API key until they expire.
  */
@@ -21,7 +21,7 @@ import { patientResourceOf } from './patient-resource.js';
 
 /** A single download URL is short-lived: long enough to start a download, not to be shared around. */
 export const DOWNLOAD_URL_VALIDITY_MS = 10 * MINUTE_MS;
-/** PRODUCT (Events rule 4, Limits): bulk download URLs are valid 600 seconds. */
+/** Bulk download URLs are valid 600 seconds. */
 export const BULK_DOWNLOAD_URL_VALIDITY_MS = 600_000;
 
 /** Formats a C-CDA document can be rendered to on download, as the public API's `conversionType`. */

@@ -1,5 +1,5 @@
 /**
- * The filters of a consolidated data query (PRODUCT, Consolidated data message: `resources`
+ * The filters of a consolidated data query (`resources`
  * comma-separated and case-sensitive, all when absent; `dateFrom` and `dateTo` as `YYYY-MM-DD`, inclusive).
  */
 import type { ConsolidatedFilters } from '../domain/types.js';

@@ -75,7 +75,7 @@ export async function indexReflects(deps: Pick<CoreDeps, 'search'>, accountId: s
 
 /**
  * What the index holds for one resource: its human text; for the DocumentReference of a C-CDA document,
- * the text of the document as well (PRODUCT: "C-CDA documents are included"). Undefined when there is no
+ * the text of the document as well ("C-CDA documents are included"). Undefined when there is no
  * text to find it by.
  */
 export function searchDocumentOf(resource: FhirResource, documentText?: string): SearchDocument | undefined {

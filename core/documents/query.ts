@@ -1,5 +1,5 @@
 /**
- * Document query (PRODUCT: the legacy document flow; DESIGN: `POST/GET /medical/v1/document/query`). A
+ * Document query (the legacy document flow; `POST/GET /medical/v1/document/query`). A
  * query asks the HIE network for the patient's documents, stores the new ones, sends
  * `medical.document-download`, converts the C-CDA documents into the consolidated store, and sends
  * `medical.document-conversion`. The work runs as one queued job per query, resumable at every step.
@@ -33,7 +33,7 @@ export function isRunning(query: DocumentQuery): boolean {
   return query.download.status === 'processing' || query.convert.status === 'processing';
 }
 
-/** PRODUCT: an opted-out patient takes no part in exchange through the networks. */
+/** An opted-out patient takes no part in exchange through the networks. */
 export function assertNotOptedOut(patient: Patient): void {
   if (patient.hieOptOut) {
     throw new CoreError('PATIENT_OPTED_OUT', 'The patient is opted out of HIE data exchange; opt them back in to query documents', {
@@ -299,7 +299,7 @@ async function conversionStep(deps: CoreDeps, query: DocumentQuery): Promise<voi
     await enqueueMessage(
       tx,
       query.accountId,
-      // Issue 6: a document that fails to convert shows as `failed` here; the query itself completes.
+      // A document that fails to convert shows as `failed` here; the query itself completes.
       documentConversionMessage(metaOf(deps, query), [
         { ...patientEntryBase(query, patient), type: 'document-conversion', status: errors > 0 ? 'failed' : 'completed' },
       ]),

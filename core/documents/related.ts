@@ -1,6 +1,6 @@
 /**
- * The resources that come along with search matches (PRODUCT, Search Patient Data: "related resources
- * are returned"; issue 6 names them): what a matching resource references among Patient, Practitioner,
+ * The resources that come along with search matches ("related resources
+ * are returned"; names them): what a matching resource references among Patient, Practitioner,
  * Organization, Encounter, Medication and Location, and the Observations that make up a matching
  * DiagnosticReport (`result`) or a matching Observation panel (`hasMember`; C-CDA result organizers
  * convert to such panels rather than to DiagnosticReports).

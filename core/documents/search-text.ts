@@ -1,5 +1,5 @@
 /**
- * The human text of a resource or a C-CDA document, flattened for the search index (PRODUCT, Search
+ * The human text of a resource or a C-CDA document, flattened for the search index (Search
  * Patient Data: "resources containing all the words"; "C-CDA documents are included").
  *
  * Only what a person reads is kept: codings' display, text, names, titles, descriptions, notes, values

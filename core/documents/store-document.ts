@@ -18,7 +18,7 @@ export interface StoreDocumentOptions {
 
 /**
  * Records a document whose file is now stored: the DocumentRecord and its FHIR DocumentReference commit
- * together, then the DocumentReference is indexed with the document's text (PRODUCT: C-CDA documents are
+ * together, then the DocumentReference is indexed with the document's text (C-CDA documents are
  * included in search). From here on it is listed, downloadable and searchable.
  */
 export async function storeDocument(deps: StoreDeps, document: DocumentRecord, options: StoreDocumentOptions): Promise<FhirResourceRecord> {

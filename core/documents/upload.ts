@@ -1,5 +1,5 @@
 /**
- * A document the customer already holds (DESIGN: `POST /medical/v1/document/upload?patientId=`, the
+ * A document the customer already holds (`POST /medical/v1/document/upload?patientId=`, the
  * public API's createDocumentReference): the customer describes it with a FHIR DocumentReference, gets a
  * pre-signed URL, and PUTs the file there. The file then goes through the same conversion, consolidation
  * and search as a document from a network.

@@ -124,7 +124,7 @@ export interface BulkRequest {
   uploadKey: string;
   /** Blob key of the result CSV, once completed. */
   resultKey?: string;
-  /** Upload URL validity end (PRODUCT: 10 minutes). */
+  /** Upload URL validity end (10 minutes). */
   expiresAt: string;
   metadata?: Record<string, string>;
   createdAt: string;

@@ -62,7 +62,7 @@ export function facilityToWire(facility: Facility) {
 }
 
 /**
- * The facility a request (or a patient) belongs to (PRODUCT: Start Bulk Patient Create — Errors):
+ * The facility a request (or a patient) belongs to (Start Bulk Patient Create — Errors):
  * a given id must be one of the account's facilities (else FACILITY_NOT_FOUND, 404, whether it is missing
  * or another account's); with none given, the account's only facility is used, and an account with
  * several (or none) must name one (FACILITY_REQUIRED, 400).

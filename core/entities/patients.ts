@@ -85,7 +85,7 @@ export async function listPatients(
   return page.length > options.limit ? { patients, next: patients[patients.length - 1]!.id } : { patients };
 }
 
-/** PRODUCT: HIE Opt-Out. Idempotent: setting the current value again succeeds and changes nothing else. */
+/** HIE Opt-Out. Idempotent: setting the current value again succeeds and changes nothing else. */
 export async function setHieOptOut(deps: Deps, accountId: string, id: string, hieOptOut: boolean) {
   const patient = await getPatient(deps, accountId, id);
   if (patient.hieOptOut !== hieOptOut) {

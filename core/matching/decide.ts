@@ -2,7 +2,7 @@ import type { Gender, Patient } from '../domain/types.js';
 import type { ParsedRow } from '../csv/types.js';
 import { foldNames, nameList } from './normalise.js';
 
-/** What two people are compared on (PRODUCT: create-or-update rule). */
+/** What two people are compared on. */
 export interface Demographics {
   /** Name fields as given: several names separated by commas or spaces. */
   firstName: string;
@@ -22,7 +22,7 @@ export interface MatchCandidate extends Demographics {
 export type MatchDecision =
   | { kind: 'created' }
   | { kind: 'updated'; patientId: string }
-  /** Two or more patients match: the row fails rather than silently picking one (DESIGN: domain rules). */
+  /** Two or more patients match: the row fails rather than silently picking one. */
   | { kind: 'ambiguous'; count: number };
 
 /** Demographics folded once, so comparing a row with many candidates folds the row only once. */

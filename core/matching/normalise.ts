@@ -1,9 +1,9 @@
 /**
- * Name normalisation for demographic matching (DESIGN: names compare case-insensitively, with accents
+ * Name normalisation for demographic matching (names compare case-insensitively, with accents
  * folded and whitespace collapsed; two lists match when they share at least one name).
  */
 
-/** Commas and whitespace both separate names (PRODUCT: `A,B` and `A B` both mean the list A, B). */
+/** Commas and whitespace both separate names (`A,B` and `A B` both mean the list A, B). */
 const NAME_SEPARATORS = /[\s,]+/u;
 const COMBINING_MARKS = /\p{M}+/gu;
 const NOT_LETTER_DIGIT_OR_SPACE = /[^\p{L}\p{N}\s]+/gu;

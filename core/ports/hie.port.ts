@@ -22,7 +22,7 @@ export interface HieDocumentRef {
 
 /**
  * A health information exchange network. Callers must never call it for an opted-out patient; the core
- * checks that before every call (PRODUCT: opted-out patients take no part in exchange).
+ * checks that before every call (opted-out patients take no part in exchange).
  */
 export interface HieNetworkPort {
   /** The documents the network holds for the patient; an empty list when it holds none. Deterministic per patient. */

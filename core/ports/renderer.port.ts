@@ -6,7 +6,7 @@ export interface RendererPort {
   render(bundle: FhirBundle, format: 'html' | 'pdf'): Promise<Uint8Array>;
   /**
    * Optional. `data` compressed as a gzip file (RFC 1952), for the compressed copy of consolidated JSON
-   * (PRODUCT: Consolidated data message). The core cannot import node:zlib; when a renderer does not offer
+   *. The core cannot import node:zlib; when a renderer does not offer
    * this, the core uses the platform's standard `CompressionStream('gzip')`.
    */
   gzip?(data: Uint8Array): Promise<Uint8Array>;

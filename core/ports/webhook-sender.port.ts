@@ -8,7 +8,7 @@ export interface WebhookDelivery {
   signingKey: string;
   /** Unix seconds for `webhook-timestamp`. */
   timestamp: number;
-  /** Abort after this many milliseconds (PRODUCT: the receiver has 4 s). */
+  /** Abort after this many milliseconds (the receiver has 4 s). */
   timeoutMs: number;
 }
 

@@ -5,9 +5,9 @@ import type { WebhookDeliveryResult } from '../ports/webhook-sender.port.js';
 import { pingMessage, streamKeyOf, type PingMessage, type WebhookMessage } from './envelope.js';
 import { defaultRetrySchedule, type RetrySchedule } from './retry-schedule.js';
 
-/** PRODUCT (Webhook receiver): the receiver must answer within 4 seconds. */
+/** The receiver must answer within 4 seconds. */
 export const DEFAULT_DELIVERY_TIMEOUT_MS = 4_000;
-/** Issue 7: the ping expects its pong within 2 seconds. */
+/** The ping expects its pong within 2 seconds. */
 export const PING_TIMEOUT_MS = 2_000;
 /** See `DeliveryDeps.endpointConcurrency`. */
 export const DEFAULT_ENDPOINT_CONCURRENCY = 16;
@@ -29,7 +29,7 @@ export type EndpointPauses = Map<string, number>;
 export interface DeliveryDeps extends Pick<CoreDeps, 'storage' | 'webhookSender' | 'clock'> {
   /** Uniform in [0, 1): jitter of the retry schedule. The core has no randomness of its own. */
   random: () => number;
-  /** Abort an attempt after this long. Default 4 s (PRODUCT). */
+  /** Abort an attempt after this long. Default 4 s. */
   timeoutMs?: number;
   schedule?: RetrySchedule;
   /** How long messages of an account without a usable endpoint are set aside before being looked at again. */
@@ -295,7 +295,7 @@ export async function enqueueMessage(
 
 /**
  * Puts every parked message of the account back to pending, due now, with a fresh attempt budget: same
- * messageId, same body bytes (issue 7: `POST /settings/webhook/retry`). Returns how many.
+ * messageId, same body bytes (`POST /settings/webhook/retry`). Returns how many.
  * A disabled endpoint stays disabled: the messages then wait, pending, until the URL is set again.
  */
 export async function retryParked(deps: Pick<CoreDeps, 'storage' | 'clock'>, accountId: string): Promise<{ retried: number }> {
@@ -333,7 +333,7 @@ export interface WebhookStatus {
   failed: number;
 }
 
-/** `GET /settings/webhook` (issue 7). An account without settings reports a disabled endpoint. */
+/** `GET /settings/webhook`. An account without settings reports a disabled endpoint. */
 export async function webhookStatus(deps: Pick<CoreDeps, 'storage'>, accountId: string): Promise<WebhookStatus> {
   const [settings, counts] = await Promise.all([deps.storage.webhookSettings.get(accountId), deps.storage.outbox.counts(accountId)]);
   return {
@@ -362,7 +362,7 @@ export interface PingResult {
 
 /**
  * Sends a `ping` straight to `url` (not through the outbox: it checks the endpoint now, and is worthless
- * later) and expects `{ pong: <token> }` within 2 s (issue 7). Never throws for receiver behaviour.
+ * later) and expects `{ pong: <token> }` within 2 s. Never throws for receiver behaviour.
  */
 export async function pingWebhook(deps: Pick<CoreDeps, 'webhookSender' | 'clock' | 'ids'>, request: PingRequest): Promise<PingResult> {
   const when = deps.clock.now();

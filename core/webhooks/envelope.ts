@@ -4,7 +4,7 @@ import { CoreError } from '../errors.js';
 import { validateMetadata, webhookMetadataSchema, type WebhookMetadata } from './metadata.js';
 
 /*
- * The webhook messages of the legacy document flow and of bulk patient create (PRODUCT: Webhook envelope,
+ * The webhook messages of the legacy document flow and of bulk patient create (Webhook envelope,
  * Events, Patient entries in webhook messages): `{ meta: {messageId, requestId?, when, type, data?}, ...payload }`.
  * The schemas are exported so the client library parses exactly what the builders produce.
  */
@@ -28,7 +28,7 @@ export const codeableConceptSchema = z.object({
   text: z.string().optional(),
 });
 
-/** Document reference in `medical.document-download` (PRODUCT: size is a string there). */
+/** Document reference in `medical.document-download` (size is a string there). */
 export const webhookDocumentSchema = z.object({
   id: z.string().min(1),
   fileName: z.string().min(1),
@@ -45,7 +45,7 @@ export const organizationIdentifierSchema = z.object({
   identifierValues: z.array(z.string()),
 });
 
-/** Document reference in `medical.document-bulk-download-urls` (PRODUCT: size is a number there, plus url). */
+/** Document reference in `medical.document-bulk-download-urls` (size is a number there, plus url). */
 export const webhookBulkDocumentSchema = webhookDocumentSchema.extend({
   size: z.number().optional(),
   url: z.string().min(1),
@@ -78,7 +78,7 @@ export const consolidatedFiltersSchema = z.object({
   dateTo: z.iso.date().optional(),
 });
 
-/** A FHIR Bundle of type collection holding one DocumentReference (PRODUCT: Consolidated data message). */
+/** A FHIR Bundle of type collection holding one DocumentReference. */
 export const fhirBundleSchema = z.looseObject({
   resourceType: z.literal('Bundle'),
   type: z.string(),
@@ -99,7 +99,7 @@ export const bulkPatientCreateSchema = z
     result: z.string().optional(),
   })
   .superRefine((value, ctx) => {
-    // PRODUCT (Bulk Patient Create message): reason only when failed, result only when completed.
+    // Reason only when failed, result only when completed.
     if (value.reason !== undefined && value.status !== 'failed') {
       ctx.addIssue({ code: 'custom', path: ['reason'], message: 'reason is only sent with status failed' });
     }
@@ -133,7 +133,7 @@ export const bulkPatientCreateMessageSchema = z.object({
   bulkPatientCreate: bulkPatientCreateSchema,
 });
 
-/** DESIGN (webhook settings): the ping carries no requestId and no data. */
+/** The ping carries no requestId and no data. */
 export const pingMessageSchema = z.object({
   ping: z.string().min(1),
   meta: z.object({ messageId: z.string().min(1), when: isoUtcSchema, type: z.literal('ping') }),
@@ -221,7 +221,7 @@ export interface MessageMetaInput {
   requestId?: string;
   /** From the clock port; serialised as UTC ISO 8601. */
   when: Date;
-  /** The metadata of the originating request, echoed as `meta.data` (PRODUCT: Events rule 5). */
+  /** The metadata of the originating request, echoed as `meta.data`. */
   data?: WebhookMetadata;
 }
 
@@ -275,7 +275,7 @@ export function bulkPatientCreateMessage(meta: MessageMetaInput, bulkPatientCrea
   return checked('medical.bulk-patient-create', { meta: buildMeta('medical.bulk-patient-create', meta), bulkPatientCreate });
 }
 
-/** DESIGN: `{ ping: <random>, meta: { messageId, when, type: 'ping' } }`; the receiver answers `{ pong: <same> }`. */
+/** `{ ping: <random>, meta: { messageId, when, type: 'ping' } }`; the receiver answers `{ pong: <same> }`. */
 export function pingMessage(meta: Pick<MessageMetaInput, 'messageId' | 'when'>, ping: string): PingMessage {
   return checked('ping', { ping, meta: { messageId: meta.messageId, when: meta.when.toISOString(), type: 'ping' } });
 }

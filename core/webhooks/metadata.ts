@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CoreError } from '../errors.js';
 
-/** PRODUCT (Webhook envelope, Limits): meta.data holds at most 50 pairs, keys <= 40 chars, values <= 500 chars. */
+/** `meta.data` holds at most 50 pairs, keys <= 40 chars, values <= 500 chars. */
 export const METADATA_MAX_PAIRS = 50;
 export const METADATA_MAX_KEY_LENGTH = 40;
 export const METADATA_MAX_VALUE_LENGTH = 500;

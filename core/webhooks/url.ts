@@ -104,7 +104,7 @@ function invalid(message: string): CoreError {
 
 /**
  * Checks a webhook URL before it is saved: http(s) only, and unless `allowPrivate`, no literal loopback,
- * private, link-local or unspecified address and no `localhost` name (issue 7: SSRF). Hostnames that
+ * private, link-local or unspecified address and no `localhost` name (SSRF). Hostnames that
  * resolve to such addresses are refused by the sender at send time: the core does no DNS.
  * Returns the URL normalised by the WHATWG parser (which also turns `http://2130706433/` into 127.0.0.1,
  * so numeric tricks are caught).

@@ -167,7 +167,7 @@ class DeliveryLoop {
 }
 
 /**
- * Carebridge inside an existing Node backend (issue 8: embedding): the same adapters as the standalone
+ * Carebridge inside an existing Node backend (embedding): the same adapters as the standalone
  * service (SQLite or PostgreSQL through Sequelize, the durable queue in the same database, blobs on disk,
  * HMAC-signed URLs, HTTP webhooks, the sandbox HIE network), without an HTTP server of its own. Mount
  * `handler` where you like; `publicUrl` must say where.

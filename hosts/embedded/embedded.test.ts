@@ -15,7 +15,7 @@ import { inProcessFetch, MemoryHost } from './memory.js';
 import { createNodeListener } from './node-http.js';
 
 /*
- * Issue 8, embedding: carebridge inside an application that already exists, beside its own routes, under
+ * Embedding: carebridge inside an application that already exists, beside its own routes, under
  * `/api`, on 127.0.0.1 with a free port; the client works against each. Background work runs on its own
  * (as it would in the application), so the tests wait for outcomes rather than drive them.
  */

@@ -88,7 +88,7 @@ function write(res: ServerResponse, response: ApiResponse): void {
 }
 
 /**
- * The API handler as a Node request listener (issue 8: a bare node:http server, or Express/Connect as
+ * The API handler as a Node request listener (a bare node:http server, or Express/Connect as
  * middleware): the same translation as the Koa host, with the same body limits. Requests outside `prefix`
  * go to `next` when given, else get the handler's 404 problem.
  */

@@ -13,9 +13,9 @@ import { declaredLength, finishUnreadBody, hasBody, limitedBody, readLimitedBody
 import { withRequestFacts, type RequestFacts } from './request-facts.js';
 import { describeError } from '../error-facts.js';
 
-/** Issue 4: JSON bodies up to 1 MB. */
+/** JSON bodies up to 1 MB. */
 export const JSON_LIMIT_BYTES = 1024 * 1024;
-/** Issue 4: CSV uploads up to 200 MB, streamed. */
+/** CSV uploads up to 200 MB, streamed. */
 export const UPLOAD_LIMIT_BYTES = 200 * 1024 * 1024;
 
 export interface CarebridgeKoaOptions {
@@ -126,7 +126,7 @@ async function toApiRequest(ctx: Koa.Context, path: string, route: RouteDefiniti
 }
 
 /**
- * The Koa middleware of the API, mountable under any prefix of an existing Koa app (issue 8): it translates
+ * The Koa middleware of the API, mountable under any prefix of an existing Koa app: it translates
  * a Koa request into the handler's plain request and the plain response back, and serves the OpenAPI
  * document and the docs page. No business rule lives here: routing, authentication, validation and status
  * codes are the handler's. Requests outside the prefix go to `next`.

@@ -6,7 +6,7 @@ import { VALID_NPI } from './testing.js';
 const ADDRESS = { addressLine1: '1 Main St', city: 'Springfield', state: USState.IL, zip: '62701', country: 'USA' as const };
 
 /**
- * The published Metriport client pointed at a running carebridge (issue 4): existing clients of the
+ * The published Metriport client pointed at a running carebridge: existing clients of the
  * public API must work unchanged against this service.
  */
 describe('@metriport/api-sdk against the Koa host', () => {

@@ -2,7 +2,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 
-/** What the service reads from its environment (DESIGN: Running it). */
+/** What the service reads from its environment. */
 export interface ServiceSettings {
   /** `PORT`, 8080. 0 picks a free port. */
   port: number;

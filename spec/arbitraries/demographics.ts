@@ -55,7 +55,7 @@ export function renderName(base: string): fc.Arbitrary<string> {
     );
 }
 
-/** How names of one field are separated in a cell (PRODUCT: commas or spaces). */
+/** How names of one field are separated in a cell (commas or spaces). */
 export const nameSeparator: fc.Arbitrary<string> = fc.constantFrom(' ', ',', ', ', ' ,', '  ', ' , ');
 
 /** A name field rendered from its base names. */

@@ -6,7 +6,7 @@ import { makeKoaDriver } from '../support/koa-driver.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 
 /*
- * Issue 8, compatibility: the published @metriport/api-sdk, unchanged, pointed at a running carebridge with
+ * Compatibility: the published @metriport/api-sdk, unchanged, pointed at a running carebridge with
  * `baseAddress`. Many SDK methods parse the answer with the SDK's own zod schemas, so a shape that differs
  * from what it expects fails here, not at a customer's. One service for the file; each test has its own
  * account. Background work runs when a test says (`settle`).

@@ -10,7 +10,7 @@ import { generateCsv, seededRandom } from '../../bench/generate.js';
 import { startScriptArguments } from '../support/start-command.js';
 
 /**
- * Issue 3, crash safety: the real service (`npm start`'s entry) is killed with SIGKILL at a random point
+ * Crash safety: the real service (`npm start`'s entry) is killed with SIGKILL at a random point
  * of a 10,000-row import, started again on the same data directory, and must finish the import with every
  * row having exactly one outcome and no patient created twice.
  */

@@ -9,7 +9,7 @@ const UPLOAD_WINDOW_MS = 10 * 60_000;
 
 type Status = 'waiting' | 'processing' | 'completed' | 'failed' | 'expired';
 
-/** What the product description says should happen (PRODUCT: States and transitions). */
+/** What the product description says should happen (States and transitions). */
 interface Model {
   status: Status;
   elapsedMs: number;
@@ -114,7 +114,7 @@ export function defineBulkStateMachineGroup({ describe, test, makeHost, numRuns 
             await new ReadStatusCommand().run(model, real);
             const emitted = (await api.webhooks()).filter((m) => m.meta.type === 'medical.bulk-patient-create').map((m) => m.bulkPatientCreate.status);
             expect(emitted).toEqual(model.webhooks);
-            // PRODUCT: at most two messages per request, the second completed or failed.
+            // At most two messages per request, the second completed or failed.
             expect(emitted.length).toBeLessThanOrEqual(2);
           });
         }),

@@ -45,7 +45,7 @@ function delivery(receiver: Receiver, overrides: Partial<WebhookDelivery> = {}):
 }
 
 /**
- * The behaviour every webhook sender must have (issue 7, port contract in core/ports/webhook-sender.port.ts),
+ * The behaviour every webhook sender must have (port contract in core/ports/webhook-sender.port.ts),
  * checked against a real HTTP receiver on 127.0.0.1.
  */
 export function defineWebhookSenderContract(options: WebhookSenderContractOptions): void {

@@ -20,7 +20,7 @@ export function bulkStatusToWire(deps: Pick<CoreDeps, 'urlSigner' | 'clock' | 'c
     processed: request.processed,
     succeeded: request.succeeded,
     failed: request.failed,
-    // A fresh URL on every read: the one in the webhook lives only 600 s (PRODUCT: Limits).
+    // A fresh URL on every read: the one in the webhook lives only 600 s.
     ...(request.status === 'completed' && request.resultKey ? { result: resultDownloadUrl(deps, request) } : {}),
     // What the import set off: the document query of each patient, counted as they are started and end.
     ...(documentQueries ? { documentQueries } : {}),
@@ -34,7 +34,7 @@ async function queriesOf(deps: Pick<CoreDeps, 'storage'>, request: BulkRequest):
   return deps.storage.documentQueries.progressOfBulkRequest(request.accountId, request.id);
 }
 
-/** The answer to a start (DESIGN: wire contract); exported so the client is typed by it. */
+/** The answer to a start; exported so the client is typed by it. */
 export function bulkStartToWire(request: BulkRequest, uploadUrl: string) {
   return {
     requestId: request.id,
