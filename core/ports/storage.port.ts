@@ -204,6 +204,16 @@ export interface ConsolidatedQueryRepository {
   update(query: ConsolidatedQuery): Promise<ConsolidatedQuery | undefined>;
 }
 
+/** Who claims outbox messages, and for how long. */
+export interface OutboxLease {
+  /** The claiming worker, unique per process (several instances may share a database). */
+  owner: string;
+  /** How long the claim lives; longer than a delivery pass can take. */
+  leaseMs: number;
+  /** Only this account's messages. */
+  accountId?: string;
+}
+
 export interface OutboxRepository {
   /** Adds a message (status `pending`). Call inside the transaction of the change that caused it. */
   add(message: OutboxMessage): Promise<void>;
@@ -222,8 +232,23 @@ export interface OutboxRepository {
    * `limit`. Does not claim them: one delivery worker at a time.
    */
   deliverable(now: string, limit: number, accountId?: string): Promise<OutboxMessage[]>;
-  /** Replaces the message (status, attempts, nextAttemptAt, lastError, deliveredAt). */
+  /**
+   * Claims what a delivery worker may send now, for `leaseMs`: the messages `deliverable` would give, less
+   * those whose stream holds a live claim (any pending message of the stream claimed by anyone, the caller
+   * included, until its lease ends). Claims are atomic across workers on one database: while a lease lives,
+   * no other claim returns its message nor anything of its stream, so no two workers send one message or
+   * one stream at the same time. A lease ends when it expires (a crashed worker's messages are then
+   * claimed again) or when `update` writes the message. Oldest createdAt first (ties by id), at most `limit`.
+   */
+  claim(now: string, limit: number, lease: OutboxLease): Promise<OutboxMessage[]>;
+  /** Replaces the message (status, attempts, nextAttemptAt, lastError, deliveredAt) and ends its claim, if any. */
   update(message: OutboxMessage): Promise<void>;
+  /**
+   * Deletes up to `limit` delivered messages whose deliveredAt is before `before` (pending and parked
+   * messages are never pruned), oldest delivery first. Returns how many it deleted: fewer than `limit`
+   * means nothing more is due for pruning.
+   */
+  pruneDelivered(before: string, limit: number): Promise<number>;
   /** The account's messages, oldest first (ties by id); optionally only one status; at most `limit` when given. */
   list(accountId: string, status?: OutboxMessage['status'], limit?: number): Promise<OutboxMessage[]>;
   /** Count per status for the account. */

@@ -990,6 +990,64 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect((await storage.outbox.get(ACCOUNT_A, s3Tail.id))!.streamKey).toBe('s3');
   });
 
+  test('outbox: claim takes deliverable messages for a lease; no other claim gets them or their stream until it ends', async (storage, build) => {
+    const s1Head = build.outbox(ACCOUNT_A, { streamKey: 's1', createdAt: at(1), nextAttemptAt: at(1) });
+    const s1Next = build.outbox(ACCOUNT_A, { streamKey: 's1', createdAt: at(2), nextAttemptAt: at(2) });
+    const s2Head = build.outbox(ACCOUNT_A, { streamKey: 's2', createdAt: at(3), nextAttemptAt: at(3) });
+    const s3Waiting = build.outbox(ACCOUNT_A, { streamKey: 's3', createdAt: at(4), nextAttemptAt: at(90) });
+    const s3Tail = build.outbox(ACCOUNT_A, { streamKey: 's3', createdAt: at(5), nextAttemptAt: at(5) });
+    const other = build.outbox(ACCOUNT_B, { streamKey: 's1', createdAt: at(6), nextAttemptAt: at(6) });
+    for (const message of [other, s3Tail, s2Head, s1Next, s3Waiting, s1Head]) await storage.outbox.add(message);
+    const lease = (owner: string, accountId?: string) => ({ owner, leaseMs: 60_000, ...(accountId === undefined ? {} : { accountId }) });
+
+    // The limit cuts stream s1 after its head: its next message stays behind the claimed head.
+    expect(ids(await storage.outbox.claim(at(50), 1, lease('w1')))).toEqual([s1Head.id]);
+    expect(ids(await storage.outbox.claim(at(50), 10, lease('w2')))).toEqual([s2Head.id, other.id]);
+    expect(await storage.outbox.claim(at(50), 10, lease('w3'))).toEqual([]);
+    // Writing a message ends its claim: its stream is free again.
+    await storage.outbox.update({ ...s1Head, status: 'delivered', attempts: 1, deliveredAt: at(51) });
+    expect(ids(await storage.outbox.claim(at(52), 10, lease('w3', ACCOUNT_A)))).toEqual([s1Next.id]);
+    // A lease that ran out (its worker died) is claimed again; the claimed message comes back unchanged.
+    const retaken = await storage.outbox.claim(at(50 + 61), 10, lease('w4', ACCOUNT_B));
+    expect(retaken).toEqual([other]);
+    expect(ids(await storage.outbox.claim(at(100), 10, lease('w5')))).toEqual([s3Waiting.id, s3Tail.id]);
+  });
+
+  test('outbox: two workers claiming at once never both get a message', async (storage, build) => {
+    const messages = Array.from({ length: 40 }, (_, index) =>
+      build.outbox(index % 2 === 0 ? ACCOUNT_A : ACCOUNT_B, { streamKey: `s${index % 7}`, createdAt: at(index), nextAttemptAt: at(index) }),
+    );
+    for (const message of messages) await storage.outbox.add(message);
+    const claimed: string[] = [];
+    await Promise.all(
+      ['w1', 'w2', 'w3'].map(async (owner) => {
+        for (let round = 0; round < 6; round += 1) {
+          for (const message of await storage.outbox.claim(at(100), 5, { owner, leaseMs: 60_000 })) {
+            claimed.push(message.id);
+            await storage.outbox.update({ ...message, status: 'delivered', attempts: 1, deliveredAt: at(100) });
+          }
+        }
+      }),
+    );
+    expect(new Set(claimed).size).toBe(claimed.length);
+  });
+
+  test('outbox: pruneDelivered deletes delivered messages older than the cut, oldest first, in batches; never pending or parked', async (storage, build) => {
+    const old1 = build.outbox(ACCOUNT_A, { createdAt: at(1), status: 'delivered', attempts: 1, deliveredAt: at(10) });
+    const old2 = build.outbox(ACCOUNT_B, { createdAt: at(2), status: 'delivered', attempts: 1, deliveredAt: at(11) });
+    const recent = build.outbox(ACCOUNT_A, { createdAt: at(3), status: 'delivered', attempts: 1, deliveredAt: at(90) });
+    const parked = build.outbox(ACCOUNT_A, { createdAt: at(0), status: 'parked', attempts: 8 });
+    const pending = build.outbox(ACCOUNT_A, { createdAt: at(0), nextAttemptAt: at(0) });
+    for (const message of [recent, old2, parked, old1, pending]) await storage.outbox.add(message);
+
+    expect(await storage.outbox.pruneDelivered(at(50), 1)).toBe(1);
+    expect(await storage.outbox.get(ACCOUNT_A, old1.id)).toBeUndefined();
+    expect(await storage.outbox.pruneDelivered(at(50), 10)).toBe(1);
+    expect(await storage.outbox.pruneDelivered(at(50), 10)).toBe(0);
+    expect(await storage.outbox.get(ACCOUNT_B, old2.id)).toBeUndefined();
+    expect(await storage.outbox.counts(ACCOUNT_A)).toEqual({ pending: 1, delivered: 1, parked: 1 });
+  });
+
   test('outbox: list oldest first, optionally by status; counts per status; scoped', async (storage, build) => {
     expect(await storage.outbox.counts(ACCOUNT_A)).toEqual({ pending: 0, delivered: 0, parked: 0 });
     const pending = build.outbox(ACCOUNT_A, { createdAt: at(3) });

@@ -183,7 +183,10 @@ function smallestIds(ids: Iterable<string>, after: string | undefined, limit: nu
   return page;
 }
 
-function repositories(views: ViewSet): Omit<StoragePort, 'transaction' | 'close'> {
+/** Live outbox claims by message id; a lease is not transactional data, so it sits beside the tables. */
+type OutboxLeases = Map<string, { owner: string; until: string }>;
+
+function repositories(views: ViewSet, leases: OutboxLeases): Omit<StoragePort, 'transaction' | 'close'> {
   const accounts: AccountRepository = {
     async insert(account) {
       // One key hash per account: a key that authenticated as two accounts would be ambiguous.
@@ -477,6 +480,29 @@ function repositories(views: ViewSet): Omit<StoragePort, 'transaction' | 'close'
     },
   };
 
+  const deliverableNow = (now: string, limit: number, accountId: string | undefined): OutboxMessage[] => {
+    const pending = rowsOf(views.outbox, views.outbox.keysBy('byStatus', 'pending')).filter(
+      (row) => accountId === undefined || row.accountId === accountId,
+    );
+    // The oldest waiting (not yet due) message of each stream: nothing of the stream after it may go.
+    const waiting = new Map<string, OutboxMessage>();
+    for (const row of pending) {
+      if (row.nextAttemptAt <= now) continue;
+      const stream = key(row.accountId, row.streamKey);
+      const first = waiting.get(stream);
+      if (!first || oldestFirst(row, first) < 0) waiting.set(stream, row);
+    }
+    return pending
+      .filter((row) => {
+        if (row.nextAttemptAt > now) return false;
+        const first = waiting.get(key(row.accountId, row.streamKey));
+        return !first || oldestFirst(row, first) < 0;
+      })
+      .sort(oldestFirst)
+      .slice(0, limit)
+      .map(copy);
+  };
+
   const outbox: OutboxRepository = {
     async add(message) {
       insertNew(views.outbox, 'outbox message', message);
@@ -493,29 +519,36 @@ function repositories(views: ViewSet): Omit<StoragePort, 'transaction' | 'close'
         .map(copy);
     },
     async deliverable(now, limit, accountId) {
+      return deliverableNow(now, limit, accountId);
+    },
+    async claim(now, limit, lease) {
       const pending = rowsOf(views.outbox, views.outbox.keysBy('byStatus', 'pending')).filter(
-        (row) => accountId === undefined || row.accountId === accountId,
+        (row) => lease.accountId === undefined || row.accountId === lease.accountId,
       );
-      // The oldest waiting (not yet due) message of each stream: nothing of the stream after it may go.
-      const waiting = new Map<string, OutboxMessage>();
+      const claimedStreams = new Set<string>();
       for (const row of pending) {
-        if (row.nextAttemptAt <= now) continue;
-        const stream = key(row.accountId, row.streamKey);
-        const first = waiting.get(stream);
-        if (!first || oldestFirst(row, first) < 0) waiting.set(stream, row);
+        const held = leases.get(row.id);
+        if (held && held.until > now) claimedStreams.add(key(row.accountId, row.streamKey));
       }
-      return pending
-        .filter((row) => {
-          if (row.nextAttemptAt > now) return false;
-          const first = waiting.get(key(row.accountId, row.streamKey));
-          return !first || oldestFirst(row, first) < 0;
-        })
-        .sort(oldestFirst)
-        .slice(0, limit)
-        .map(copy);
+      // No await from here to the leases being set: concurrent claims must not interleave.
+      const available = deliverableNow(now, Number.MAX_SAFE_INTEGER, lease.accountId)
+        .filter((row) => !claimedStreams.has(key(row.accountId, row.streamKey)))
+        .slice(0, limit);
+      const until = new Date(Date.parse(now) + lease.leaseMs).toISOString();
+      for (const row of available) leases.set(row.id, { owner: lease.owner, until });
+      return available;
     },
     async update(message) {
       replaceOwned(views.outbox, message);
+      leases.delete(message.id);
+    },
+    async pruneDelivered(before, limit) {
+      const expired = rowsOf(views.outbox, views.outbox.keysBy('byStatus', 'delivered'))
+        .filter((row) => row.deliveredAt !== undefined && row.deliveredAt !== null && row.deliveredAt < before)
+        .sort((a, b) => (a.deliveredAt! < b.deliveredAt! ? -1 : a.deliveredAt! > b.deliveredAt! ? 1 : byId(a, b)))
+        .slice(0, limit);
+      for (const row of expired) views.outbox.delete(row.id);
+      return expired.length;
     },
     async list(accountId, status, limit) {
       return rowsOf(views.outbox, views.outbox.keysBy('byAccount', accountId))
@@ -553,6 +586,7 @@ interface Engine {
   tables: TableSet;
   /** One transaction at a time, so two never interleave their reads and writes. */
   transactions: Mutex;
+  outboxLeases: OutboxLeases;
 }
 
 /**
@@ -584,9 +618,9 @@ export class MemoryStorage implements StoragePort {
 
   /** Call with no argument; the argument is how a transaction builds its own view of the same engine. */
   constructor(internal?: { engine: Engine; views: ViewSet }) {
-    this.engine = internal?.engine ?? { tables: createTables(), transactions: new Mutex() };
+    this.engine = internal?.engine ?? { tables: createTables(), transactions: new Mutex(), outboxLeases: new Map() };
     this.inTransaction = internal !== undefined;
-    Object.assign(this, repositories(internal?.views ?? this.engine.tables));
+    Object.assign(this, repositories(internal?.views ?? this.engine.tables, this.engine.outboxLeases));
   }
 
   async transaction<T>(work: (tx: StoragePort) => Promise<T>): Promise<T> {

@@ -497,6 +497,9 @@ export class RowMapper {
       last_error: message.lastError ?? null,
       created_at: message.createdAt,
       delivered_at: message.deliveredAt ?? null,
+      // Writing a message ends its claim: the worker that held it is done with it.
+      lease_until: null,
+      lease_owner: null,
     };
   }
 

@@ -194,6 +194,8 @@ export function defineStorageModels(sequelize: Sequelize): StorageModels {
       last_error: text(true),
       created_at: text(),
       delivered_at: text(true),
+      lease_until: text(true),
+      lease_owner: text(true),
     }),
   };
 }

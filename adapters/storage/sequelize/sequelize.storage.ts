@@ -76,6 +76,9 @@ const NEWEST_FIRST: [string, string][] = [
 ];
 
 /** What a storage shares with the storages its transactions hand out. */
+/** Arbitrary constant: the PostgreSQL advisory lock that serialises outbox claims. */
+const OUTBOX_CLAIM_LOCK = 0x63626f78;
+
 interface Context {
   sequelize: Sequelize;
   models: StorageModels;
@@ -743,8 +746,40 @@ class Repositories {
         );
         return rows.map(toMessage);
       },
+      claim: (now, limit, lease) =>
+        this.atomic(async (transaction) => {
+          // Claims queue up behind one lock: a claim must see the streams the previous one took, which row
+          // locks alone (SKIP LOCKED) would hide from it until that claim commits. Claims are short.
+          if (this.context.postgres) await this.select('SELECT pg_advisory_xact_lock(:key)', { key: OUTBOX_CLAIM_LOCK }, transaction);
+          const rows = await this.select(
+            `UPDATE outbox SET lease_until = :leaseUntil, lease_owner = :owner
+             WHERE id IN (
+               SELECT o.id FROM outbox o
+               WHERE o.status = 'pending' AND o.next_attempt_at <= :now${lease.accountId === undefined ? '' : ' AND o.account_id = :accountId'}
+                 AND NOT EXISTS (
+                   SELECT 1 FROM outbox w
+                   WHERE w.account_id = o.account_id AND w.stream_key = o.stream_key AND w.status = 'pending'
+                     AND ((w.next_attempt_at > :now AND (w.created_at < o.created_at OR (w.created_at = o.created_at AND w.id < o.id)))
+                       OR w.lease_until > :now))
+               ORDER BY o.created_at, o.id
+               LIMIT :limit)
+             RETURNING *`,
+            { now, limit, accountId: lease.accountId ?? null, owner: lease.owner, leaseUntil: new Date(Date.parse(now) + lease.leaseMs).toISOString() },
+            transaction,
+          );
+          return rows.map(toMessage).sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+        }),
       update: async (message) => {
         await this.replace(model, this.map.outboxRow(message));
+      },
+      pruneDelivered: async (before, limit) => {
+        const rows = await this.select(
+          `DELETE FROM outbox WHERE id IN (
+             SELECT id FROM outbox WHERE status = 'delivered' AND delivered_at < :before ORDER BY delivered_at, id LIMIT :limit)
+           RETURNING id`,
+          { before, limit },
+        );
+        return rows.length;
       },
       list: async (accountId, status, limit) => {
         const where: WhereOptions = { account_id: accountId };

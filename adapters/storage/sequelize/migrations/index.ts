@@ -5,6 +5,7 @@ import * as initial from './0001-initial.js';
 import * as matchKeyHashes from './0002-match-key-hashes.js';
 import * as documentQueryProgress from './0003-document-query-progress.js';
 import * as outboxStreams from './0004-outbox-streams.js';
+import * as outboxLeases from './0005-outbox-leases.js';
 
 /** What every storage migration receives: DDL goes through `queryInterface` with `{ transaction }`. */
 export interface MigrationContext {
@@ -18,6 +19,7 @@ const MIGRATIONS: { name: string; up: (params: { context: MigrationContext }) =>
   matchKeyHashes,
   documentQueryProgress,
   outboxStreams,
+  outboxLeases,
 ];
 
 /** Where applied migrations are recorded; other adapters on the same database keep their own table. */
