@@ -84,6 +84,12 @@ export interface QueuePort {
   /** Earliest runAt among pending jobs (ISO), or `undefined`: lets a runner sleep until then. */
   nextRunAt(): Promise<string | undefined>;
   stats(): Promise<QueueStats>;
+  /**
+   * Deletes up to `limit` finished jobs (done or dead) whose last change is before `before` (ISO), oldest
+   * first, and returns how many: fewer than `limit` means nothing more is due. Pending and running jobs are
+   * never touched. Counts in `stats` and the `dead` list shrink accordingly.
+   */
+  prune(before: string, limit: number): Promise<number>;
   /** Dead jobs, oldest first, with their last error. */
   dead(limit?: number): Promise<{ id: string; type: string; payload: JsonValue; attempts: number; lastError?: string }[]>;
 }

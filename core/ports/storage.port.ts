@@ -241,6 +241,8 @@ export interface OutboxRepository {
    * claimed again) or when `update` writes the message. Oldest createdAt first (ties by id), at most `limit`.
    */
   claim(now: string, limit: number, lease: OutboxLease): Promise<OutboxMessage[]>;
+  /** Ends every claim `owner` still holds (messages it claimed and did not write back). Idempotent. */
+  releaseClaims(owner: string): Promise<void>;
   /** Replaces the message (status, attempts, nextAttemptAt, lastError, deliveredAt) and ends its claim, if any. */
   update(message: OutboxMessage): Promise<void>;
   /**

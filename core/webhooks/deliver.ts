@@ -13,6 +13,8 @@ export const PING_TIMEOUT_MS = 2_000;
 export const DEFAULT_ENDPOINT_CONCURRENCY = 16;
 /** Deliveries recorded per storage transaction. */
 const DELIVERED_PER_COMMIT = 50;
+/** See `DeliveryDeps.leaseMs`. */
+export const DEFAULT_DELIVERY_LEASE_MS = 5 * 60_000;
 /** See `DeliveryDeps.holdMs`. */
 export const DEFAULT_HOLD_MS = 15 * 60_000;
 
@@ -38,6 +40,16 @@ export interface DeliveryDeps extends Pick<CoreDeps, 'storage' | 'webhookSender'
   endpointConcurrency?: number;
   /** Pauses asked for by endpoints; without it a pause lasts for the pass only (and the messages in hand). */
   endpointPauses?: EndpointPauses;
+  /**
+   * Who claims the messages of a pass: unique per process when several instances share one database.
+   * Default `delivery`, enough for one worker.
+   */
+  workerId?: string;
+  /**
+   * How long a pass's claims live. A pass takes at most about (limit / endpointConcurrency) x timeoutMs;
+   * keep this above it, or another worker may take over messages still in flight. Default 5 minutes.
+   */
+  leaseMs?: number;
 }
 
 export interface DeliveryOptions {
@@ -87,13 +99,21 @@ export function describeFailure(result: Extract<WebhookDeliveryResult, { outcome
  * in flight. A 429 or 503 with Retry-After pauses that endpoint only: its other lanes start nothing new and
  * the messages still in hand are set aside until the pause ends.
  *
- * Safe to call from one worker at a time (the outbox port does not claim messages).
+ * Several workers (service instances on one database) may run passes at once: each claims its messages
+ * (and so their streams) for `leaseMs` before sending, so no two send one message or one stream at once,
+ * and a crashed worker's claims run out and are taken over. One worker runs one pass at a time.
  */
 export async function deliverDueMessages(deps: DeliveryDeps, options: DeliveryOptions): Promise<DeliveryReport> {
   const report: DeliveryReport = { delivered: 0, failed: 0, parked: 0, deferred: 0 };
   if (options.limit <= 0) return report;
   const passStart = deps.clock.now();
-  const batch = await deps.storage.outbox.deliverable(passStart.toISOString(), options.limit, options.accountId);
+  const owner = deps.workerId ?? 'delivery';
+  const batch = await deps.storage.outbox.claim(passStart.toISOString(), options.limit, {
+    owner,
+    leaseMs: deps.leaseMs ?? DEFAULT_DELIVERY_LEASE_MS,
+    ...(options.accountId === undefined ? {} : { accountId: options.accountId }),
+  });
+  if (batch.length === 0) return report;
 
   // account -> stream -> messages, oldest first (the storage returns them in creation order).
   const byAccount = new Map<string, Map<string, OutboxMessage[]>>();
@@ -105,9 +125,14 @@ export async function deliverDueMessages(deps: DeliveryDeps, options: DeliveryOp
     else streams.set(message.streamKey, [message]);
   }
   const pauses = deps.endpointPauses ?? new Map<string, number>();
-  await Promise.all(
-    [...byAccount.entries()].map(([accountId, streams]) => deliverAccount(deps, accountId, [...streams.values()], passStart, pauses, report)),
-  );
+  try {
+    await Promise.all(
+      [...byAccount.entries()].map(([accountId, streams]) => deliverAccount(deps, accountId, [...streams.values()], passStart, pauses, report)),
+    );
+  } finally {
+    // What a stream did not get to (behind a failure) goes back at once, not when the lease runs out.
+    await deps.storage.outbox.releaseClaims(owner);
+  }
   return report;
 }
 

@@ -213,11 +213,13 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
     else container.load(webhookModule(logger ? { logger: logger.child({ component: 'webhooks' }) } : {}));
     const deps = await resolveCoreDeps(container);
 
+    // Unique per process: instances sharing one database tell their job leases and outbox claims apart by it.
+    const workerId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
     const runner = new QueueRunner({
       queue: deps.queue,
       clock: deps.clock,
       handlers: coreJobHandlers(deps),
-      workerId: `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
+      workerId,
       concurrency: jobConcurrency,
       // Half the slots at most for background work: more of it only queues on the database's one writer
       // (the journey benchmark finished no sooner with 7 than with 2) while imports and the API wait.
@@ -238,7 +240,7 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
     const delivery = new DeliveryLoop(
       () =>
         deliverDueMessages(
-          { ...deps, random: Math.random, endpointPauses, ...(endpointConcurrency !== undefined ? { endpointConcurrency } : {}) },
+          { ...deps, random: Math.random, endpointPauses, workerId, ...(endpointConcurrency !== undefined ? { endpointConcurrency } : {}) },
           { limit: DELIVERY_BATCH },
         ),
       pollMs,

@@ -457,6 +457,31 @@ export function defineQueueContract(options: QueueContractOptions): void {
     expect(await queue.stats()).toEqual({ pending: 2, running: 1, dead: 1, done: 1 });
   });
 
+  test('prune deletes finished jobs older than the cut, in batches, and never an active one', async ({ queue, clock }) => {
+    const done = await queue.enqueue({ type: 't', payload: 1 });
+    const dead = await queue.enqueue({ type: 't', payload: 2, maxAttempts: 1 });
+    const running = await queue.enqueue({ type: 't', payload: 3 });
+    const pending = await queue.enqueue({ type: 't', payload: 4, runAt: new Date(clock.now().getTime() + 60_000).toISOString() });
+    expect(ids(await queue.claim({ workerId: 'w', limit: 3, leaseMs: LEASE }))).toEqual([done, dead, running]);
+    await queue.complete(done, 'w');
+    await queue.fail(dead, 'w', { error: 'x' });
+    const finishedAt = clock.now().getTime();
+    // Nothing finished before the cut yet.
+    expect(await queue.prune(new Date(finishedAt).toISOString(), 10)).toBe(0);
+    const cut = new Date(finishedAt + 1).toISOString();
+    // The dead job and, where the adapter keeps them, the done one; one per call with a limit of one.
+    expect(await queue.prune(cut, 1)).toBe(1);
+    const rest = await queue.prune(cut, 10);
+    expect(rest).toBeLessThanOrEqual(1);
+    expect(await queue.prune(cut, 10)).toBe(0);
+    expect(await queue.dead()).toEqual([]);
+    const stats = await queue.stats();
+    expect([stats.pending, stats.running, stats.dead]).toEqual([1, 1, 0]);
+    // The pending job was left alone: it is claimed once due.
+    clock.advance(60_000);
+    expect(ids(await queue.claim({ workerId: 'w2', limit: 5, leaseMs: LEASE }))).toContain(pending);
+  });
+
   test('dead lists oldest first and honours its limit', async ({ queue }) => {
     const made: string[] = [];
     for (let i = 0; i < 4; i++) made.push(await queue.enqueue({ type: 't', payload: i, maxAttempts: 1 }));

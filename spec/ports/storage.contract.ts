@@ -1011,6 +1011,10 @@ export function defineStorageContract(options: StorageContractOptions): void {
     const retaken = await storage.outbox.claim(at(50 + 61), 10, lease('w4', ACCOUNT_B));
     expect(retaken).toEqual([other]);
     expect(ids(await storage.outbox.claim(at(100), 10, lease('w5')))).toEqual([s3Waiting.id, s3Tail.id]);
+    // A worker hands back what it claimed and did not send; another worker's claims stay.
+    await storage.outbox.releaseClaims('w5');
+    await storage.outbox.releaseClaims('nobody');
+    expect(ids(await storage.outbox.claim(at(100), 10, lease('w6')))).toEqual([s3Waiting.id, s3Tail.id]);
   });
 
   test('outbox: two workers claiming at once never both get a message', async (storage, build) => {

@@ -148,7 +148,7 @@ describe.skipIf(!pg.available)('SqlQueue on PostgreSQL', () => {
       const select = <T extends object>(sql: string) => sequelize.query<T>(sql, { type: QueryTypes.SELECT, replacements: { schema: schema.schema } });
       const tables = await select<{ tablename: string }>('SELECT tablename FROM pg_tables WHERE schemaname = :schema ORDER BY tablename');
       expect(tables.map((row) => row.tablename)).toEqual(['queue_jobs', 'queue_migrations']);
-      expect(await select(`SELECT name FROM "${schema.schema}"."queue_migrations"`)).toEqual([{ name: '0001-queue-jobs' }, { name: '0002-lanes-and-turns' }]);
+      expect(await select(`SELECT name FROM "${schema.schema}"."queue_migrations"`)).toEqual([{ name: '0001-queue-jobs' }, { name: '0002-lanes-and-turns' }, { name: '0003-finished-by-age' }]);
       const indexes = await select<{ indexname: string }>(
         "SELECT indexname FROM pg_indexes WHERE schemaname = :schema AND tablename = 'queue_jobs' ORDER BY indexname",
       );

@@ -73,7 +73,7 @@ test('sqlite: reopening runs no migration twice and keeps the jobs', async () =>
     const after = new Sequelize({ dialect: 'sqlite', storage, logging: false });
     try {
       const queue = await SqlQueue.open({ sequelize: after, clock, ids: new SequentialIds({ seed: 1 }) });
-      expect(await after.query('SELECT name FROM queue_migrations', { type: QueryTypes.SELECT })).toEqual([{ name: '0001-queue-jobs' }, { name: '0002-lanes-and-turns' }]);
+      expect(await after.query('SELECT name FROM queue_migrations', { type: QueryTypes.SELECT })).toEqual([{ name: '0001-queue-jobs' }, { name: '0002-lanes-and-turns' }, { name: '0003-finished-by-age' }]);
       expect(await queue.claim({ workerId: 'w', limit: 5, leaseMs: 1_000 })).toMatchObject([{ id, payload: { kept: true } }]);
     } finally {
       await after.close();

@@ -38,6 +38,7 @@ interface DeadJob {
   payload: string;
   attempts: number;
   lastError?: string;
+  diedAtMs: number;
 }
 
 /** Claim order: lane, then turn, then runAt, then id (the port's order). */
@@ -192,6 +193,18 @@ export class MemoryQueue implements QueuePort {
     return { pending, running, dead: this.deadJobs.size, done: this.doneCount };
   }
 
+  /** Done jobs are not kept here (only counted), so only dead ones are pruned. */
+  async prune(before: string, limit: number): Promise<number> {
+    checkLimit(limit);
+    const cutMs = Date.parse(before);
+    const expired = [...this.deadJobs.values()]
+      .filter((job) => job.diedAtMs < cutMs)
+      .sort((a, b) => a.diedAtMs - b.diedAtMs)
+      .slice(0, limit);
+    for (const job of expired) this.deadJobs.delete(job.id);
+    return expired.length;
+  }
+
   async dead(limit = 100): Promise<{ id: string; type: string; payload: JsonValue; attempts: number; lastError?: string }[]> {
     checkLimit(limit);
     return [...this.deadJobs.values()]
@@ -263,7 +276,7 @@ export class MemoryQueue implements QueuePort {
 
   private bury(job: ActiveJob, error: string): void {
     this.finish(job);
-    this.deadJobs.set(job.id, { id: job.id, type: job.type, payload: job.payload, attempts: job.attempts, lastError: error });
+    this.deadJobs.set(job.id, { id: job.id, type: job.type, payload: job.payload, attempts: job.attempts, lastError: error, diedAtMs: this.options.clock.now().getTime() });
     if (this.deadJobs.size > MAX_DEAD_JOBS) this.deadJobs.delete(this.deadJobs.keys().next().value!);
   }
 }

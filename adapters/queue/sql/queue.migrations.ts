@@ -76,6 +76,16 @@ export const queueMigrations: RunnableMigration<QueueMigrationContext>[] = [
       }
     },
   },
+  {
+    // Finished jobs are pruned by age, oldest first.
+    name: '0003-finished-by-age',
+    async up({ context: { sequelize, table } }) {
+      await sequelize.query(`CREATE INDEX IF NOT EXISTS queue_jobs_finished_updated_at ON ${table} (updated_at) WHERE status IN ('done', 'dead')`, { logging: false });
+    },
+    async down({ context: { sequelize } }) {
+      await sequelize.query('DROP INDEX IF EXISTS queue_jobs_finished_updated_at', { logging: false });
+    },
+  },
 ];
 
 /** `"schema"."queue_jobs"` -> `queue_jobs`. */

@@ -267,6 +267,17 @@ export class SqlQueue implements QueuePort {
     return stats;
   }
 
+  async prune(before: string, limit: number): Promise<number> {
+    checkLimit(limit);
+    const rows = await this.select(
+      `DELETE FROM ${this.table} WHERE id IN (
+         SELECT id FROM ${this.table} WHERE status IN ('done', 'dead') AND updated_at < :before ORDER BY updated_at, id LIMIT :limit)
+       RETURNING id`,
+      { before: Date.parse(before), limit },
+    );
+    return rows.length;
+  }
+
   async dead(limit = 100): Promise<{ id: string; type: string; payload: JsonValue; attempts: number; lastError?: string }[]> {
     checkLimit(limit);
     const rows = await this.select(

@@ -538,6 +538,9 @@ function repositories(views: ViewSet, leases: OutboxLeases): Omit<StoragePort, '
       for (const row of available) leases.set(row.id, { owner: lease.owner, until });
       return available;
     },
+    async releaseClaims(owner) {
+      for (const [id, lease] of leases) if (lease.owner === owner) leases.delete(id);
+    },
     async update(message) {
       replaceOwned(views.outbox, message);
       leases.delete(message.id);

@@ -769,6 +769,12 @@ class Repositories {
           );
           return rows.map(toMessage).sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
         }),
+      releaseClaims: async (owner) => {
+        await this.sequelize.query('UPDATE outbox SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = :owner', {
+          replacements: { owner },
+          transaction: this.transaction,
+        });
+      },
       update: async (message) => {
         await this.replace(model, this.map.outboxRow(message));
       },

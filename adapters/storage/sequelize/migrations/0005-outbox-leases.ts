@@ -13,13 +13,14 @@ export async function up({ context: { queryInterface, transaction } }: { context
     'ALTER TABLE outbox ADD COLUMN lease_until TEXT',
     'ALTER TABLE outbox ADD COLUMN lease_owner TEXT',
     'CREATE INDEX outbox_status_delivered_at ON outbox (status, delivered_at)',
+    'CREATE INDEX outbox_lease_owner ON outbox (lease_owner) WHERE lease_owner IS NOT NULL',
   ]) {
     await queryInterface.sequelize.query(statement, { transaction });
   }
 }
 
 export async function down({ context: { queryInterface, transaction } }: { context: MigrationContext }): Promise<void> {
-  for (const statement of ['DROP INDEX outbox_status_delivered_at', 'ALTER TABLE outbox DROP COLUMN lease_owner', 'ALTER TABLE outbox DROP COLUMN lease_until']) {
+  for (const statement of ['DROP INDEX outbox_lease_owner', 'DROP INDEX outbox_status_delivered_at', 'ALTER TABLE outbox DROP COLUMN lease_owner', 'ALTER TABLE outbox DROP COLUMN lease_until']) {
     await queryInterface.sequelize.query(statement, { transaction });
   }
 }
