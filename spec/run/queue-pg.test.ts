@@ -155,6 +155,7 @@ describe.skipIf(!pg.available)('SqlQueue on PostgreSQL', () => {
       expect(indexes.map((row) => row.indexname)).toEqual([
         'queue_jobs_active_key',
         'queue_jobs_claim_order',
+        'queue_jobs_finished_updated_at',
         'queue_jobs_key_turn',
         'queue_jobs_locked_by',
         'queue_jobs_pkey',
