@@ -11,6 +11,7 @@ import type { CoreConfig, CoreDeps } from '../../core/deps.js';
 import { coreJobHandlers, resumeInterruptedWork } from '../../core/jobs.js';
 import type { BlobPort, ClockPort, IdsPort, WebhookSenderPort } from '../../core/ports/index.js';
 import { deliverDueMessages, type DeliveryReport, type EndpointPauses } from '../../core/webhooks/deliver.js';
+import { DEFAULT_RETENTION_DAYS, pruneFinishedWork, type RetentionReport } from '../../core/retention.js';
 import { resolveCoreDeps } from '../../adapters/container/core-deps.js';
 import { documentsModule } from '../../adapters/container/documents.module.js';
 import { infraModule } from '../../adapters/container/infra.module.js';
@@ -60,6 +61,11 @@ export interface CarebridgeOptions {
    * one that serves requests (at least 1).
    */
   ccdaWorkers?: number;
+  /**
+   * Days delivered webhook messages and finished queue jobs are kept before they are pruned (in small
+   * batches, in the background). Default 7.
+   */
+  retentionDays?: number;
   /** Run queued work (imports, document queries) and webhook deliveries in the background. Default true. */
   background?: boolean;
   /** Poll interval of the background work, ms. Default 500. */
@@ -107,6 +113,44 @@ function searchCacheOption(megabytes: number | undefined): { searchCacheBytes?: 
   return megabytes === undefined ? {} : { searchCacheBytes: Math.round(megabytes * 1024 * 1024) };
 }
 
+
+/** How often the background prunes delivered webhooks and finished jobs past their retention. */
+const RETENTION_SWEEP_MS = 10 * 60_000;
+
+/** Prunes past-retention history now and then; one sweep at a time, never one that holds the writer long. */
+class RetentionSweeper {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly sweep: () => Promise<RetentionReport>,
+    private readonly logger: Logger | undefined,
+  ) {}
+
+  start(): void {
+    if (this.timer) return;
+    const tick = () => {
+      this.running = this.running.then(async () => {
+        try {
+          const report = await this.sweep();
+          if (report.messages + report.jobs > 0) this.logger?.info(report, 'pruned delivered webhooks and finished jobs past retention');
+        } catch (error) {
+          this.logger?.warn({ err: describeError(error) }, 'retention sweep failed; will retry');
+        }
+      });
+    };
+    this.timer = setInterval(tick, RETENTION_SWEEP_MS);
+    this.timer.unref();
+    // The first sweep soon after start, not ten minutes later: a restarted service catches up at once.
+    setTimeout(tick, 5_000).unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+}
 
 /** One webhook delivery pass at a time (the outbox does not claim messages), in the background or on demand. */
 class DeliveryLoop {
@@ -246,6 +290,14 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
       pollMs,
       logger?.child({ component: 'webhooks' }),
     );
+    const retention = new RetentionSweeper(
+      () =>
+        pruneFinishedWork(deps, {
+          days: options.retentionDays ?? DEFAULT_RETENTION_DAYS,
+          pause: () => new Promise<void>((done) => setImmediate(done)),
+        }),
+      logger?.child({ component: 'retention' }),
+    );
     // The account a key resolves to is noted for the access log of the request (ids only; nothing outside a request).
     const core = createApiHandler({ ...deps, storage: withAccountNotes(deps.storage) }, {
       onUnexpectedError: (error, request) =>
@@ -269,6 +321,7 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
     if (background) {
       runner.start();
       delivery.start();
+      retention.start();
     }
 
     let closing: Promise<void> | undefined;
@@ -292,6 +345,7 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
       },
       close() {
         closing ??= (async () => {
+          await retention.stop();
           await delivery.stop();
           await runner.stop();
           await container.unbindAllAsync();

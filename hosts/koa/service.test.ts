@@ -51,7 +51,7 @@ async function startImport(service: ServiceHandle, apiKey: string): Promise<{ re
 
 describe('settings from the environment', () => {
   test('defaults, parsing, and a clear error naming the variable', () => {
-    expect(settingsFromEnv({})).toEqual({ port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info', searchCacheMb: 64, jobConcurrency: 4, webhookConcurrency: 16 });
+    expect(settingsFromEnv({})).toEqual({ port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info', searchCacheMb: 64, jobConcurrency: 4, webhookConcurrency: 16, retentionDays: 7 });
     expect(
       settingsFromEnv({
         PORT: '0',
@@ -80,11 +80,15 @@ describe('settings from the environment', () => {
       jobConcurrency: 12,
       ccdaWorkers: 3,
       webhookConcurrency: 4,
+      retentionDays: 7,
     });
     expect(() => settingsFromEnv({ PORT: 'eighty' })).toThrow(/PORT/);
     expect(() => settingsFromEnv({ PORT: '70000' })).toThrow(/PORT/);
     expect(() => settingsFromEnv({ WEBHOOK_ALLOW_PRIVATE: 'maybe' })).toThrow(/WEBHOOK_ALLOW_PRIVATE/);
     expect(() => settingsFromEnv({ WEBHOOK_CONCURRENCY: '0' })).toThrow(/WEBHOOK_CONCURRENCY/);
+    expect(() => settingsFromEnv({ RETENTION_DAYS: '0' })).toThrow(/RETENTION_DAYS/);
+    expect(() => settingsFromEnv({ RETENTION_DAYS: 'week' })).toThrow(/RETENTION_DAYS/);
+    expect(settingsFromEnv({ RETENTION_DAYS: '30' }).retentionDays).toBe(30);
     expect(settingsFromEnv({}).webhookConcurrency).toBe(16);
     expect(() => settingsFromEnv({ LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
     expect(() => settingsFromEnv({ PUBLIC_URL: 'example.org' })).toThrow(/PUBLIC_URL/);

@@ -118,6 +118,7 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
       logger,
       searchCacheMb: settings.searchCacheMb,
       jobConcurrency: settings.jobConcurrency,
+      retentionDays: settings.retentionDays,
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.ids ? { ids: options.ids } : {}),
     });

@@ -1,6 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
+import { DEFAULT_RETENTION_DAYS } from '../../core/retention.js';
 
 /** What the service reads from its environment. */
 export interface ServiceSettings {
@@ -18,6 +19,8 @@ export interface ServiceSettings {
   publicUrl?: string;
   /** `WEBHOOK_ALLOW_PRIVATE=true`: allow loopback/private webhook URLs (development only). */
   webhookAllowPrivate: boolean;
+  /** `RETENTION_DAYS`: days delivered webhooks and finished jobs are kept, 7. */
+  retentionDays: number;
   /** `WEBHOOK_CONCURRENCY`: webhook requests in flight at once per endpoint, 16. */
   webhookConcurrency: number;
   /** `URL_SIGNING_SECRET`: else generated once and kept in DATA_DIR, so URLs survive restarts. */
@@ -80,8 +83,14 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
   if (!Number.isInteger(webhookConcurrency) || webhookConcurrency < 1 || webhookConcurrency > 256) {
     throw new Error(`WEBHOOK_CONCURRENCY must be a whole number from 1 to 256, not "${concurrencyText}"`);
   }
+  const retentionText = nonEmpty(env.RETENTION_DAYS) ?? String(DEFAULT_RETENTION_DAYS);
+  const retentionDays = Number(retentionText);
+  if (!Number.isFinite(retentionDays) || retentionDays < 1 || retentionDays > 3650) {
+    throw new Error(`RETENTION_DAYS must be a number of days from 1 to 3650, not "${retentionText}"`);
+  }
   const settings: ServiceSettings = {
     port,
+    retentionDays,
     jobConcurrency,
     webhookConcurrency,
     dataDir: nonEmpty(env.DATA_DIR) ?? './data',
