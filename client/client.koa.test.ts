@@ -250,7 +250,7 @@ describe('settings and webhooks', () => {
       { requestId, status: 'processing' },
       { requestId, status: 'completed', result: expect.stringContaining(requestId) },
     ]);
-    expect(await client.getWebhookStatus()).toEqual({ webhookEnabled: true, webhookStatusDetail: expect.stringMatching(/^Ping answered/), processing: 0, failed: 0 });
+    expect(await client.getWebhookStatus()).toEqual({ webhookEnabled: true, webhookStatusDetail: expect.stringMatching(/^Ping answered/), processing: 0, failed: 0, messages: expect.objectContaining({ pending: 0, parked: 0 }) });
 
     // The receiver says 410 Gone: the message is parked and the endpoint disabled.
     receiver.enqueue({ kind: 'status', status: 410 });

@@ -356,6 +356,11 @@ export interface WebhookStatus {
   processing: number;
   /** Messages parked after their last failed attempt, until `retryParked`. */
   failed: number;
+  /**
+   * The account's messages by state: pending (in flight or waiting for a retry), delivered (kept for the
+   * retention, then pruned), parked (every attempt failed).
+   */
+  messages: Record<OutboxMessage['status'], number>;
 }
 
 /** `GET /settings/webhook`. An account without settings reports a disabled endpoint. */
@@ -366,6 +371,7 @@ export async function webhookStatus(deps: Pick<CoreDeps, 'storage'>, accountId: 
     webhookStatusDetail: settings?.webhookStatusDetail ?? null,
     processing: counts.pending ?? 0,
     failed: counts.parked ?? 0,
+    messages: { pending: counts.pending ?? 0, delivered: counts.delivered ?? 0, parked: counts.parked ?? 0 },
   };
 }
 

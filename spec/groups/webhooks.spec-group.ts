@@ -33,7 +33,8 @@ export function defineWebhooksGroup({ describe, test, makeHost }: HostSpecOption
             expect(request.headers['webhook-id']).toBe(JSON.parse(request.body).meta.messageId);
           }
           const status = await api.call('GET', '/settings/webhook');
-          expect(status.body).toMatchObject({ webhookEnabled: true, processing: 0, failed: 0 });
+          expect(status.body).toMatchObject({ webhookEnabled: true, processing: 0, failed: 0, messages: { pending: 0, parked: 0 } });
+          expect(status.body.messages.delivered).toBeGreaterThanOrEqual(bulk.length);
         });
       } finally {
         await receiver.close();
@@ -91,7 +92,9 @@ export function defineWebhooksGroup({ describe, test, makeHost }: HostSpecOption
           const parked = await api.call('GET', '/settings/webhook/parked');
           expect(parked.status, parked.text).toBe(200);
           const messages = parked.body.messages as { messageId: string; type: string; createdAt: string; attempts: number; lastError: string }[];
-          expect(messages.length).toBe((await api.call('GET', '/settings/webhook')).body.failed);
+          const status = (await api.call('GET', '/settings/webhook')).body;
+          expect(messages.length).toBe(status.failed);
+          expect(status.messages).toMatchObject({ delivered: 0, parked: messages.length });
           expect(messages.length).toBeGreaterThanOrEqual(1);
           expect(messages[0]!.type).toBe('medical.bulk-patient-create');
           for (const message of messages) expect(message).toMatchObject({ attempts: expect.any(Number), lastError: 'the receiver answered HTTP 500' });

@@ -34,7 +34,7 @@ export const settingsRoutes = [
     path: '/settings/webhook',
     auth: 'apiKey',
     tag: 'Settings',
-    summary: 'Webhook delivery status: enabled, detail, messages in flight and parked',
+    summary: 'Webhook delivery status: enabled, detail, and the account\'s messages by state (pending, delivered, parked)',
     async handle({ deps, account }) {
       return json(200, await getWebhookStatus(deps, account.id));
     },
