@@ -14,6 +14,7 @@ import { HttpWebhookSender } from '../adapters/webhook/http.webhook-sender.js';
 import { SequelizeStorage } from '../adapters/storage/sequelize/sequelize.storage.js';
 import { DEFAULT_ENDPOINT_CONCURRENCY, deliverDueMessages, enqueueMessage } from '../core/webhooks/deliver.js';
 import { emit } from './support.js';
+import { createPgSchema, probePostgres } from '../spec/support/pg.js';
 import { bulkPatientCreateMessage } from '../core/webhooks/envelope.js';
 
 const MESSAGES = Number(process.env.BENCH_WEBHOOKS ?? 5_000);
@@ -91,7 +92,19 @@ server.close();
 const BACKLOG = Number(process.env.BENCH_WEBHOOK_BACKLOG ?? 10_000);
 const PASS_LIMIT = 500;
 
-async function drainBacklog(storageKind: 'memory' | 'sqlite', answerMs: number): Promise<void> {
+async function openStore(storageKind: 'memory' | 'sqlite' | 'postgres'): Promise<{ store: MemoryStorage | SequelizeStorage; cleanup: () => Promise<void> }> {
+  if (storageKind === 'memory') return { store: new MemoryStorage(), cleanup: async () => {} };
+  if (storageKind === 'sqlite') {
+    const dataDir = await mkdtemp(join(tmpdir(), 'carebridge-webhook-bench-'));
+    const store = await SequelizeStorage.open({ dataDir });
+    return { store, cleanup: async () => { await store.close(); await rm(dataDir, { recursive: true, force: true }); } };
+  }
+  const schema = await createPgSchema('webhookbench');
+  const store = await SequelizeStorage.open({ url: schema.url, schema: schema.schema });
+  return { store, cleanup: async () => { await store.close(); await schema.drop(); } };
+}
+
+async function drainBacklog(storageKind: 'memory' | 'sqlite' | 'postgres', answerMs: number): Promise<void> {
   let received = 0;
   const receiver = createServer((req, res) => {
     req.resume();
@@ -103,8 +116,7 @@ async function drainBacklog(storageKind: 'memory' | 'sqlite', answerMs: number):
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   const receiverPort = (receiver.address() as { port: number }).port;
-  const dataDir = storageKind === 'sqlite' ? await mkdtemp(join(tmpdir(), 'carebridge-webhook-bench-')) : undefined;
-  const store = dataDir ? await SequelizeStorage.open({ dataDir }) : new MemoryStorage();
+  const { store, cleanup } = await openStore(storageKind);
   const backlogSender = new HttpWebhookSender({ allowPrivate: true });
   try {
     const accountId = ids.next();
@@ -150,12 +162,93 @@ async function drainBacklog(storageKind: 'memory' | 'sqlite', answerMs: number):
     });
   } finally {
     await backlogSender.close();
-    await store.close();
+    await cleanup();
     receiver.close();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
   }
 }
 
-for (const storageKind of ['memory', 'sqlite'] as const) {
+const postgres = (await probePostgres()).available;
+for (const storageKind of ['memory', 'sqlite', ...(postgres ? (['postgres'] as const) : [])] as const) {
   for (const answerMs of [0, 50]) await drainBacklog(storageKind, answerMs);
 }
+
+/*
+ * A receiver that fails the first attempt of every message, with the real retry schedule (the second
+ * attempt 5 s after the first, with jitter) and the service's loop (a pass, then a 500 ms poll when a pass
+ * had nothing to do). Messages arrive in streams of two over a few seconds, as an import's processing and
+ * completed do. Target: every message delivered within 15 s of its creation.
+ */
+async function failEveryFirstAttempt(storageKind: 'memory' | 'sqlite'): Promise<void> {
+  const STREAMS = Number(process.env.BENCH_WEBHOOK_FAIL_FIRST_STREAMS ?? 500);
+  const tried = new Set<string>();
+  const arrived = new Map<string, number>();
+  const receiver = createServer((req, res) => {
+    const id = String(req.headers['webhook-id']);
+    req.resume();
+    req.on('end', () => {
+      if (!tried.has(id)) {
+        tried.add(id);
+        res.writeHead(500).end();
+        return;
+      }
+      if (!arrived.has(id)) arrived.set(id, Date.now());
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const receiverPort = (receiver.address() as { port: number }).port;
+  const { store, cleanup } = await openStore(storageKind);
+  const failSender = new HttpWebhookSender({ allowPrivate: true });
+  try {
+    const accountId = ids.next();
+    await store.webhookSettings.put({
+      accountId,
+      webhookUrl: `http://127.0.0.1:${receiverPort}/hooks`,
+      webhookKey: 'bench-webhook-key-bench-webhook-key',
+      webhookEnabled: true,
+      webhookStatusDetail: null,
+      updatedAt: clock.now().toISOString(),
+    });
+    const createdAt = new Map<string, number>();
+    const producing = (async () => {
+      for (let stream = 0; stream < STREAMS; stream++) {
+        const requestId = `fail-first-${stream}`;
+        await store.transaction(async (tx) => {
+          for (const status of ['processing', 'completed'] as const) {
+            const message = bulkPatientCreateMessage({ messageId: ids.next(), requestId, when: clock.now() }, { requestId, status });
+            createdAt.set(message.meta.messageId, Date.parse(message.meta.when));
+            await enqueueMessage(tx, accountId, message);
+          }
+        });
+        // About 3 s of arrivals, so messages are created while others are retried.
+        if (stream % 50 === 49) await new Promise((resolve) => setTimeout(resolve, 300));
+      }
+    })();
+    const endpointPauses = new Map<string, number>();
+    const deadline = Date.now() + 120_000;
+    let producingDone = false;
+    void producing.then(() => (producingDone = true));
+    while (Date.now() < deadline && !(producingDone && arrived.size >= STREAMS * 2)) {
+      const report = await deliverDueMessages({ storage: store, webhookSender: failSender, clock, random: Math.random, endpointPauses }, { limit: PASS_LIMIT });
+      if (report.delivered + report.failed + report.parked === 0) await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    await producing;
+    const latencies = [...createdAt].map(([id, at]) => (arrived.has(id) ? arrived.get(id)! - at : Number.POSITIVE_INFINITY)).sort((a, b) => a - b);
+    emit({
+      measure: `webhook delivery when every first attempt fails (${storageKind})`,
+      messages: createdAt.size,
+      delivered: arrived.size,
+      creationToDeliveryMs: {
+        p50: Math.round(latencies[Math.floor(latencies.length / 2)]!),
+        max: Number.isFinite(latencies.at(-1)!) ? Math.round(latencies.at(-1)!) : null,
+      },
+      targetMaxMs: 15_000,
+    });
+  } finally {
+    await failSender.close();
+    await cleanup();
+    receiver.close();
+  }
+}
+
+for (const storageKind of ['memory', 'sqlite'] as const) await failEveryFirstAttempt(storageKind);
