@@ -246,6 +246,11 @@ export interface OutboxRepository {
   /** Replaces the message (status, attempts, nextAttemptAt, lastError, deliveredAt) and ends its claim, if any. */
   update(message: OutboxMessage): Promise<void>;
   /**
+   * `update` for many messages at once, atomically (in the caller's transaction when it has one): a delivery
+   * pass records its deliveries this way. A message that is missing or another account's is skipped.
+   */
+  updateMany(messages: readonly OutboxMessage[]): Promise<void>;
+  /**
    * Deletes up to `limit` delivered messages whose deliveredAt is before `before` (pending and parked
    * messages are never pruned), oldest delivery first. Returns how many it deleted: fewer than `limit`
    * means nothing more is due for pruning.

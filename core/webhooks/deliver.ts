@@ -197,9 +197,7 @@ async function deliverAccount(
     if (delivered.length === 0) return;
     const batch = delivered;
     delivered = [];
-    await storage.transaction(async (tx) => {
-      for (const message of batch) await tx.outbox.update(message);
-    });
+    await storage.outbox.updateMany(batch);
   };
   const recordDelivered = async (message: OutboxMessage): Promise<void> => {
     delivered.push(message);

@@ -1036,6 +1036,23 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect(new Set(claimed).size).toBe(claimed.length);
   });
 
+  test('outbox: updateMany replaces many messages at once, ends their claims, and skips missing or foreign ones', async (storage, build) => {
+    const first = build.outbox(ACCOUNT_A, { streamKey: 's1', createdAt: at(1), nextAttemptAt: at(1) });
+    const second = build.outbox(ACCOUNT_A, { streamKey: 's2', createdAt: at(2), nextAttemptAt: at(2) });
+    const foreign = build.outbox(ACCOUNT_B, { streamKey: 's3', createdAt: at(3), nextAttemptAt: at(3) });
+    for (const message of [first, second, foreign]) await storage.outbox.add(message);
+    expect(ids(await storage.outbox.claim(at(10), 10, { owner: 'w1', leaseMs: 60_000 }))).toEqual([first.id, second.id, foreign.id]);
+    const delivered = { ...first, status: 'delivered' as const, attempts: 1, deliveredAt: at(11) };
+    const retried = { ...second, attempts: 1, nextAttemptAt: at(20), lastError: 'the receiver answered HTTP 500' };
+    await storage.outbox.updateMany([delivered, retried, { ...foreign, accountId: ACCOUNT_A, status: 'delivered', deliveredAt: at(11) }, build.outbox(ACCOUNT_A)]);
+    await storage.outbox.updateMany([]);
+    expect(await storage.outbox.get(ACCOUNT_A, first.id)).toEqual(delivered);
+    expect(await storage.outbox.get(ACCOUNT_A, second.id)).toEqual(retried);
+    expect(await storage.outbox.get(ACCOUNT_B, foreign.id)).toEqual(foreign);
+    // The rewritten message is free again (its claim ended); the foreign one is still claimed.
+    expect(ids(await storage.outbox.claim(at(21), 10, { owner: 'w2', leaseMs: 60_000 }))).toEqual([second.id]);
+  });
+
   test('outbox: pruneDelivered deletes delivered messages older than the cut, oldest first, in batches; never pending or parked', async (storage, build) => {
     const old1 = build.outbox(ACCOUNT_A, { createdAt: at(1), status: 'delivered', attempts: 1, deliveredAt: at(10) });
     const old2 = build.outbox(ACCOUNT_B, { createdAt: at(2), status: 'delivered', attempts: 1, deliveredAt: at(11) });

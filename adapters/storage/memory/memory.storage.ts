@@ -542,8 +542,12 @@ function repositories(views: ViewSet, leases: OutboxLeases): Omit<StoragePort, '
       for (const [id, lease] of leases) if (lease.owner === owner) leases.delete(id);
     },
     async update(message) {
-      replaceOwned(views.outbox, message);
-      leases.delete(message.id);
+      if (replaceOwned(views.outbox, message)) leases.delete(message.id);
+    },
+    async updateMany(messages) {
+      for (const message of messages) {
+        if (replaceOwned(views.outbox, message)) leases.delete(message.id);
+      }
     },
     async pruneDelivered(before, limit) {
       const expired = rowsOf(views.outbox, views.outbox.keysBy('byStatus', 'delivered'))

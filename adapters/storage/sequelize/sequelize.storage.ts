@@ -778,6 +778,22 @@ class Repositories {
       update: async (message) => {
         await this.replace(model, this.map.outboxRow(message));
       },
+      updateMany: async (messages) => {
+        if (messages.length === 0) return;
+        const sql = this.context.postgres
+          ? `UPDATE outbox SET status = j.value ->> 2, attempts = CAST(j.value ->> 3 AS integer), next_attempt_at = j.value ->> 4,
+               last_error = j.value ->> 5, delivered_at = j.value ->> 6, lease_until = NULL, lease_owner = NULL
+             FROM json_array_elements(CAST($1 AS json)) AS j(value)
+             WHERE outbox.id = j.value ->> 0 AND outbox.account_id = j.value ->> 1`
+          : `UPDATE outbox SET status = j.value ->> 2, attempts = j.value ->> 3, next_attempt_at = j.value ->> 4,
+               last_error = j.value ->> 5, delivered_at = j.value ->> 6, lease_until = NULL, lease_owner = NULL
+             FROM json_each(?) AS j
+             WHERE outbox.id = j.value ->> 0 AND outbox.account_id = j.value ->> 1`;
+        const rows = messages.map((m) => [m.id, m.accountId, m.status, m.attempts, m.nextAttemptAt, m.lastError ?? null, m.deliveredAt ?? null]);
+        await this.atomic(async (transaction) => {
+          for (const chunk of chunks(rows, ROWS_PER_STATEMENT)) await this.raw.run(transaction, sql, [JSON.stringify(chunk)], 'outbox message');
+        });
+      },
       pruneDelivered: async (before, limit) => {
         const rows = await this.select(
           `DELETE FROM outbox WHERE id IN (
