@@ -158,7 +158,7 @@ describe('deliverDueMessages against a real receiver, with a stepped clock', () 
       expect(timestamp).toBe(Math.floor(w.clock.now().getTime() / 1000));
       expect(verifyStandardWebhook(request.body, request.headers, `${KEY}-acct-1`, { nowSeconds: timestamp })).toBe(true);
     }
-    expect(await webhookStatus(w.deps, 'acct-1')).toEqual({ webhookEnabled: true, webhookStatusDetail: null, processing: 0, failed: 0 });
+    expect(await webhookStatus(w.deps, 'acct-1')).toMatchObject({ webhookEnabled: true, webhookStatusDetail: null, processing: 0, failed: 0, messages: { pending: 0, parked: 0 } });
   });
 
   test('always 500: the 8 attempts follow the default schedule, then the message is parked and the endpoint unhealthy; retry redelivers it', async () => {
@@ -198,7 +198,7 @@ describe('deliverDueMessages against a real receiver, with a stepped clock', () 
     const last = w.receiver.requests.at(-1)!;
     expect(last.headers['webhook-id']).toBe(message!.id);
     expect(last.body).toBe(message!.body);
-    expect(await webhookStatus(w.deps, 'acct-1')).toEqual({ webhookEnabled: true, webhookStatusDetail: null, processing: 0, failed: 0 });
+    expect(await webhookStatus(w.deps, 'acct-1')).toMatchObject({ webhookEnabled: true, webhookStatusDetail: null, processing: 0, failed: 0, messages: { pending: 0, parked: 0 } });
   });
 
   test('a receiver slower than the timeout is a failed attempt (aborted); the default timeout is the product 4 s', async () => {
@@ -301,7 +301,7 @@ describe('deliverDueMessages against a real receiver, with a stepped clock', () 
     expect(w.acknowledged()).toEqual(served.map((m) => m.id));
     expect((await w.storage.outbox.list('acct-2', 'pending')).map((m) => m.id)).toEqual(orphaned.map((m) => m.id));
     expect((await w.storage.outbox.list('acct-3', 'pending')).map((m) => m.id)).toEqual(disabled.map((m) => m.id));
-    expect(await webhookStatus(w.deps, 'acct-2')).toEqual({ webhookEnabled: false, webhookStatusDetail: null, processing: 4, failed: 0 });
+    expect(await webhookStatus(w.deps, 'acct-2')).toEqual({ webhookEnabled: false, webhookStatusDetail: null, processing: 4, failed: 0, messages: { pending: 4, delivered: 0, parked: 0 } });
 
     await w.setEndpoint('acct-2');
     await resumePendingMessages(w.deps, 'acct-2');
