@@ -28,6 +28,16 @@ export const DISABLED_DETAIL_PREFIX = 'Disabled:';
  */
 export type EndpointPauses = Map<string, number>;
 
+/**
+ * A per-endpoint throttle (messages per second), a token bucket per account holding up to one second's
+ * worth. The host keeps the buckets across passes. Messages over the budget are not attempted: they stay
+ * pending and due, and a later pass takes them once the bucket has refilled.
+ */
+export interface EndpointRateLimit {
+  perSecond: number;
+  buckets: Map<string, { tokens: number; atMs: number }>;
+}
+
 export interface DeliveryDeps extends Pick<CoreDeps, 'storage' | 'webhookSender' | 'clock'> {
   /** Uniform in [0, 1): jitter of the retry schedule. The core has no randomness of its own. */
   random: () => number;
@@ -40,6 +50,8 @@ export interface DeliveryDeps extends Pick<CoreDeps, 'storage' | 'webhookSender'
   endpointConcurrency?: number;
   /** Pauses asked for by endpoints; without it a pause lasts for the pass only (and the messages in hand). */
   endpointPauses?: EndpointPauses;
+  /** At most this many messages a second to each endpoint; unlimited when absent. */
+  rateLimit?: EndpointRateLimit;
   /**
    * Who claims the messages of a pass: unique per process when several instances share one database.
    * Default `delivery`, enough for one worker.
@@ -205,6 +217,15 @@ async function deliverAccount(
   };
   /** Set when the endpoint must get nothing more in this pass: disabled (410), or paused until then. */
   let stop: { until: string } | undefined;
+  // The throttle's budget for this pass; what is left over goes back into the bucket at the end.
+  const limit = deps.rateLimit;
+  let budget = Number.POSITIVE_INFINITY;
+  if (limit) {
+    const bucket = limit.buckets.get(accountId) ?? { tokens: limit.perSecond, atMs: passStart.getTime() };
+    const refilled = Math.min(limit.perSecond, bucket.tokens + ((passStart.getTime() - bucket.atMs) * limit.perSecond) / 1000);
+    budget = Math.floor(refilled);
+    limit.buckets.set(accountId, { tokens: refilled - budget, atMs: passStart.getTime() });
+  }
 
   await runPool(streams, deps.endpointConcurrency ?? DEFAULT_ENDPOINT_CONCURRENCY, async (stream) => {
     for (const [index, message] of stream.entries()) {
@@ -212,6 +233,9 @@ async function deliverAccount(
         await setAside(stream.slice(index), stop.until);
         return;
       }
+      // Over the endpoint's rate: the rest of the stream stays due and goes back with the pass's claims.
+      if (budget <= 0) return;
+      budget -= 1;
       const result = await attempt(deps, settings, message, timeoutMs);
       const now = deps.clock.now();
       const nowIso = now.toISOString();
@@ -271,6 +295,10 @@ async function deliverAccount(
   });
   await flushDelivered();
   await saving;
+  if (limit && Number.isFinite(budget) && budget > 0) {
+    const bucket = limit.buckets.get(accountId)!;
+    limit.buckets.set(accountId, { ...bucket, tokens: Math.min(limit.perSecond, bucket.tokens + budget) });
+  }
 }
 
 async function attempt(deps: DeliveryDeps, settings: WebhookSettings, message: OutboxMessage, timeoutMs: number): Promise<WebhookDeliveryResult> {

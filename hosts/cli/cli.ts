@@ -21,7 +21,7 @@ export const USAGE = `carebridge — the carebridge medical data service and its
 Usage:
   carebridge serve
       Runs the HTTP service (same as npm start). Settings come from the environment:
-      PORT, DATA_DIR, DATABASE_URL, PUBLIC_URL, WEBHOOK_ALLOW_PRIVATE, WEBHOOK_CONCURRENCY, RETENTION_DAYS, URL_SIGNING_SECRET, LOG_LEVEL.
+      PORT, DATA_DIR, DATABASE_URL, PUBLIC_URL, WEBHOOK_ALLOW_PRIVATE, WEBHOOK_CONCURRENCY, WEBHOOK_RATE_LIMIT, RETENTION_DAYS, URL_SIGNING_SECRET, LOG_LEVEL.
 
   carebridge account create --name NAME [--json]
       Creates an account directly in the database (DATABASE_URL or DATA_DIR) and prints its id and API

@@ -55,6 +55,8 @@ export interface CarebridgeOptions {
     sender?: WebhookSenderPort;
     /** Requests in flight at once per webhook endpoint. Default 16. */
     endpointConcurrency?: number;
+    /** At most this many messages a second to each endpoint. Default: no limit. */
+    rateLimitPerSecond?: number;
   };
   /**
    * Threads converting C-CDA documents, off the thread that serves requests. Default one per core but the
@@ -281,10 +283,19 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
     // Kept across passes: a receiver's Retry-After pause also covers the messages created after it asked.
     const endpointPauses: EndpointPauses = new Map();
     const endpointConcurrency = options.webhooks?.endpointConcurrency;
+    const ratePerSecond = options.webhooks?.rateLimitPerSecond;
+    const rateLimit = ratePerSecond === undefined ? undefined : { perSecond: ratePerSecond, buckets: new Map<string, { tokens: number; atMs: number }>() };
     const delivery = new DeliveryLoop(
       () =>
         deliverDueMessages(
-          { ...deps, random: Math.random, endpointPauses, workerId, ...(endpointConcurrency !== undefined ? { endpointConcurrency } : {}) },
+          {
+            ...deps,
+            random: Math.random,
+            endpointPauses,
+            workerId,
+            ...(endpointConcurrency !== undefined ? { endpointConcurrency } : {}),
+            ...(rateLimit ? { rateLimit } : {}),
+          },
           { limit: DELIVERY_BATCH },
         ),
       pollMs,

@@ -87,6 +87,9 @@ describe('settings from the environment', () => {
     expect(() => settingsFromEnv({ WEBHOOK_ALLOW_PRIVATE: 'maybe' })).toThrow(/WEBHOOK_ALLOW_PRIVATE/);
     expect(() => settingsFromEnv({ WEBHOOK_CONCURRENCY: '0' })).toThrow(/WEBHOOK_CONCURRENCY/);
     expect(() => settingsFromEnv({ RETENTION_DAYS: '0' })).toThrow(/RETENTION_DAYS/);
+    expect(() => settingsFromEnv({ WEBHOOK_RATE_LIMIT: '0' })).toThrow(/WEBHOOK_RATE_LIMIT/);
+    expect(settingsFromEnv({ WEBHOOK_RATE_LIMIT: '50' }).webhookRateLimit).toBe(50);
+    expect(settingsFromEnv({}).webhookRateLimit).toBeUndefined();
     expect(() => settingsFromEnv({ RETENTION_DAYS: 'week' })).toThrow(/RETENTION_DAYS/);
     expect(settingsFromEnv({ RETENTION_DAYS: '30' }).retentionDays).toBe(30);
     expect(settingsFromEnv({}).webhookConcurrency).toBe(16);

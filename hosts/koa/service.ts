@@ -111,6 +111,7 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
       webhooks: {
         allowPrivate: settings.webhookAllowPrivate,
         endpointConcurrency: settings.webhookConcurrency,
+        ...(settings.webhookRateLimit !== undefined ? { rateLimitPerSecond: settings.webhookRateLimit } : {}),
         ...(options.webhookSender ? { sender: options.webhookSender } : {}),
       },
       background,

@@ -19,6 +19,8 @@ export interface ServiceSettings {
   publicUrl?: string;
   /** `WEBHOOK_ALLOW_PRIVATE=true`: allow loopback/private webhook URLs (development only). */
   webhookAllowPrivate: boolean;
+  /** `WEBHOOK_RATE_LIMIT`: at most this many webhook messages a second per endpoint; no limit when unset. */
+  webhookRateLimit?: number;
   /** `RETENTION_DAYS`: days delivered webhooks and finished jobs are kept, 7. */
   retentionDays: number;
   /** `WEBHOOK_CONCURRENCY`: webhook requests in flight at once per endpoint, 16. */
@@ -88,6 +90,11 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
   if (!Number.isFinite(retentionDays) || retentionDays < 1 || retentionDays > 3650) {
     throw new Error(`RETENTION_DAYS must be a number of days from 1 to 3650, not "${retentionText}"`);
   }
+  const rateText = nonEmpty(env.WEBHOOK_RATE_LIMIT);
+  const webhookRateLimit = rateText === undefined ? undefined : Number(rateText);
+  if (webhookRateLimit !== undefined && !(Number.isFinite(webhookRateLimit) && webhookRateLimit >= 1 && webhookRateLimit <= 100_000)) {
+    throw new Error(`WEBHOOK_RATE_LIMIT must be a number of messages per second from 1 to 100000, not "${rateText}"`);
+  }
   const settings: ServiceSettings = {
     port,
     retentionDays,
@@ -105,6 +112,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
     publicUrl,
     urlSigningSecret: nonEmpty(env.URL_SIGNING_SECRET),
     ccdaWorkers,
+    webhookRateLimit,
   };
   for (const [name, value] of Object.entries(optional)) if (value !== undefined) Object.assign(settings, { [name]: value });
   return settings;

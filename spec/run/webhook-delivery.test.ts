@@ -357,6 +357,29 @@ describe('deliverDueMessages against a real receiver, with a stepped clock', () 
     expect(acknowledged.filter((id) => ordered.some((m) => m.id === id))).toEqual(ordered.map((m) => m.id));
   });
 
+  test('a rate limit sends at most perSecond messages a second to each endpoint; the rest stay due and go as the bucket refills', async () => {
+    const w = await makeWorld({ rateLimit: { perSecond: 5, buckets: new Map() } });
+    await w.setEndpoint('acct-1');
+    await w.setEndpoint('acct-2');
+    // Twenty streams on one endpoint, three messages on another.
+    for (let i = 0; i < 20; i++) await w.enqueue('acct-1', 1);
+    await w.enqueue('acct-2', 3);
+    expect(await w.pass()).toMatchObject({ delivered: 8, failed: 0, parked: 0 });
+    // Nothing more within the same second; the skipped messages were handed back, not stranded.
+    expect(await w.pass()).toMatchObject({ delivered: 0 });
+    w.clock.advance(400);
+    expect(await w.pass()).toMatchObject({ delivered: 2 });
+    w.clock.advance(600);
+    expect(await w.pass()).toMatchObject({ delivered: 3 });
+    // A quiet endpoint saves up one second's worth at most.
+    w.clock.advance(60_000);
+    expect(await w.pass()).toMatchObject({ delivered: 5 });
+    w.clock.advance(1_000);
+    expect(await w.pass()).toMatchObject({ delivered: 5 });
+    expect((await w.messages('acct-1')).every((m) => m.status === 'delivered')).toBe(true);
+    expect(new Set(w.acknowledged()).size).toBe(23);
+  });
+
   test('429 with Retry-After pauses that endpoint only: its other streams wait, another account goes on', async () => {
     const pauses = new Map<string, number>();
     const w = await makeWorld({ endpointConcurrency: 1, endpointPauses: pauses });
