@@ -1,13 +1,13 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
-import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
 import type { WebhookDelivery, WebhookDeliveryResult, WebhookSenderPort } from '../../core/ports/webhook-sender.port.js';
 import { isNonPublicAddress, validateWebhookUrl } from '../../core/webhooks/url.js';
 import { signStandardWebhook, signWebhookBody } from './signature.js';
+import { packageVersion as readPackageVersion } from '../package-root.js';
 
-const packageVersion = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+const packageVersion = readPackageVersion();
 
 /** Enough for a `{ pong }` answer or an error text; the rest of a large answer is not read. */
 const RESPONSE_BODY_LIMIT_BYTES = 64 * 1024;

@@ -1,0 +1,12 @@
+// Builds the package: TypeScript to dist/ (JavaScript and declarations), plus the C-CDA pool thread's
+// plain-JavaScript entry, which tsc does not copy. Run by `npm run build` and before packing.
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true });
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+copyFileSync(new URL('../adapters/ccda/ccda.worker.mjs', import.meta.url), new URL('../dist/adapters/ccda/ccda.worker.mjs', import.meta.url));
