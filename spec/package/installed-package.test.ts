@@ -58,6 +58,11 @@ describe('the installed package', () => {
     expect(readdirSync(join(work, 'carebridge', 'dist'))).toContain('hosts');
   });
 
+  test('the carebridge command runs from the built files', () => {
+    const help = run(process.execPath, [join(work, 'carebridge', 'bin', 'carebridge.js'), '--help'], work);
+    expect(help).toMatch(/serve/);
+  }, 60_000);
+
   test('the README embedding and client snippets run in a fresh ESM project with plain Node, C-CDA conversion on its worker threads included', () => {
     const dir = project('esm-app', { name: 'esm-app', type: 'module', private: true });
     writeFileSync(
