@@ -1,4 +1,4 @@
-import { authenticate } from '../accounts.js';
+import { ApiKeyCache, authenticate, DEFAULT_API_KEY_CACHE_MS } from '../accounts.js';
 import type { CoreDeps } from '../deps.js';
 import type { Account } from '../domain/types.js';
 import { CoreError } from '../errors.js';
@@ -15,6 +15,13 @@ export interface ApiHandlerOptions {
    * problem body carries, so the host can log it at error level and support can find it from the answer.
    */
   onUnexpectedError?: (error: unknown, request: { method: string; path: string; requestId: string }) => void;
+  /** Called with the account a request authenticated as (an API key or a signed URL), e.g. for the access log. */
+  onAuthenticated?: (account: Account) => void;
+  /**
+   * How long an API key's account is remembered, ms (default 5 s; 0 looks every key up every time). A key
+   * that was replaced works for at most this long in this process.
+   */
+  apiKeyCacheMs?: number;
 }
 
 export type ApiHandler = ((request: ApiRequest) => Promise<ApiResponse>) & {
@@ -30,6 +37,7 @@ export type ApiHandler = ((request: ApiRequest) => Promise<ApiResponse>) & {
  */
 export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}): ApiHandler {
   const router = new Router(apiRoutes);
+  const keys = new ApiKeyCache(deps.clock, options.apiKeyCacheMs ?? DEFAULT_API_KEY_CACHE_MS);
 
   const handle = async (request: ApiRequest): Promise<ApiResponse> => {
     try {
@@ -45,7 +53,8 @@ export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}
       checkQuery(request.query);
       checkJsonBody(request.body);
       const query = flattenQuery(request.query);
-      const account = await authorise(deps, route, request, query);
+      const account = await authorise(deps, keys, route, request);
+      if (account) options.onAuthenticated?.(account);
       const parsedQuery = route.query ? parseWith(route.query, query, 'query') : query;
       const parsedBody = route.body ? parseWith(route.body, request.body ?? {}, 'body') : request.body;
       const response = await route.handle({ deps, request, params, query: parsedQuery, body: parsedBody, account: account as Account });
@@ -69,12 +78,12 @@ export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}
   });
 }
 
-async function authorise(deps: CoreDeps, route: RouteDefinition, request: ApiRequest, query: Record<string, string | undefined>): Promise<Account | undefined> {
+async function authorise(deps: CoreDeps, keys: ApiKeyCache, route: RouteDefinition, request: ApiRequest): Promise<Account | undefined> {
   switch (route.auth) {
     case 'none':
       return undefined;
     case 'apiKey':
-      return authenticate(deps, request.headers['x-api-key']);
+      return authenticate(deps, request.headers['x-api-key'], keys);
     case 'signed': {
       const accountId = verifySignedRequest(deps, { method: request.method, path: request.path, query: request.query });
       const account = await deps.storage.accounts.get(accountId);
@@ -83,7 +92,7 @@ async function authorise(deps: CoreDeps, route: RouteDefinition, request: ApiReq
     }
     case 'signedAndApiKey': {
       // The key first: a caller without one learns nothing about the URL.
-      const account = await authenticate(deps, request.headers['x-api-key']);
+      const account = await authenticate(deps, request.headers['x-api-key'], keys);
       const accountId = verifySignedRequest(deps, { method: request.method, path: request.path, query: request.query }, 'UPLOAD_URL_EXPIRED');
       // The upload URL is pre-signed to the account; another account's key cannot use it.
       if (accountId !== account.id) throw new CoreError('BULK_REQUEST_NOT_FOUND', 'No bulk request with this id in your account');

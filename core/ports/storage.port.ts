@@ -63,6 +63,11 @@ export interface AccountRepository {
   getByApiKeyHash(apiKeyHash: string): Promise<Account | undefined>;
   /** Every account, oldest first. For operators (CLI), never exposed through the API. */
   list(): Promise<Account[]>;
+  /**
+   * Gives the account a new API key (its hash and visible prefix); the old key's hash no longer finds it.
+   * Returns false when there is no such account. A hash another account has is a CONFLICT.
+   */
+  replaceApiKey(id: string, apiKeyHash: string, apiKeyPrefix: string): Promise<boolean>;
 }
 
 export interface WebhookSettingsRepository {

@@ -73,6 +73,21 @@ describe('carebridge account', () => {
     expect(list.out()).not.toContain(apiKey);
   });
 
+  test('rotate-key prints a new key that works at once; the old key is refused; an unknown id exits 1', async () => {
+    const { accountId, apiKey: oldKey } = await newAccount('Rotating');
+    const rotated = io();
+    expect(await runCli(['account', 'rotate-key', '--id', accountId, '--json'], rotated), rotated.err()).toBe(0);
+    const { apiKey: newKey } = JSON.parse(rotated.out()) as { apiKey: string };
+    expect(newKey).toMatch(/^cb_/);
+    expect(newKey).not.toBe(oldKey);
+    expect((await fetch(`${service.url}/medical/v1/facility`, { headers: { 'x-api-key': newKey } })).status).toBe(200);
+    // The old key was never used on this service, so no process remembers it: refused at once.
+    expect((await fetch(`${service.url}/medical/v1/facility`, { headers: { 'x-api-key': oldKey } })).status).toBe(401);
+    const unknown = io();
+    expect(await runCli(['account', 'rotate-key', '--id', '00000000-0000-7000-8000-000000000000'], unknown)).toBe(1);
+    expect(unknown.err()).toMatch(/no account with id/);
+  });
+
   test('usage errors exit 2 with a message', async () => {
     const missing = io();
     expect(await runCli(['account', 'create'], missing)).toBe(2);

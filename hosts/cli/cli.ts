@@ -28,6 +28,9 @@ Usage:
       key. The key is shown this once: only its hash is stored.
   carebridge account list [--json]
       Lists accounts: id, name, the visible start of the key, creation time.
+  carebridge account rotate-key --id ACCOUNT_ID [--json]
+      Gives the account a new API key (shown this once) and retires the old one: running services stop
+      accepting it within 5 seconds (they remember a key's account that long).
 
   carebridge facility create --name NAME --npi NPI --address-line1 LINE [--address-line2 LINE]
                              --city CITY --state ST --zip ZIP [--tin TIN] [--api-key KEY] [--url URL] [--json]
@@ -110,10 +113,12 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 
 async function accountCommand(args: string[], io: CliIo): Promise<number> {
   const [sub, ...rest] = args;
-  if (sub !== 'create' && sub !== 'list') throw new UsageError(`account: expected "create" or "list", got ${sub ? `"${sub}"` : 'nothing'}`);
-  const { values } = parse(rest, { name: { type: 'string' }, json: { type: 'boolean' } });
+  if (sub !== 'create' && sub !== 'list' && sub !== 'rotate-key') {
+    throw new UsageError(`account: expected "create", "list" or "rotate-key", got ${sub ? `"${sub}"` : 'nothing'}`);
+  }
+  const { values } = parse(rest, { name: { type: 'string' }, id: { type: 'string' }, json: { type: 'boolean' } });
   const settings = settingsFromEnv(io.env);
-  const [{ createAccount }, { SystemClock }, { NodeSecrets }, { Uuid7Ids }, { openDatabase }, { SequelizeStorage }] = await Promise.all([
+  const [{ createAccount, rotateApiKey }, { SystemClock }, { NodeSecrets }, { Uuid7Ids }, { openDatabase }, { SequelizeStorage }] = await Promise.all([
     import('../../core/accounts.js'),
     import('../../adapters/clock/system.clock.js'),
     import('../../adapters/crypto/node.secrets.js'),
@@ -128,6 +133,15 @@ async function accountCommand(args: string[], io: CliIo): Promise<number> {
       const accounts = await storage.accounts.list();
       if (values.json) io.stdout(`${JSON.stringify(accounts.map(({ id, name, apiKeyPrefix, createdAt }) => ({ id, name, apiKeyPrefix, createdAt })))}\n`);
       else for (const account of accounts) io.stdout(`${account.id}  ${account.apiKeyPrefix}…  ${account.createdAt}  ${account.name}\n`);
+      return 0;
+    }
+    if (sub === 'rotate-key') {
+      const id = required(values, 'id');
+      const { apiKey } = await rotateApiKey({ storage, secrets: new NodeSecrets() }, id).catch((error: unknown) => {
+        throw (error as { code?: unknown }).code === 'NOT_FOUND' ? new CliFailure(`no account with id ${id}`) : error;
+      });
+      if (values.json) io.stdout(`${JSON.stringify({ accountId: id, apiKey })}\n`);
+      else io.stdout(`New API key for account ${id}, shown this once (the old key stops working within 5 seconds):\n\n  ${apiKey}\n\n`);
       return 0;
     }
     const name = required(values, 'name');

@@ -23,7 +23,7 @@ import { QueueRunner } from '../../adapters/queue/runner.js';
 import { openDatabase } from '../koa/database.js';
 import { urlSigningSecret } from '../koa/settings.js';
 import { describeError } from '../error-facts.js';
-import { withAccountNotes } from '../koa/request-facts.js';
+import { noteAccount } from '../koa/request-facts.js';
 import { sandboxDocumentsDir } from '../sandbox-documents.js';
 
 export interface CarebridgeOptions {
@@ -309,8 +309,9 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
         }),
       logger?.child({ component: 'retention' }),
     );
-    // The account a key resolves to is noted for the access log of the request (ids only; nothing outside a request).
-    const core = createApiHandler({ ...deps, storage: withAccountNotes(deps.storage) }, {
+    const core = createApiHandler(deps, {
+      // The account a request authenticated as is noted for its access log (ids only).
+      onAuthenticated: noteAccount,
       onUnexpectedError: (error, request) =>
         logger?.error({ err: describeError(error), requestId: request.requestId, method: request.method, route: core.routeOf(request) ?? null }, 'unexpected error'),
     });

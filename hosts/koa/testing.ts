@@ -8,7 +8,7 @@ import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import { MemoryHost } from '../memory/memory.host.js';
 import { createApiHandler } from '../../core/api/handler.js';
 import { createKoaApp, type KoaAppOptions } from './app.js';
-import { withAccountNotes } from './request-facts.js';
+import { noteAccount } from './request-facts.js';
 
 /** Test helpers for the Koa host (not loaded by the service). */
 
@@ -50,8 +50,8 @@ export async function startMemoryKoa(options: KoaAppOptions & { mount?: 'root' |
   const clock = new SteppedClock(SPEC_NOW);
   const prefix = options.prefix ?? '';
   const host = await MemoryHost.create({ clock, ids: new SequentialIds(), publicUrl: `${url}${prefix}`, urlSecret: 'koa-test-url-secret' });
-  // As the service does: the storage the handler sees notes the account for the access log.
-  const handler = createApiHandler({ ...host.deps, storage: withAccountNotes(host.deps.storage) });
+  // As the service does: the account a request authenticated as is noted for the access log.
+  const handler = createApiHandler(host.deps, { onAuthenticated: noteAccount });
   listener = createKoaApp(handler, options).callback();
   return {
     url,

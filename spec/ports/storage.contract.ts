@@ -348,6 +348,19 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect(ids(await storage.accounts.list())).toEqual([earlier.id, tieLow.id, tieHigh.id, later.id]);
   });
 
+  test('accounts: replaceApiKey moves the account to a new key hash; the old one finds nothing; missing is false; a taken hash conflicts', async (storage, build) => {
+    const account = build.account({ id: ACCOUNT_A });
+    const other = build.account({ id: ACCOUNT_B });
+    await storage.accounts.insert(account);
+    await storage.accounts.insert(other);
+    expect(await storage.accounts.replaceApiKey(ACCOUNT_A, 'new-hash', 'cb_newkey')).toBe(true);
+    expect(await storage.accounts.getByApiKeyHash(account.apiKeyHash)).toBeUndefined();
+    expect(await storage.accounts.getByApiKeyHash('new-hash')).toEqual({ ...account, apiKeyHash: 'new-hash', apiKeyPrefix: 'cb_newkey' });
+    expect(await storage.accounts.replaceApiKey('00000000-0000-7000-8000-00000000dead', 'x-hash', 'cb_x')).toBe(false);
+    await expect(storage.accounts.replaceApiKey(ACCOUNT_A, other.apiKeyHash, 'cb_other')).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect(await storage.accounts.get(ACCOUNT_B)).toEqual(other);
+  });
+
   test('accounts: inserting an existing id throws and keeps the first', async (storage, build) => {
     const account = build.account({ id: ACCOUNT_A });
     await storage.accounts.insert(account);

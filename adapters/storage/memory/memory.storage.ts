@@ -206,6 +206,14 @@ function repositories(views: ViewSet, leases: OutboxLeases): Omit<StoragePort, '
     async list() {
       return rowsOf(views.accounts, views.accounts.keysBy('all', '')).sort(oldestFirst).map(copy);
     },
+    async replaceApiKey(id, apiKeyHash, apiKeyPrefix) {
+      const row = views.accounts.get(id);
+      if (!row) return false;
+      const [holder] = rowsOf(views.accounts, views.accounts.keysBy('byApiKeyHash', apiKeyHash));
+      if (holder && holder.id !== id) throw new CoreError('CONFLICT', 'an account with this API key hash already exists', { details: { id } });
+      views.accounts.set(id, { ...copy(row), apiKeyHash, apiKeyPrefix });
+      return true;
+    },
   };
 
   const webhookSettings: WebhookSettingsRepository = {

@@ -344,6 +344,18 @@ class Repositories {
         return row && this.map.account(row);
       },
       list: async () => (await this.findAll(model, {}, OLDEST_FIRST)).map((row) => this.map.account(row)),
+      replaceApiKey: async (id, apiKeyHash, apiKeyPrefix) => {
+        try {
+          const [affected] = await model.update(
+            { api_key_hash: apiKeyHash, api_key_prefix: apiKeyPrefix },
+            { where: { id }, transaction: this.transaction, validate: false, hooks: false, individualHooks: false },
+          );
+          return affected > 0;
+        } catch (error) {
+          if (error instanceof UniqueConstraintError) throw new CoreError('CONFLICT', 'an account with this API key hash already exists', { cause: error });
+          throw error;
+        }
+      },
     };
   }
 
