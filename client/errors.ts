@@ -1,3 +1,11 @@
+import type { ErrorCode } from '../core/errors.js';
+
+/**
+ * The stable codes the service answers errors with, and `HTTP_<status>` for an answer that was not the
+ * service's problem+json (a proxy's error page).
+ */
+export type ApiErrorCode = ErrorCode | `HTTP_${number}`;
+
 /** Every error the client throws is one of these, so a caller can catch `CarebridgeError` and branch on `code`. */
 export abstract class CarebridgeError extends Error {
   abstract readonly code: string;
@@ -8,7 +16,7 @@ export interface ProblemDetails {
   status: number;
   title: string;
   detail: string;
-  code: string;
+  code: ApiErrorCode;
   [extension: string]: unknown;
 }
 
@@ -19,7 +27,7 @@ export interface ProblemDetails {
  */
 export class CarebridgeApiError extends CarebridgeError {
   readonly status: number;
-  readonly code: string;
+  readonly code: ApiErrorCode;
   readonly title: string;
   readonly detail: string;
   /** The whole problem body, extensions included (e.g. `details`). */

@@ -6,6 +6,7 @@ export {
   CarebridgeError,
   CarebridgeNetworkError,
   CarebridgeWebhookError,
+  type ApiErrorCode,
   type ClientErrorCode,
   type NetworkErrorCode,
   type ProblemDetails,

@@ -33,17 +33,19 @@ export const ERROR_CODES = {
   UPLOAD_URL_USED: 409,
   ORGANIZATION_EXISTS: 409,
   FACILITY_IN_USE: 409,
-  QUERY_IN_PROGRESS: 409,
   // 410: gone for good
   UPLOAD_URL_EXPIRED: 410,
   URL_EXPIRED: 410,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
-  UNPROCESSABLE: 422,
   CCDA_INVALID: 422,
+  // 429: too busy to take it now; try again shortly
   RATE_LIMITED: 429,
   NOT_IMPLEMENTED: 501,
   INTERNAL: 500,
+  // 503: the service cannot answer yet (starting) or a dependency does not (readiness)
+  STARTING: 503,
+  UNAVAILABLE: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -7,7 +7,7 @@ import { buildOpenApiDocument, type OpenApiInfo } from '../../core/api/openapi.j
 import { errorToResponse } from '../../core/api/problem.js';
 import type { RouteDefinition } from '../../core/api/router.js';
 import type { ApiRequest, ApiResponse } from '../../core/api/types.js';
-import { CoreError } from '../../core/errors.js';
+import { CoreError, statusForCode } from '../../core/errors.js';
 import { docsFile, type DocsFile } from './docs.js';
 import { declaredLength, finishUnreadBody, hasBody, limitedBody, readLimitedBody, tooLarge } from './http-body.js';
 import { withRequestFacts, type RequestFacts } from './request-facts.js';
@@ -212,9 +212,9 @@ export function createKoaApp(handler: ApiHandler, options: KoaAppOptions = {}): 
       try {
         ctx.body = options.health ? await options.health() : { status: 'ok' };
       } catch (error) {
-        ctx.status = 503;
+        ctx.status = statusForCode('UNAVAILABLE');
         ctx.type = 'application/problem+json';
-        ctx.body = JSON.stringify({ status: 503, title: 'Service Unavailable', detail: 'Not ready: a dependency does not answer', code: 'UNAVAILABLE' });
+        ctx.body = JSON.stringify({ status: ctx.status, title: 'Service Unavailable', detail: 'Not ready: a dependency does not answer', code: 'UNAVAILABLE' });
         logger?.warn({ err: describeError(error) }, 'health check failed');
       }
       logger?.debug({ method: 'GET', route: '/healthz', status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');

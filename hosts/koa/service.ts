@@ -8,6 +8,7 @@ import type { ClockPort, IdsPort, WebhookSenderPort } from '../../core/ports/ind
 import { createCarebridge, type Carebridge } from '../embedded/carebridge.js';
 import { createKoaApp } from './app.js';
 import { settingsFromEnv, type ServiceSettings } from './settings.js';
+import { statusForCode } from '../../core/errors.js';
 
 export { settingsFromEnv, type ServiceSettings } from './settings.js';
 
@@ -92,8 +93,9 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
   let ready: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   const server = createServer((req, res) => {
     if (ready) return ready(req, res);
-    res.writeHead(503, { 'content-type': 'application/problem+json', 'retry-after': '1' });
-    res.end(JSON.stringify({ status: 503, title: 'Service Unavailable', detail: 'The service is starting', code: 'STARTING' }));
+    const status = statusForCode('STARTING');
+    res.writeHead(status, { 'content-type': 'application/problem+json', 'retry-after': '1' });
+    res.end(JSON.stringify({ status, title: 'Service Unavailable', detail: 'The service is starting', code: 'STARTING' }));
   });
   const address = await listen(server, settings.port, settings.host);
   const url = `http://${urlHost(settings.host)}:${address.port}`;
