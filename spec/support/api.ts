@@ -1,5 +1,24 @@
 import { expect } from 'vitest';
+import { Router } from '../../core/api/router.js';
+import { apiRoutes } from '../../core/api/routes/index.js';
 import type { HostDriver, HostResponse } from './driver.js';
+
+const router = new Router(apiRoutes);
+
+/**
+ * Every successful answer the behaviour suite receives is checked against the response schema its route
+ * declares (the one the OpenAPI document publishes): the document cannot drift from what hosts send.
+ */
+export function checkDeclaredResponse(method: string, path: string, response: HostResponse): void {
+  const match = router.match(method, path.split('?')[0]!);
+  if (match.kind !== 'found') return;
+  const declared = match.route.success;
+  if (!declared?.schema || response.status !== declared.status) return;
+  const parsed = declared.schema.safeParse(response.body);
+  if (!parsed.success) {
+    throw new Error(`${method} ${match.route.path} answered ${response.status} with a body its declared response schema refuses: ${parsed.error.message}`);
+  }
+}
 
 /** A valid NPI (Luhn over 80840 + digits). */
 export const VALID_NPI = '1234567893';
@@ -24,7 +43,10 @@ export class AccountApi {
     path: string,
     options: { query?: Record<string, string | readonly string[] | undefined>; body?: unknown; jsonText?: string } = {},
   ): Promise<HostResponse> {
-    return this.host.call({ method, path, apiKey: this.apiKey, ...options });
+    return this.host.call({ method, path, apiKey: this.apiKey, ...options }).then((response) => {
+      checkDeclaredResponse(method, path, response);
+      return response;
+    });
   }
 
   async createFacility(name = 'Main Clinic'): Promise<{ id: string }> {

@@ -6,6 +6,7 @@ import type { BulkQueriesProgress, BulkRequest } from '../../domain/types.js';
 import { CoreError } from '../../errors.js';
 import { defineRoute, json } from '../router.js';
 import { bulkStartQuerySchema } from '../schemas.js';
+import { bulkStartResponse, bulkStatusResponse } from '../responses.js';
 
 const BULK = '/medical/v1/patient/bulk';
 
@@ -54,6 +55,7 @@ export const bulkRoutes = [
     tag: 'Bulk Patient Create',
     summary: 'Start a bulk patient create; returns the pre-signed URL to PUT the CSV to (valid 10 minutes, single use)',
     query: bulkStartQuerySchema,
+    success: { status: 200, schema: bulkStartResponse },
     async handle({ deps, account, query }) {
       const { request, uploadUrl } = await startBulkCreate(deps, account, { facilityId: query.facilityId, dryRun: query.dryRun });
       return json(200, bulkStartToWire(request, uploadUrl));
@@ -65,6 +67,7 @@ export const bulkRoutes = [
     auth: 'apiKey',
     tag: 'Bulk Patient Create',
     summary: 'Status and progress of a bulk patient create',
+    success: { status: 200, schema: bulkStatusResponse },
     async handle({ deps, account, params }) {
       const request = await getBulkRequest(deps, account.id, params.requestId!);
       return json(200, bulkStatusToWire(deps, request, await queriesOf(deps, request)));
@@ -77,6 +80,7 @@ export const bulkRoutes = [
     tag: 'Bulk Patient Create',
     summary: 'Upload the CSV to the pre-signed URL (x-api-key required too)',
     rawBody: 'text/csv',
+    success: { status: 200, schema: bulkStatusResponse },
     async handle({ deps, account, params, request }) {
       const stored = await acceptUpload(deps, account, params.requestId!, {
         contentType: request.headers['content-type'],

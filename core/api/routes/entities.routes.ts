@@ -15,6 +15,7 @@ import {
 import type { Patient } from '../../domain/types.js';
 import { defineRoute, json, noContent } from '../router.js';
 import { cohortCreateSchema, facilityCreateSchema, organizationCreateSchema, patientCreateSchema, queryBoolean } from '../schemas.js';
+import { cohortListResponse, cohortResponse, facilityListResponse, facilityResponse, hieOptOutResponse, organizationResponse, patientPageResponse, patientResponse } from '../responses.js';
 
 const V1 = '/medical/v1';
 const facilityQuery = z.object({ facilityId: z.string().trim().min(1).optional() });
@@ -27,7 +28,7 @@ export const organizationRoutes = [
     tag: 'Organization',
     summary: 'Create the organization of the account (one per account)',
     body: organizationCreateSchema,
-    success: { status: 201 },
+    success: { status: 201, schema: organizationResponse },
     async handle({ deps, account, body }) {
       return json(201, organizationToWire(await createOrganization(deps, account.id, body)));
     },
@@ -38,6 +39,7 @@ export const organizationRoutes = [
     auth: 'apiKey',
     tag: 'Organization',
     summary: 'Get the organization of the account (empty body when none was created)',
+success: { status: 200, schema: organizationResponse },
     async handle({ deps, account }) {
       const org = await getOrganization(deps, account.id);
       return org ? json(200, organizationToWire(org)) : noContent();
@@ -50,6 +52,7 @@ export const organizationRoutes = [
     tag: 'Organization',
     summary: 'Update the organization',
     body: organizationCreateSchema,
+success: { status: 200, schema: organizationResponse },
     async handle({ deps, account, params, body }) {
       return json(200, organizationToWire(await updateOrganization(deps, account.id, params.id!, body)));
     },
@@ -64,7 +67,7 @@ export const facilityRoutes = [
     tag: 'Facility',
     summary: 'Create a facility',
     body: facilityCreateSchema,
-    success: { status: 201 },
+    success: { status: 201, schema: facilityResponse },
     async handle({ deps, account, body }) {
       return json(201, facilityToWire(await createFacility(deps, account.id, body)));
     },
@@ -75,6 +78,7 @@ export const facilityRoutes = [
     auth: 'apiKey',
     tag: 'Facility',
     summary: 'List the facilities of the account, oldest first',
+success: { status: 200, schema: facilityListResponse },
     async handle({ deps, account }) {
       const facilities = await deps.storage.facilities.list(account.id);
       return json(200, { facilities: facilities.map(facilityToWire) });
@@ -86,6 +90,7 @@ export const facilityRoutes = [
     auth: 'apiKey',
     tag: 'Facility',
     summary: 'Get a facility',
+success: { status: 200, schema: facilityResponse },
     async handle({ deps, account, params }) {
       return json(200, facilityToWire(await getFacility(deps, account.id, params.id!)));
     },
@@ -97,6 +102,7 @@ export const facilityRoutes = [
     tag: 'Facility',
     summary: 'Update a facility',
     body: facilityCreateSchema,
+success: { status: 200, schema: facilityResponse },
     async handle({ deps, account, params, body }) {
       return json(200, facilityToWire(await updateFacility(deps, account.id, params.id!, body)));
     },
@@ -123,7 +129,7 @@ export const cohortRoutes = [
     tag: 'Cohort',
     summary: 'Create a cohort',
     body: cohortCreateSchema,
-    success: { status: 201 },
+    success: { status: 201, schema: cohortResponse },
     async handle({ deps, account, body }) {
       return json(201, cohortToWire(await createCohort(deps, account.id, body)));
     },
@@ -134,6 +140,7 @@ export const cohortRoutes = [
     auth: 'apiKey',
     tag: 'Cohort',
     summary: 'List the cohorts of the account, oldest first',
+success: { status: 200, schema: cohortListResponse },
     async handle({ deps, account }) {
       return json(200, { cohorts: (await deps.storage.cohorts.list(account.id)).map(cohortToWire) });
     },
@@ -144,6 +151,7 @@ export const cohortRoutes = [
     auth: 'apiKey',
     tag: 'Cohort',
     summary: 'Get a cohort',
+success: { status: 200, schema: cohortResponse },
     async handle({ deps, account, params }) {
       return json(200, cohortToWire(await getCohort(deps, account.id, params.id!)));
     },
@@ -155,6 +163,7 @@ export const cohortRoutes = [
     tag: 'Cohort',
     summary: 'Update a cohort',
     body: cohortCreateSchema,
+success: { status: 200, schema: cohortResponse },
     async handle({ deps, account, params, body }) {
       return json(200, cohortToWire(await updateCohort(deps, account.id, params.id!, body)));
     },
@@ -191,7 +200,7 @@ export const patientRoutes = [
     summary: 'Create a patient',
     query: facilityQuery,
     body: patientCreateSchema,
-    success: { status: 201 },
+    success: { status: 201, schema: patientResponse },
     async handle({ deps, account, query, body }) {
       return json(201, patientToWire(await createPatient(deps, account.id, query.facilityId, body)));
     },
@@ -206,6 +215,7 @@ export const patientRoutes = [
       cursor: z.string().trim().min(1).optional(),
       count: z.coerce.number().int().min(1).max(MAX_PAGE).optional().default(50),
     }),
+success: { status: 200, schema: patientPageResponse },
     async handle({ deps, account, query, request }) {
       const page = await listPatients(deps, account.id, { facilityId: query.facilityId, after: query.cursor, limit: query.count });
       let nextPage: string | undefined;
@@ -222,6 +232,7 @@ export const patientRoutes = [
     auth: 'apiKey',
     tag: 'Patient',
     summary: 'Get a patient',
+success: { status: 200, schema: patientResponse },
     async handle({ deps, account, params }) {
       return json(200, patientToWire(await getPatient(deps, account.id, params.id!)));
     },
@@ -234,6 +245,7 @@ export const patientRoutes = [
     summary: "Replace a patient's demographics",
     query: facilityQuery,
     body: patientCreateSchema,
+success: { status: 200, schema: patientResponse },
     async handle({ deps, account, params, query, body }) {
       return json(200, patientToWire(await updatePatient(deps, account.id, params.id!, query.facilityId, body)));
     },
@@ -258,6 +270,7 @@ export const patientRoutes = [
     tag: 'Patient',
     summary: 'Opt a patient out of (true) or back into (false) health information exchanges',
     query: z.object({ hieOptOut: queryBoolean }),
+success: { status: 200, schema: hieOptOutResponse },
     async handle({ deps, account, params, query }) {
       return json(200, await setHieOptOut(deps, account.id, params.id!, query.hieOptOut));
     },
@@ -268,6 +281,7 @@ export const patientRoutes = [
     auth: 'apiKey',
     tag: 'Patient',
     summary: "Read a patient's HIE opt-out status",
+success: { status: 200, schema: hieOptOutResponse },
     async handle({ deps, account, params }) {
       return json(200, await getHieOptOut(deps, account.id, params.id!));
     },

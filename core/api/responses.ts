@@ -1,0 +1,136 @@
+import { z } from 'zod';
+
+/**
+ * What the API answers on success, as schemas: the OpenAPI document describes each response with them
+ * (so generated clients get real types), and the behaviour suite checks every answer it receives against
+ * its route's schema, so the document cannot drift from what the service sends. Strict objects: a field
+ * added to an answer must be added here too.
+ */
+
+const id = z.string().describe('UUID');
+const instant = z.string().describe('ISO 8601 instant');
+/** The version of a record, for optimistic concurrency (If-Match): its last change. */
+const eTag = z.string().describe('Version of the record (its last change), for If-Match');
+
+export const addressResponse = z.strictObject({
+  addressLine1: z.string(),
+  addressLine2: z.string().optional(),
+  city: z.string(),
+  state: z.string().describe('2-letter USPS code'),
+  zip: z.string().describe('5 digits'),
+  country: z.string(),
+});
+
+export const organizationResponse = z.strictObject({
+  id,
+  eTag,
+  oid: z.string(),
+  name: z.string(),
+  type: z.string(),
+  location: addressResponse,
+});
+
+export const facilityResponse = z.strictObject({
+  id,
+  eTag,
+  oid: z.string(),
+  name: z.string(),
+  npi: z.string(),
+  tin: z.string().nullable(),
+  active: z.boolean(),
+  address: addressResponse,
+});
+
+export const facilityListResponse = z.strictObject({ facilities: z.array(facilityResponse) });
+
+export const cohortResponse = z.strictObject({ id, eTag, name: z.string(), description: z.string().nullable() });
+
+export const cohortListResponse = z.strictObject({ cohorts: z.array(cohortResponse) });
+
+const personalIdentifier = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('ssn'), value: z.string() }),
+  z.strictObject({ type: z.literal('driversLicense'), value: z.string(), state: z.string() }),
+]);
+
+export const patientResponse = z.strictObject({
+  id,
+  eTag,
+  facilityIds: z.array(id),
+  externalId: z.string().nullable(),
+  dateCreated: instant,
+  firstName: z.string(),
+  lastName: z.string(),
+  dob: z.string().describe('YYYY-MM-DD'),
+  genderAtBirth: z.enum(['F', 'M', 'O', 'U']),
+  personalIdentifiers: z.array(personalIdentifier),
+  address: z.array(addressResponse),
+  contact: z.array(z.strictObject({ phone: z.string().optional(), email: z.string().optional() })),
+  cohortIds: z.array(id),
+  hieOptOut: z.boolean(),
+});
+
+export const patientPageResponse = z.strictObject({
+  patients: z.array(patientResponse),
+  meta: z.strictObject({ itemsOnPage: z.number().int(), nextPage: z.string().optional() }),
+});
+
+export const hieOptOutResponse = z.strictObject({ id, hieOptOut: z.boolean(), message: z.string().optional() });
+
+const bulkStatus = z.enum(['waiting', 'processing', 'completed', 'failed', 'expired']);
+
+export const bulkStartResponse = z.strictObject({
+  requestId: id,
+  facilityId: id,
+  status: bulkStatus,
+  uploadUrl: z.string().describe('Pre-signed URL to PUT the CSV to: single use, valid 10 minutes'),
+  params: z.strictObject({ dryRun: z.boolean() }),
+  createdAt: instant,
+});
+
+export const bulkStatusResponse = z.strictObject({
+  requestId: id,
+  facilityId: id,
+  status: bulkStatus,
+  dryRun: z.boolean(),
+  reason: z.string().optional().describe('Why the request failed or expired'),
+  total: z.number().int().nullable().describe('Data rows in the file, once it has been read'),
+  processed: z.number().int(),
+  succeeded: z.number().int(),
+  failed: z.number().int(),
+  result: z.string().optional().describe('Once completed: a pre-signed URL of the result CSV, valid 600 s'),
+  documentQueries: z
+    .strictObject({ total: z.number().int(), processing: z.number().int(), completed: z.number().int(), failed: z.number().int() })
+    .optional()
+    .describe('The document queries the import set off, for a completed import that creates patients'),
+  createdAt: instant,
+});
+
+export const settingsResponse = z.strictObject({
+  id,
+  webhookUrl: z.string().nullable(),
+  webhookKey: z.string().describe('The secret webhook bodies are signed with'),
+  webhookEnabled: z.boolean(),
+  webhookStatusDetail: z.string().nullable(),
+});
+
+export const webhookStatusResponse = z.strictObject({
+  webhookEnabled: z.boolean(),
+  webhookStatusDetail: z.string().nullable(),
+  processing: z.number().int().describe('Messages pending: in flight or waiting for a retry'),
+  failed: z.number().int().describe('Messages parked after their last failed attempt'),
+  messages: z.strictObject({ pending: z.number().int(), delivered: z.number().int(), parked: z.number().int() }),
+});
+
+export const parkedMessagesResponse = z.strictObject({
+  messages: z.array(
+    z.strictObject({
+      messageId: id,
+      type: z.string().nullable(),
+      createdAt: instant,
+      attempts: z.number().int(),
+      lastError: z.string().nullable(),
+    }),
+  ),
+});
+
+export const webhookRetryResponse = z.strictObject({ retried: z.number().int() });
