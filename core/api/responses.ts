@@ -134,3 +134,54 @@ export const parkedMessagesResponse = z.strictObject({
 });
 
 export const webhookRetryResponse = z.strictObject({ retried: z.number().int() });
+
+const stepStatus = z.enum(['processing', 'completed', 'failed']);
+const progress = z.strictObject({ status: stepStatus, total: z.number().int(), successful: z.number().int(), errors: z.number().int() });
+
+export const documentQueryResponse = z.strictObject({ requestId: id, download: progress, convert: progress });
+
+/** The latest document query of the patient, or `{}` when there was none. */
+export const latestDocumentQueryResponse = z.union([documentQueryResponse, z.strictObject({})]);
+
+export const urlResponse = z.strictObject({ url: z.string().describe('Pre-signed URL') });
+
+export const bulkDownloadUrlsResponse = z.strictObject({ requestId: id, status: z.literal('processing') });
+
+export const documentUploadResponse = z.strictObject({
+  documentReferenceId: id,
+  uploadUrl: z.string().describe('Pre-signed URL to PUT the file to: single use, valid 10 minutes'),
+});
+
+export const documentUploadedResponse = z.strictObject({
+  documentReferenceId: id,
+  fileName: z.string(),
+  size: z.union([z.string(), z.number()]).describe('Bytes'),
+});
+
+export const consolidatedQueryResponse = z.strictObject({
+  requestId: id,
+  status: stepStatus,
+  startedAt: instant,
+  conversionType: z.enum(['json', 'html', 'pdf']),
+  resources: z.array(z.string()).optional(),
+  dateFrom: z.string().optional(),
+  dateTo: z.string().optional(),
+});
+
+export const consolidatedQueriesResponse = z.strictObject({
+  status: stepStatus,
+  queries: z.array(consolidatedQueryResponse).nullable(),
+  message: z.string().optional(),
+});
+
+export const searchResponse = z.strictObject({
+  url: z.string().optional().describe('Pre-signed URL of the FHIR searchset (valid 60 s); absent when nothing matched'),
+  resourceCount: z.number().int(),
+});
+
+/** A FHIR R4 Bundle; its entries are FHIR resources. */
+export const fhirBundleResponse = z.looseObject({
+  resourceType: z.literal('Bundle'),
+  type: z.string(),
+  entry: z.array(z.looseObject({ resource: z.looseObject({ resourceType: z.string() }) })).optional(),
+});

@@ -352,7 +352,12 @@ export function validCsvFile(options: { today?: string; minRows?: number; maxRow
 
 /** CSV text of a file (RFC 4180 quoting), with an optional BOM and line ending. */
 export function toCsvText(file: { header: readonly string[]; rows: readonly (readonly string[])[] }, options: { bom?: boolean; eol?: '\n' | '\r\n' } = {}): string {
-  const text = stringify([file.header as string[], ...(file.rows as string[][])], { record_delimiter: options.eol === '\r\n' ? 'windows' : 'unix' });
+  // csv-stringify quotes a field holding its own record delimiter only: a lone \n in a CRLF file (or \r in
+  // an LF one) would be written bare, and RFC 4180 readers rightly end the record there.
+  const text = stringify([file.header as string[], ...(file.rows as string[][])], {
+    record_delimiter: options.eol === '\r\n' ? 'windows' : 'unix',
+    quoted_match: /[\r\n]/,
+  });
   return (options.bom ? '\uFEFF' : '') + text;
 }
 
