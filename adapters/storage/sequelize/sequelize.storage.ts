@@ -75,6 +75,26 @@ const NEWEST_FIRST: [string, string][] = [
   ['id', 'DESC'],
 ];
 
+/** `"name"`: the same identifier quoting on SQLite and PostgreSQL (column names are snake_case, never quoted themselves). */
+function quoted(name: string): string {
+  return `"${name}"`;
+}
+
+/**
+ * The conditions of a WHERE given as `{ column: value }` with primitive values (or arrays of them, for IN),
+ * as pairs; undefined for anything else (operators, NULLs), which is left to Sequelize.
+ */
+function plainConditions(where: WhereOptions): [string, unknown][] | undefined {
+  if (Object.getOwnPropertySymbols(where).length > 0) return undefined;
+  const pairs = Object.entries(where as Record<string, unknown>);
+  const primitive = (value: unknown) => typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+  for (const [column, value] of pairs) {
+    if (!/^[a-z_][a-z0-9_]*$/.test(column)) return undefined;
+    if (!(primitive(value) || (Array.isArray(value) && value.every(primitive)))) return undefined;
+  }
+  return pairs;
+}
+
 /** What a storage shares with the storages its transactions hand out. */
 interface Context {
   sequelize: Sequelize;
@@ -276,12 +296,44 @@ class Repositories {
   }
 
   private async findOne(model: StorageModel, where: WhereOptions, order?: [string, string][]): Promise<Row | undefined> {
+    const plain = plainConditions(where);
+    if (plain) return (await this.selectPlain(model, plain, order, 1))[0];
     const row = await model.findOne({ where, order, raw: true, transaction: this.transaction });
     return (row as Row | null) ?? undefined;
   }
 
   private async findAll(model: StorageModel, where: WhereOptions, order?: [string, string][], limit?: number): Promise<Row[]> {
+    const plain = plainConditions(where);
+    if (plain) return this.selectPlain(model, plain, order, limit);
     return (await model.findAll({ where, order, limit, raw: true, transaction: this.transaction })) as unknown as Row[];
+  }
+
+  /**
+   * A model read whose conditions are all `column = value` (or `column IN (values)`), straight on the driver.
+   * The document flow reads this way several times per document, and through the model each read cost the
+   * event loop far more than the database: Sequelize builds the statement through lodash, asks SQLite for
+   * the table's column types first (a PRAGMA per SELECT), and formats a stack trace (through source maps,
+   * under tsx) for every statement it runs, failed or not.
+   */
+  private async selectPlain(model: StorageModel, conditions: [string, unknown][], order?: [string, string][], limit?: number): Promise<Row[]> {
+    const params: unknown[] = [];
+    const clauses: string[] = [];
+    for (const [column, value] of conditions) {
+      if (Array.isArray(value)) {
+        if (value.length === 0) return [];
+        clauses.push(`${quoted(column)} IN (${this.raw.list(value.length, params.length + 1)})`);
+        params.push(...value);
+      } else {
+        params.push(value);
+        clauses.push(`${quoted(column)} = ${this.context.postgres ? `$${params.length}` : '?'}`);
+      }
+    }
+    const columns = Object.keys(model.getAttributes()).map(quoted).join(', ');
+    let sql = `SELECT ${columns} FROM ${quoted(model.getTableName() as string)}`;
+    if (clauses.length > 0) sql += ` WHERE ${clauses.join(' AND ')}`;
+    if (order && order.length > 0) sql += ` ORDER BY ${order.map(([column, direction]) => `${quoted(column)} ${direction === 'DESC' ? 'DESC' : 'ASC'}`).join(', ')}`;
+    if (limit !== undefined) sql += ` LIMIT ${Math.max(0, Math.floor(limit))}`;
+    return this.raw.all(this.transaction, sql, params);
   }
 
   private async select(sql: string, replacements: Record<string, unknown>, transaction = this.transaction): Promise<Row[]> {
@@ -302,18 +354,48 @@ class Repositories {
     }
   }
 
-  /** Inserts or replaces by primary key. */
+  /** Inserts or replaces by primary key: `INSERT ... ON CONFLICT (key) DO UPDATE` on the driver, in a transaction. */
   private async upsertRows(model: StorageModel, rows: readonly Row[], transaction = this.transaction): Promise<void> {
-    const keys = new Set(model.primaryKeyAttributes);
-    const updateOnDuplicate = Object.keys(model.getAttributes()).filter((name) => !keys.has(name));
-    for (const chunk of chunks(rows, ROWS_PER_STATEMENT)) {
-      await model.bulkCreate(chunk, { transaction, validate: false, hooks: false, returning: false, updateOnDuplicate });
-    }
+    if (rows.length === 0) return;
+    const names = Object.keys(model.getAttributes());
+    const columns: Columns = names.map((name) => [name, 'text'] as const);
+    const suffix = upsertClause(model.primaryKeyAttributes, columns);
+    // Within SQLite's 32,766 bound variables whatever the width.
+    const perStatement = Math.min(ROWS_PER_STATEMENT, Math.floor(30_000 / names.length));
+    const write = async (tx: Transaction) => {
+      for (const chunk of chunks(rows, perStatement)) {
+        const values: unknown[] = [];
+        for (const row of chunk) for (const name of names) values.push(this.bindable(row[name]));
+        await this.raw.run(tx, this.raw.insertValues(model.getTableName() as string, columns, chunk.length, suffix), values, model.name);
+      }
+    };
+    if (transaction) await write(transaction);
+    else await this.atomic(write);
+  }
+
+  /** A row value as the driver binds it: PostgreSQL's driver would turn an array into an array literal, not JSON. */
+  private bindable(value: unknown): unknown {
+    if (value === undefined) return null;
+    if (this.context.postgres && value !== null && typeof value === 'object' && !(value instanceof Date)) return JSON.stringify(value);
+    return value;
   }
 
   /** Replaces the account's row with this id; `false` when it is missing or another account's. */
   private async replace(model: StorageModel, row: Row, extraWhere: WhereOptions = {}, transaction = this.transaction): Promise<boolean> {
     const { id, account_id, ...values } = row;
+    const extra = plainConditions(extraWhere);
+    if (extra && extra.every(([, value]) => !Array.isArray(value))) {
+      // One UPDATE on the driver (see `selectPlain` for what the model's update costs).
+      const params: unknown[] = [];
+      const slot = (value: unknown) => {
+        params.push(this.bindable(value));
+        return this.context.postgres ? `$${params.length}` : '?';
+      };
+      const sets = Object.entries(values).map(([column, value]) => `${quoted(column)} = ${slot(value)}`);
+      const where = [['id', id], ['account_id', account_id], ...extra].map(([column, value]) => `${quoted(column as string)} = ${slot(value)}`);
+      const sql = `UPDATE ${quoted(model.getTableName() as string)} SET ${sets.join(', ')} WHERE ${where.join(' AND ')}`;
+      return (await this.raw.run(transaction, sql, params, model.name)) > 0;
+    }
     const [affected] = await model.update(values, {
       where: { id: id as string, account_id: account_id as string, ...extraWhere },
       transaction,
