@@ -8,7 +8,7 @@ import type { Row } from './models.js';
  * import (patients, their match keys, row outcomes) go here: Sequelize's `bulkCreate` escapes every value
  * in JS and builds model instances (about 95 ms per 1,000 patients on SQLite), and its `bind` option
  * rewrites positional parameters into named ones with a regex pass over the statement (1.3 s per 1,000
- * patients). Single-record writes keep going through the models.
+ * patients). So do the plain reads and single-record writes of the storage (see `selectPlain`).
  */
 
 type RunCallback = (this: { changes: number }, error: Error | null) => void;

@@ -1,4 +1,4 @@
-import { BaseError, Op, QueryTypes, UniqueConstraintError, col, fn, literal, type Sequelize, type Transaction, type WhereOptions } from 'sequelize';
+import { BaseError, Op, QueryTypes, col, fn, literal, type Sequelize, type Transaction, type WhereOptions } from 'sequelize';
 import { CoreError } from '../../../core/errors.js';
 import { settleAll } from '../../../core/settle.js';
 import type { BulkQueriesProgress, BulkRowOutcome, FhirResourceRecord, OutboxMessage, Patient } from '../../../core/domain/types.js';
@@ -340,37 +340,36 @@ class Repositories {
     return this.sequelize.query<Row>(sql, { replacements, type: QueryTypes.SELECT, transaction });
   }
 
-  /** Inserts; a duplicate key becomes CONFLICT, the code every adapter of the port throws. */
+  /** Inserts on the driver (see `selectPlain` for why); a duplicate key becomes CONFLICT, the code every adapter of the port throws. */
   private async insertRows(model: StorageModel, rows: readonly Row[], entity: string, transaction = this.transaction): Promise<void> {
-    try {
-      for (const chunk of chunks(rows, ROWS_PER_STATEMENT)) {
-        await model.bulkCreate(chunk, { transaction, validate: false, hooks: false, returning: false });
-      }
-    } catch (error) {
-      if (error instanceof UniqueConstraintError) {
-        throw new CoreError('CONFLICT', `${entity} already exists`, { cause: error, details: { constraint: error.fields ? Object.keys(error.fields) : [] } });
-      }
-      throw error;
-    }
+    await this.writeRows(model, rows, '', transaction, entity);
   }
 
-  /** Inserts or replaces by primary key: `INSERT ... ON CONFLICT (key) DO UPDATE` on the driver, in a transaction. */
-  private async upsertRows(model: StorageModel, rows: readonly Row[], transaction = this.transaction): Promise<void> {
+  /** Rows of the model in multi-row INSERTs, each value bound on its own; `suffix` follows (an upsert clause). */
+  private async writeRows(model: StorageModel, rows: readonly Row[], suffix: string, transaction: Transaction | undefined, entity: string): Promise<void> {
     if (rows.length === 0) return;
     const names = Object.keys(model.getAttributes());
     const columns: Columns = names.map((name) => [name, 'text'] as const);
-    const suffix = upsertClause(model.primaryKeyAttributes, columns);
     // Within SQLite's 32,766 bound variables whatever the width.
     const perStatement = Math.min(ROWS_PER_STATEMENT, Math.floor(30_000 / names.length));
-    const write = async (tx: Transaction) => {
+    const table = model.getTableName() as string;
+    const write = async (tx: Transaction | undefined) => {
       for (const chunk of chunks(rows, perStatement)) {
         const values: unknown[] = [];
         for (const row of chunk) for (const name of names) values.push(this.bindable(row[name]));
-        await this.raw.run(tx, this.raw.insertValues(model.getTableName() as string, columns, chunk.length, suffix), values, model.name);
+        await this.raw.run(tx, this.raw.insertValues(table, columns, chunk.length, suffix), values, entity);
       }
     };
-    if (transaction) await write(transaction);
+    // One statement needs no transaction; several must commit together.
+    if (transaction || rows.length <= perStatement) await write(transaction);
     else await this.atomic(write);
+  }
+
+  /** Inserts or replaces by primary key: `INSERT ... ON CONFLICT (key) DO UPDATE` on the driver. */
+  private async upsertRows(model: StorageModel, rows: readonly Row[], transaction = this.transaction): Promise<void> {
+    const names = Object.keys(model.getAttributes());
+    const suffix = upsertClause(model.primaryKeyAttributes, names.map((name) => [name, 'text'] as const));
+    await this.writeRows(model, rows, suffix, transaction, model.name);
   }
 
   /** A row value as the driver binds it: PostgreSQL's driver would turn an array into an array literal, not JSON. */
@@ -495,7 +494,6 @@ class Repositories {
     const { patients: model } = this.models;
     const toPatient = (row: Row) => this.map.patient(row);
 
-    /** Single records go through the models (their failures carry the statement for debugging); batches through the driver. */
     const insertOne = (patient: Patient) =>
       this.atomic(async (transaction) => {
         await this.insertRows(model, [this.map.patientRow(patient)], 'patient', transaction);
