@@ -55,7 +55,7 @@ function preparedOn(connection: SqliteDatabase): Map<string, SqliteStatement> {
 }
 
 interface ConnectionManager {
-  getConnection(options: { type: 'SELECT' | 'SQL' }): Promise<unknown>;
+  getConnection(options: { type: 'SELECT' }): Promise<unknown>;
   releaseConnection(connection: unknown): Promise<void>;
 }
 
@@ -165,21 +165,17 @@ export class RawSql {
   }
 
   /**
-   * Runs a write in the transaction, or, without one, on a connection of the instance (as `all` does);
-   * returns the number of rows it changed. On SQLite the statement stays prepared on the connection for the
-   * next run of the same text (see `preparedByConnection`).
+   * Runs a write in the transaction; returns the number of rows it changed. On SQLite the statement stays
+   * prepared on the connection for the next run of the same text (see `preparedByConnection`).
    */
-  async run(transaction: Transaction | undefined, sql: string, params: unknown[], entity = 'record'): Promise<number> {
+  async run(transaction: Transaction, sql: string, params: unknown[], entity = 'record'): Promise<number> {
     this.log(sql, transaction);
-    const manager = (this.sequelize as unknown as { connectionManager: ConnectionManager }).connectionManager;
-    const connection = transaction ? (transaction as unknown as { connection: unknown }).connection : await manager.getConnection({ type: 'SQL' });
+    const connection = (transaction as unknown as { connection: unknown }).connection;
     try {
       if (this.postgres) return (await (connection as PgClient).query(sql, params)).rowCount ?? 0;
       return await this.runPrepared(connection as SqliteDatabase, sql, params);
     } catch (error) {
       throw failure(error, sql, entity);
-    } finally {
-      if (!transaction) await manager.releaseConnection(connection);
     }
   }
 

@@ -353,15 +353,16 @@ class Repositories {
     // Within SQLite's 32,766 bound variables whatever the width.
     const perStatement = Math.min(ROWS_PER_STATEMENT, Math.floor(30_000 / names.length));
     const table = model.getTableName() as string;
-    const write = async (tx: Transaction | undefined) => {
+    const write = async (tx: Transaction) => {
       for (const chunk of chunks(rows, perStatement)) {
         const values: unknown[] = [];
         for (const row of chunk) for (const name of names) values.push(this.bindable(row[name]));
         await this.raw.run(tx, this.raw.insertValues(table, columns, chunk.length, suffix), values, entity);
       }
     };
-    // One statement needs no transaction; several must commit together.
-    if (transaction || rows.length <= perStatement) await write(transaction);
+    // Outside a transaction, through one all the same: on SQLite a write on the shared connection can meet
+    // a transaction's write lock with SQLITE_BUSY at once, whatever the busy timeout; transactions queue.
+    if (transaction) await write(transaction);
     else await this.atomic(write);
   }
 
@@ -393,7 +394,9 @@ class Repositories {
       const sets = Object.entries(values).map(([column, value]) => `${quoted(column)} = ${slot(value)}`);
       const where = [['id', id], ['account_id', account_id], ...extra].map(([column, value]) => `${quoted(column as string)} = ${slot(value)}`);
       const sql = `UPDATE ${quoted(model.getTableName() as string)} SET ${sets.join(', ')} WHERE ${where.join(' AND ')}`;
-      return (await this.raw.run(transaction, sql, params, model.name)) > 0;
+      // Outside a transaction, through one (see `writeRows`).
+      if (transaction) return (await this.raw.run(transaction, sql, params, model.name)) > 0;
+      return this.atomic(async (tx) => (await this.raw.run(tx, sql, params, model.name)) > 0);
     }
     const [affected] = await model.update(values, {
       where: { id: id as string, account_id: account_id as string, ...extraWhere },
