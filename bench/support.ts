@@ -157,6 +157,9 @@ export async function startService(dataDir: string, env: Record<string, string> 
     // BENCH_SERVICE_LOG=<file>: the service's log lines (stdout) go there instead of nowhere.
     stdio: ['ignore', process.env.BENCH_SERVICE_LOG ? openSync(process.env.BENCH_SERVICE_LOG, 'a') : 'ignore', 'inherit'],
   });
+  child.once('exit', (code, signal) => {
+    if (!child.killed) process.stderr.write(`the service exited on its own: code ${code}, signal ${signal}\n`);
+  });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     try {

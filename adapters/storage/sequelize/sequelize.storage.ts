@@ -357,7 +357,7 @@ class Repositories {
       for (const chunk of chunks(rows, perStatement)) {
         const values: unknown[] = [];
         for (const row of chunk) for (const name of names) values.push(this.bindable(row[name]));
-        await this.raw.run(tx, this.raw.insertValues(table, columns, chunk.length, suffix), values, entity);
+        await this.raw.runOnce(tx, this.raw.insertValues(table, columns, chunk.length, suffix), values, entity);
       }
     };
     // Outside a transaction, through one all the same: on SQLite a write on the shared connection can meet
@@ -395,8 +395,8 @@ class Repositories {
       const where = [['id', id], ['account_id', account_id], ...extra].map(([column, value]) => `${quoted(column as string)} = ${slot(value)}`);
       const sql = `UPDATE ${quoted(model.getTableName() as string)} SET ${sets.join(', ')} WHERE ${where.join(' AND ')}`;
       // Outside a transaction, through one (see `writeRows`).
-      if (transaction) return (await this.raw.run(transaction, sql, params, model.name)) > 0;
-      return this.atomic(async (tx) => (await this.raw.run(tx, sql, params, model.name)) > 0);
+      if (transaction) return (await this.raw.runOnce(transaction, sql, params, model.name)) > 0;
+      return this.atomic(async (tx) => (await this.raw.runOnce(tx, sql, params, model.name)) > 0);
     }
     const [affected] = await model.update(values, {
       where: { id: id as string, account_id: account_id as string, ...extraWhere },
