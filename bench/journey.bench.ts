@@ -177,7 +177,7 @@ async function journey(rows: number, work: string, receiver: Receiver, secondCsv
         } catch (error) {
           // The service gone: the waits below fail with the reason; this loop only samples.
           apiFailures++;
-          if (apiFailures === 1) process.stderr.write(`GET /patient/:id failed: ${String(error)}\n`);
+          if (apiFailures === 1) process.stderr.write(`GET /patient/:id failed: ${String(error)} (${String((error as Error).cause)})\n`);
         }
         await sleep(50);
       }
