@@ -255,4 +255,11 @@ async function run(): Promise<void> {
   }
 }
 
-await run();
+try {
+  await run();
+} catch (error) {
+  // A service that died is reported by startService when its exit comes in: give it the time to.
+  process.stderr.write(`journey bench failed: ${String(error)} (${String((error as Error).cause)})\n`);
+  await sleep(2_000);
+  process.exitCode = 1;
+}
