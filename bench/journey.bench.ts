@@ -165,13 +165,20 @@ async function journey(rows: number, work: string, receiver: Receiver, secondCsv
 
     // The API while the background work runs: one patient read every 50 ms.
     const latencies: number[] = [];
+    let apiFailures = 0;
     let sampling = true;
     const someId = ((await api.get(`/medical/v1/patient?facilityId=${facilityId}&count=1`)).patients as { id: string }[])[0]!.id;
     const sampler = (async () => {
       while (sampling) {
         const at = performance.now();
-        await fetch(`${service.url}/medical/v1/patient/${someId}`, { headers: { 'x-api-key': apiKey } });
-        latencies.push(performance.now() - at);
+        try {
+          await fetch(`${service.url}/medical/v1/patient/${someId}`, { headers: { 'x-api-key': apiKey } });
+          latencies.push(performance.now() - at);
+        } catch (error) {
+          // The service gone: the waits below fail with the reason; this loop only samples.
+          apiFailures++;
+          if (apiFailures === 1) process.stderr.write(`GET /patient/:id failed: ${String(error)} (${String((error as Error).cause)})\n`);
+        }
         await sleep(50);
       }
     })();
@@ -213,6 +220,7 @@ async function journey(rows: number, work: string, receiver: Receiver, secondCsv
       apiP99Ms: round(percentile(latencies, 99)),
       targetApiP99Ms: 100,
       apiSamples: latencies.length,
+      apiFailures,
       secondImportRows: SECOND_IMPORT_ROWS,
       secondImportMs: Math.round(secondMs),
       secondImportIdleMs: Math.round(idleSecondMs),
@@ -247,4 +255,11 @@ async function run(): Promise<void> {
   }
 }
 
-await run();
+try {
+  await run();
+} catch (error) {
+  // A service that died is reported by startService when its exit comes in: give it the time to.
+  process.stderr.write(`journey bench failed: ${String(error)} (${String((error as Error).cause)})\n`);
+  await sleep(2_000);
+  process.exitCode = 1;
+}

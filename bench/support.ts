@@ -3,7 +3,7 @@
  * data directory prepared with an account and a facility, and a webhook receiver on 127.0.0.1.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { openSync, readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -154,7 +154,11 @@ export async function startService(dataDir: string, env: Record<string, string> 
   const child = spawn(process.execPath, [...profile, ...startScriptArguments()], {
     cwd: ROOT,
     env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    // BENCH_SERVICE_LOG=<file>: the service's log lines (stdout) go there instead of nowhere.
+    stdio: ['ignore', process.env.BENCH_SERVICE_LOG ? openSync(process.env.BENCH_SERVICE_LOG, 'a') : 'ignore', 'inherit'],
+  });
+  child.once('exit', (code, signal) => {
+    if (!child.killed) process.stderr.write(`the service exited on its own: code ${code}, signal ${signal}\n`);
   });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {

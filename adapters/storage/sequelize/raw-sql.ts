@@ -8,7 +8,7 @@ import type { Row } from './models.js';
  * import (patients, their match keys, row outcomes) go here: Sequelize's `bulkCreate` escapes every value
  * in JS and builds model instances (about 95 ms per 1,000 patients on SQLite), and its `bind` option
  * rewrites positional parameters into named ones with a regex pass over the statement (1.3 s per 1,000
- * patients). Single-record writes keep going through the models.
+ * patients). So do the plain reads and single-record writes of the storage (see `selectPlain`).
  */
 
 type RunCallback = (this: { changes: number }, error: Error | null) => void;
@@ -169,10 +169,31 @@ export class RawSql {
    * prepared on the connection for the next run of the same text (see `preparedByConnection`).
    */
   async run(transaction: Transaction, sql: string, params: unknown[], entity = 'record'): Promise<number> {
+    return this.write(transaction, sql, params, entity, true);
+  }
+
+  /**
+   * `run` without keeping the statement prepared: for statements of many shapes (single records, batches of
+   * any size), which would only push the bulk import's few out of the connection's small set, and whose
+   * eviction would finalize a statement another run may still be using.
+   */
+  async runOnce(transaction: Transaction, sql: string, params: unknown[], entity = 'record'): Promise<number> {
+    return this.write(transaction, sql, params, entity, false);
+  }
+
+  private async write(transaction: Transaction, sql: string, params: unknown[], entity: string, keep: boolean): Promise<number> {
     this.log(sql, transaction);
     const connection = (transaction as unknown as { connection: unknown }).connection;
     try {
       if (this.postgres) return (await (connection as PgClient).query(sql, params)).rowCount ?? 0;
+      if (!keep) {
+        return await new Promise<number>((resolve, reject) => {
+          (connection as SqliteDatabase).run(sql, params, function (error) {
+            if (error) reject(error);
+            else resolve(this.changes);
+          });
+        });
+      }
       return await this.runPrepared(connection as SqliteDatabase, sql, params);
     } catch (error) {
       throw failure(error, sql, entity);

@@ -1,4 +1,4 @@
-import { BaseError, Op, QueryTypes, UniqueConstraintError, col, fn, literal, type Sequelize, type Transaction, type WhereOptions } from 'sequelize';
+import { BaseError, Op, QueryTypes, col, fn, literal, type Sequelize, type Transaction, type WhereOptions } from 'sequelize';
 import { CoreError } from '../../../core/errors.js';
 import { settleAll } from '../../../core/settle.js';
 import type { BulkQueriesProgress, BulkRowOutcome, FhirResourceRecord, OutboxMessage, Patient } from '../../../core/domain/types.js';
@@ -74,6 +74,26 @@ const NEWEST_FIRST: [string, string][] = [
   ['created_at', 'DESC'],
   ['id', 'DESC'],
 ];
+
+/** `"name"`: the same identifier quoting on SQLite and PostgreSQL (column names are snake_case, never quoted themselves). */
+function quoted(name: string): string {
+  return `"${name}"`;
+}
+
+/**
+ * The conditions of a WHERE given as `{ column: value }` with primitive values (or arrays of them, for IN),
+ * as pairs; undefined for anything else (operators, NULLs), which is left to Sequelize.
+ */
+function plainConditions(where: WhereOptions): [string, unknown][] | undefined {
+  if (Object.getOwnPropertySymbols(where).length > 0) return undefined;
+  const pairs = Object.entries(where as Record<string, unknown>);
+  const primitive = (value: unknown) => typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+  for (const [column, value] of pairs) {
+    if (!/^[a-z_][a-z0-9_]*$/.test(column)) return undefined;
+    if (!(primitive(value) || (Array.isArray(value) && value.every(primitive)))) return undefined;
+  }
+  return pairs;
+}
 
 /** What a storage shares with the storages its transactions hand out. */
 /** Arbitrary constant: the PostgreSQL advisory lock that serialises outbox claims. */
@@ -279,44 +299,108 @@ class Repositories {
   }
 
   private async findOne(model: StorageModel, where: WhereOptions, order?: [string, string][]): Promise<Row | undefined> {
+    const plain = plainConditions(where);
+    if (plain) return (await this.selectPlain(model, plain, order, 1))[0];
     const row = await model.findOne({ where, order, raw: true, transaction: this.transaction });
     return (row as Row | null) ?? undefined;
   }
 
   private async findAll(model: StorageModel, where: WhereOptions, order?: [string, string][], limit?: number): Promise<Row[]> {
+    const plain = plainConditions(where);
+    if (plain) return this.selectPlain(model, plain, order, limit);
     return (await model.findAll({ where, order, limit, raw: true, transaction: this.transaction })) as unknown as Row[];
+  }
+
+  /**
+   * A model read whose conditions are all `column = value` (or `column IN (values)`), straight on the driver.
+   * The document flow reads this way several times per document, and through the model each read cost the
+   * event loop far more than the database: Sequelize builds the statement through lodash, asks SQLite for
+   * the table's column types first (a PRAGMA per SELECT), and formats a stack trace (through source maps,
+   * under tsx) for every statement it runs, failed or not.
+   */
+  private async selectPlain(model: StorageModel, conditions: [string, unknown][], order?: [string, string][], limit?: number): Promise<Row[]> {
+    const params: unknown[] = [];
+    const clauses: string[] = [];
+    for (const [column, value] of conditions) {
+      if (Array.isArray(value)) {
+        if (value.length === 0) return [];
+        clauses.push(`${quoted(column)} IN (${this.raw.list(value.length, params.length + 1)})`);
+        params.push(...value);
+      } else {
+        params.push(value);
+        clauses.push(`${quoted(column)} = ${this.context.postgres ? `$${params.length}` : '?'}`);
+      }
+    }
+    const columns = Object.keys(model.getAttributes()).map(quoted).join(', ');
+    let sql = `SELECT ${columns} FROM ${quoted(model.getTableName() as string)}`;
+    if (clauses.length > 0) sql += ` WHERE ${clauses.join(' AND ')}`;
+    if (order && order.length > 0) sql += ` ORDER BY ${order.map(([column, direction]) => `${quoted(column)} ${direction === 'DESC' ? 'DESC' : 'ASC'}`).join(', ')}`;
+    if (limit !== undefined) sql += ` LIMIT ${Math.max(0, Math.floor(limit))}`;
+    return this.raw.all(this.transaction, sql, params);
   }
 
   private async select(sql: string, replacements: Record<string, unknown>, transaction = this.transaction): Promise<Row[]> {
     return this.sequelize.query<Row>(sql, { replacements, type: QueryTypes.SELECT, transaction });
   }
 
-  /** Inserts; a duplicate key becomes CONFLICT, the code every adapter of the port throws. */
+  /** Inserts on the driver (see `selectPlain` for why); a duplicate key becomes CONFLICT, the code every adapter of the port throws. */
   private async insertRows(model: StorageModel, rows: readonly Row[], entity: string, transaction = this.transaction): Promise<void> {
-    try {
-      for (const chunk of chunks(rows, ROWS_PER_STATEMENT)) {
-        await model.bulkCreate(chunk, { transaction, validate: false, hooks: false, returning: false });
-      }
-    } catch (error) {
-      if (error instanceof UniqueConstraintError) {
-        throw new CoreError('CONFLICT', `${entity} already exists`, { cause: error, details: { constraint: error.fields ? Object.keys(error.fields) : [] } });
-      }
-      throw error;
-    }
+    await this.writeRows(model, rows, '', transaction, entity);
   }
 
-  /** Inserts or replaces by primary key. */
+  /** Rows of the model in multi-row INSERTs, each value bound on its own; `suffix` follows (an upsert clause). */
+  private async writeRows(model: StorageModel, rows: readonly Row[], suffix: string, transaction: Transaction | undefined, entity: string): Promise<void> {
+    if (rows.length === 0) return;
+    const names = Object.keys(model.getAttributes());
+    const columns: Columns = names.map((name) => [name, 'text'] as const);
+    // Within SQLite's 32,766 bound variables whatever the width.
+    const perStatement = Math.min(ROWS_PER_STATEMENT, Math.floor(30_000 / names.length));
+    const table = model.getTableName() as string;
+    const write = async (tx: Transaction) => {
+      for (const chunk of chunks(rows, perStatement)) {
+        const values: unknown[] = [];
+        for (const row of chunk) for (const name of names) values.push(this.bindable(row[name]));
+        await this.raw.runOnce(tx, this.raw.insertValues(table, columns, chunk.length, suffix), values, entity);
+      }
+    };
+    // Outside a transaction, through one all the same: on SQLite a write on the shared connection can meet
+    // a transaction's write lock with SQLITE_BUSY at once, whatever the busy timeout; transactions queue.
+    if (transaction) await write(transaction);
+    else await this.atomic(write);
+  }
+
+  /** Inserts or replaces by primary key: `INSERT ... ON CONFLICT (key) DO UPDATE` on the driver. */
   private async upsertRows(model: StorageModel, rows: readonly Row[], transaction = this.transaction): Promise<void> {
-    const keys = new Set(model.primaryKeyAttributes);
-    const updateOnDuplicate = Object.keys(model.getAttributes()).filter((name) => !keys.has(name));
-    for (const chunk of chunks(rows, ROWS_PER_STATEMENT)) {
-      await model.bulkCreate(chunk, { transaction, validate: false, hooks: false, returning: false, updateOnDuplicate });
-    }
+    const names = Object.keys(model.getAttributes());
+    const suffix = upsertClause(model.primaryKeyAttributes, names.map((name) => [name, 'text'] as const));
+    await this.writeRows(model, rows, suffix, transaction, model.name);
+  }
+
+  /** A row value as the driver binds it: PostgreSQL's driver would turn an array into an array literal, not JSON. */
+  private bindable(value: unknown): unknown {
+    if (value === undefined) return null;
+    if (this.context.postgres && value !== null && typeof value === 'object' && !(value instanceof Date)) return JSON.stringify(value);
+    return value;
   }
 
   /** Replaces the account's row with this id; `false` when it is missing or another account's. */
   private async replace(model: StorageModel, row: Row, extraWhere: WhereOptions = {}, transaction = this.transaction): Promise<boolean> {
     const { id, account_id, ...values } = row;
+    const extra = plainConditions(extraWhere);
+    if (extra && extra.every(([, value]) => !Array.isArray(value))) {
+      // One UPDATE on the driver (see `selectPlain` for what the model's update costs).
+      const params: unknown[] = [];
+      const slot = (value: unknown) => {
+        params.push(this.bindable(value));
+        return this.context.postgres ? `$${params.length}` : '?';
+      };
+      const sets = Object.entries(values).map(([column, value]) => `${quoted(column)} = ${slot(value)}`);
+      const where = [['id', id], ['account_id', account_id], ...extra].map(([column, value]) => `${quoted(column as string)} = ${slot(value)}`);
+      const sql = `UPDATE ${quoted(model.getTableName() as string)} SET ${sets.join(', ')} WHERE ${where.join(' AND ')}`;
+      // Outside a transaction, through one (see `writeRows`).
+      if (transaction) return (await this.raw.runOnce(transaction, sql, params, model.name)) > 0;
+      return this.atomic(async (tx) => (await this.raw.runOnce(tx, sql, params, model.name)) > 0);
+    }
     const [affected] = await model.update(values, {
       where: { id: id as string, account_id: account_id as string, ...extraWhere },
       transaction,
@@ -428,7 +512,6 @@ class Repositories {
     const { patients: model } = this.models;
     const toPatient = (row: Row) => this.map.patient(row);
 
-    /** Single records go through the models (their failures carry the statement for debugging); batches through the driver. */
     const insertOne = (patient: Patient) =>
       this.atomic(async (transaction) => {
         await this.insertRows(model, [this.map.patientRow(patient)], 'patient', transaction);
