@@ -429,16 +429,12 @@ class Repositories {
       },
       list: async () => (await this.findAll(model, {}, OLDEST_FIRST)).map((row) => this.map.account(row)),
       replaceApiKey: async (id, apiKeyHash, apiKeyPrefix) => {
-        try {
-          const [affected] = await model.update(
-            { api_key_hash: apiKeyHash, api_key_prefix: apiKeyPrefix },
-            { where: { id }, transaction: this.transaction, validate: false, hooks: false, individualHooks: false },
-          );
-          return affected > 0;
-        } catch (error) {
-          if (error instanceof UniqueConstraintError) throw new CoreError('CONFLICT', 'an account with this API key hash already exists', { cause: error });
-          throw error;
-        }
+        const sql = this.context.postgres
+          ? 'UPDATE accounts SET api_key_hash = $1, api_key_prefix = $2 WHERE id = $3'
+          : 'UPDATE accounts SET api_key_hash = ?, api_key_prefix = ? WHERE id = ?';
+        // A key hash another account has breaks the unique index: the driver's failure is a CONFLICT.
+        const run = (transaction: Transaction) => this.raw.runOnce(transaction, sql, [apiKeyHash, apiKeyPrefix, id], 'account with this API key');
+        return (this.transaction ? await run(this.transaction) : await this.atomic(run)) > 0;
       },
     };
   }
