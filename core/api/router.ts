@@ -60,44 +60,75 @@ export type RouteMatch = { kind: 'found'; route: RouteDefinition; params: Record
 
 /** Matches paths segment by segment; literal segments win over params, so `/patient/bulk` is not `/patient/:id`. */
 export class Router {
-  private readonly compiled: CompiledRoute[];
+  /** Routes by segment count, most specific first: a request only walks the routes of its own length. */
+  private readonly byLength = new Map<number, CompiledRoute[]>();
 
   constructor(readonly routes: readonly RouteDefinition[]) {
-    this.compiled = routes
+    const compiled = routes
       .map((route) => ({ route, segments: route.path.split('/').filter(Boolean) }))
       .sort((a, b) => specificity(b.segments) - specificity(a.segments));
+    for (const entry of compiled) {
+      const same = this.byLength.get(entry.segments.length);
+      if (same) same.push(entry);
+      else this.byLength.set(entry.segments.length, [entry]);
+    }
   }
 
   match(method: string, path: string): RouteMatch {
-    const segments = path.split('/').filter(Boolean);
+    const candidates = this.byLength.get(countSegments(path));
+    if (!candidates) return { kind: 'none' };
+    const segments = decodedSegments(path);
+    // A segment that is not valid percent-encoding matches no route.
+    if (!segments) return { kind: 'none' };
+    const wanted = method.toUpperCase();
     const allowed: HttpMethod[] = [];
-    for (const { route, segments: pattern } of this.compiled) {
-      const params = matchSegments(pattern, segments);
-      if (!params) continue;
-      if (route.method === method.toUpperCase()) return { kind: 'found', route, params };
+    for (const { route, segments: pattern } of candidates) {
+      if (!matchesSegments(pattern, segments)) continue;
+      if (route.method === wanted) return { kind: 'found', route, params: paramsOf(pattern, segments) };
       allowed.push(route.method);
     }
     return allowed.length > 0 ? { kind: 'wrong-method', allowed } : { kind: 'none' };
   }
 }
 
+function countSegments(path: string): number {
+  let count = 0;
+  let inSegment = false;
+  for (let i = 0; i < path.length; i++) {
+    if (path.charCodeAt(i) === 47 /* / */) inSegment = false;
+    else if (!inSegment) {
+      inSegment = true;
+      count++;
+    }
+  }
+  return count;
+}
+
+function decodedSegments(path: string): string[] | undefined {
+  const segments = path.split('/').filter(Boolean);
+  try {
+    for (let i = 0; i < segments.length; i++) if (segments[i]!.includes('%')) segments[i] = decodeURIComponent(segments[i]!);
+  } catch {
+    return undefined;
+  }
+  return segments;
+}
+
+function matchesSegments(pattern: readonly string[], actual: readonly string[]): boolean {
+  for (let i = 0; i < pattern.length; i++) {
+    const expected = pattern[i]!;
+    if (expected.charCodeAt(0) !== 58 /* : */ && expected !== actual[i]) return false;
+  }
+  return true;
+}
+
+function paramsOf(pattern: readonly string[], actual: readonly string[]): Record<string, string> {
+  const params: Record<string, string> = {};
+  for (let i = 0; i < pattern.length; i++) if (pattern[i]!.charCodeAt(0) === 58) params[pattern[i]!.slice(1)] = actual[i]!;
+  return params;
+}
+
 function specificity(segments: readonly string[]): number {
   return segments.reduce((score, segment, i) => score + (segment.startsWith(':') ? 0 : 2 ** (16 - i)), 0);
 }
 
-function matchSegments(pattern: readonly string[], actual: readonly string[]): Record<string, string> | undefined {
-  if (pattern.length !== actual.length) return undefined;
-  const params: Record<string, string> = {};
-  for (let i = 0; i < pattern.length; i++) {
-    const expected = pattern[i]!;
-    let value: string;
-    try {
-      value = decodeURIComponent(actual[i]!);
-    } catch {
-      return undefined;
-    }
-    if (expected.startsWith(':')) params[expected.slice(1)] = value;
-    else if (expected !== value) return undefined;
-  }
-  return params;
-}
