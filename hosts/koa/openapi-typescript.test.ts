@@ -19,7 +19,7 @@ let dir: string;
 beforeAll(async () => {
   server = await startMemoryKoa();
   dir = mkdtempSync(join(tmpdir(), 'carebridge-openapi-ts-'));
-  const document = await (await fetch(`${server.url}/openapi.json`)).json();
+  const document = (await (await fetch(`${server.url}/openapi.json`)).json()) as Parameters<typeof openapiTS>[0];
   writeFileSync(join(dir, 'api.d.ts'), astToString(await openapiTS(document)));
 });
 afterAll(async () => {
