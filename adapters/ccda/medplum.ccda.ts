@@ -3,6 +3,7 @@ import { XMLValidator } from 'fast-xml-parser';
 import { CoreError } from '../../core/errors.js';
 import type { CcdaConverterPort, FhirBundle, FhirResource } from '../../core/ports/ccda.port.js';
 import { isNode, normaliseParsedCcda } from './normalise-ccda.js';
+import { repairConvertedResources } from './repair.js';
 import { replaceRandomUuids, sha256Hex, uuidFromSeed, uuidsIn } from './stable-ids.js';
 
 /**
@@ -43,7 +44,9 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
 
     const keep = new Set([...uuidsIn(xml), ...assignedUuids]);
     const stable = JSON.parse(replaceRandomUuids(JSON.stringify(converted), keep, seed)) as typeof converted;
-    return toBundle(stable.entry ?? [], seed);
+    const bundle = toBundle(stable.entry ?? [], seed);
+    repairConvertedResources((bundle.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : [])));
+    return bundle;
   }
 }
 
