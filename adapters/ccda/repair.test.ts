@@ -2,7 +2,19 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import type { FhirResource } from '../../core/ports/ccda.port.js';
 import { MedplumCcdaConverter } from './medplum.ccda.js';
-import { CVX, cvxSystem, drugAllergyIsMedication, RXNORM } from './repair.js';
+import { abatedConditionIsResolved, CVX, cvxSystem, drugAllergyIsMedication, impossibleDatesCutToValidPrecision, RXNORM, zonedTimestamps } from './repair.js';
+
+/** FHIR R4's dateTime (a time needs its zone). */
+const FHIR_DATE_TIME =
+  /^([0-9]([0-9]([0-9][1-9]|[1-9]0)|[1-9]00)|[1-9]000)(-(0[1-9]|1[0-2])(-(0[1-9]|[1-2][0-9]|3[0-1])(T([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\.[0-9]{1,9})?(Z|(\+|-)((0[0-9]|1[0-3]):[0-5][0-9]|14:00)))?)?)?$/;
+
+/** Every string that looks like a date or a timestamp, wherever it sits in the resource. */
+function datesIn(value: unknown, found: string[] = []): string[] {
+  if (typeof value === 'string' && /^\d{4}-\d{2}(-\d{2})?(T|$)/.test(value)) found.push(value);
+  else if (Array.isArray(value)) for (const item of value) datesIn(item, found);
+  else if (value !== null && typeof value === 'object') for (const item of Object.values(value)) datesIn(item, found);
+  return found;
+}
 
 const fixture = (name: string) => readFileSync(new URL(`../../sandbox-data/ccda/${name}`, import.meta.url), 'utf8');
 const FIXTURES = ['ccd-1.xml', 'ccd-2.xml', 'care-plan.xml', 'consultation-note.xml', 'discharge-summary.xml', 'history-and-physical.xml', 'procedure-note.xml', 'progress-note.xml'];
@@ -28,6 +40,58 @@ describe('repair rules', () => {
     expect(cvxSystem.apply(immunization)).toBe(true);
     expect((immunization.vaccineCode as { coding: { system: string }[] }).coding.map((c) => c.system)).toEqual([CVX, RXNORM]);
     expect(cvxSystem.apply(immunization)).toBe(false);
+  });
+
+  test('zoned timestamps: the converter’s `11:30:-0500` becomes `11:30:00-05:00`; seconds are kept; valid dates are untouched', () => {
+    const observation: FhirResource = {
+      resourceType: 'Observation',
+      id: 'o',
+      effectivePeriod: { start: '2012-09-25T11:30:-0500', end: '2012-09-25T11:45:30+0130' },
+      issued: '2012-09-25T12:00:00Z',
+      note: [{ text: 'taken 2012-09-25' }],
+    };
+    expect(zonedTimestamps.apply(observation)).toBe(true);
+    expect(observation.effectivePeriod).toEqual({ start: '2012-09-25T11:30:00-05:00', end: '2012-09-25T11:45:30+01:30' });
+    expect(observation.issued).toBe('2012-09-25T12:00:00Z');
+    expect(zonedTimestamps.apply(observation)).toBe(false);
+  });
+
+  test('impossible dates are cut back to the precision that is valid; valid ones and other text stay', () => {
+    const observation: FhirResource = { resourceType: 'Observation', id: 'o', effectiveDateTime: '2001-30-31T00:00:00Z', issued: '2014-02-32', note: [{ text: '2001-30-31 is not a date' }], valueString: '2013-07-03' };
+    expect(impossibleDatesCutToValidPrecision.apply(observation)).toBe(true);
+    expect(observation.effectiveDateTime).toBe('2001');
+    expect(observation.issued).toBe('2014-02');
+    expect(observation.note).toEqual([{ text: '2001-30-31 is not a date' }]);
+    expect(observation.valueString).toBe('2013-07-03');
+    expect(impossibleDatesCutToValidPrecision.apply(observation)).toBe(false);
+  });
+
+  test('abated condition resolved: a Condition with an end is resolved; one without stays as it was', () => {
+    const over: FhirResource = { resourceType: 'Condition', id: 'c1', clinicalStatus: { coding: [{ code: 'active' }] }, abatementDateTime: '1998-03-16' };
+    const current: FhirResource = { resourceType: 'Condition', id: 'c2', clinicalStatus: { coding: [{ code: 'active' }] }, onsetDateTime: '2007-04-14' };
+    expect(abatedConditionIsResolved.apply(over)).toBe(true);
+    expect(JSON.stringify(over.clinicalStatus)).toContain('"resolved"');
+    expect(abatedConditionIsResolved.apply(over)).toBe(false);
+    expect(abatedConditionIsResolved.apply(current)).toBe(false);
+    expect(JSON.stringify(current.clinicalStatus)).toContain('"active"');
+  });
+
+  test('on the sandbox documents: every date is a valid FHIR dateTime, and no abated problem is active', async () => {
+    const converter = new MedplumCcdaConverter();
+    let dates = 0;
+    for (const name of FIXTURES) {
+      for (const entry of (await converter.convert(fixture(name))).entry ?? []) {
+        const resource = entry.resource!;
+        for (const date of datesIn(resource)) {
+          dates++;
+          expect(date, `${name} ${resource.resourceType}/${resource.id}`).toMatch(FHIR_DATE_TIME);
+        }
+        if (resource.resourceType === 'Condition' && resource.abatementDateTime !== undefined) {
+          expect(JSON.stringify(resource.clinicalStatus)).toContain('"resolved"');
+        }
+      }
+    }
+    expect(dates).toBeGreaterThan(200);
   });
 
   test('on the sandbox documents: no drug allergy filed under food, no vaccine under the converter’s CVX URI', async () => {

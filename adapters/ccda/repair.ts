@@ -57,7 +57,93 @@ export const cvxSystem: RepairRule = {
   },
 };
 
-export const REPAIR_RULES: readonly RepairRule[] = [drugAllergyIsMedication, cvxSystem];
+/** The converter's rendering of an HL7 timestamp with a zone: seconds dropped or kept, the zone without its colon. */
+const MANGLED_INSTANT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}):(\d{2})?([+-])(\d{2})(\d{2})$/;
+
+/**
+ * HL7 timestamps with a zone (`201209251130-0500`) come out of the converter as `2012-09-25T11:30:-0500`,
+ * which is not a FHIR dateTime (and is dropped or misread by FHIR readers). Written back as
+ * `2012-09-25T11:30:00-05:00`: the same instant, valid.
+ */
+export const zonedTimestamps: RepairRule = {
+  name: 'zoned timestamps',
+  apply(resource) {
+    let changed = false;
+    const visit = (value: unknown): unknown => {
+      if (typeof value === 'string') {
+        const match = MANGLED_INSTANT.exec(value);
+        if (!match) return value;
+        changed = true;
+        return `${match[1]}:${match[2] ?? '00'}${match[3]}${match[4]}:${match[5]}`;
+      }
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) value[i] = visit(value[i]);
+      } else if (value !== null && typeof value === 'object') {
+        const record = value as Record<string, unknown>;
+        for (const key of Object.keys(record)) record[key] = visit(record[key]);
+      }
+      return value;
+    };
+    visit(resource);
+    return changed;
+  },
+};
+
+/** FHIR R4's dateTime: a time needs its zone. */
+const FHIR_DATE_TIME =
+  /^([0-9]([0-9]([0-9][1-9]|[1-9]0)|[1-9]00)|[1-9]000)(-(0[1-9]|1[0-2])(-(0[1-9]|[1-2][0-9]|3[0-1])(T([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\.[0-9]{1,9})?(Z|(\+|-)((0[0-9]|1[0-3]):[0-5][0-9]|14:00)))?)?)?$/;
+const DATE_SHAPED = /^\d{4}-\d{2}(-\d{2})?(T.*)?$/;
+
+/**
+ * A source timestamp that is no date at all (`200130311`: month 30) comes out as `2001-30-31T00:00:00Z`.
+ * It is cut back to the precision that is valid (`2001`): what the source does say, and nothing more.
+ */
+export const impossibleDatesCutToValidPrecision: RepairRule = {
+  name: 'impossible dates',
+  apply(resource) {
+    let changed = false;
+    const visit = (value: unknown): unknown => {
+      if (typeof value === 'string') {
+        if (!DATE_SHAPED.test(value) || FHIR_DATE_TIME.test(value)) return value;
+        const valid = [value.slice(0, 10), value.slice(0, 7), value.slice(0, 4)].find((prefix) => FHIR_DATE_TIME.test(prefix));
+        if (valid === undefined) return value;
+        changed = true;
+        return valid;
+      }
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) value[i] = visit(value[i]);
+      } else if (value !== null && typeof value === 'object') {
+        const record = value as Record<string, unknown>;
+        for (const key of Object.keys(record)) record[key] = visit(record[key]);
+      }
+      return value;
+    };
+    visit(resource);
+    return changed;
+  },
+};
+
+const CONDITION_CLINICAL = 'http://terminology.hl7.org/CodeSystem/condition-clinical';
+
+/**
+ * A problem with an end (abatement) is over: the converter leaves every Condition `active`, which FHIR
+ * forbids beside an abatement and which would show a 1998 pneumonia as current.
+ */
+export const abatedConditionIsResolved: RepairRule = {
+  name: 'abated condition resolved',
+  apply(resource) {
+    if (resource.resourceType !== 'Condition') return false;
+    const abated = ['abatementDateTime', 'abatementPeriod', 'abatementAge', 'abatementRange', 'abatementString'].some((key) => resource[key] !== undefined);
+    if (!abated) return false;
+    const status = resource.clinicalStatus as CodeableConcept | undefined;
+    const code = status?.coding?.find((coding) => coding.system === CONDITION_CLINICAL)?.code;
+    if (code === 'resolved' || code === 'inactive' || code === 'remission') return false;
+    resource.clinicalStatus = { coding: [{ system: CONDITION_CLINICAL, code: 'resolved', display: 'Resolved' }] };
+    return true;
+  },
+};
+
+export const REPAIR_RULES: readonly RepairRule[] = [drugAllergyIsMedication, cvxSystem, zonedTimestamps, impossibleDatesCutToValidPrecision, abatedConditionIsResolved];
 
 /** Applies every rule to every resource; returns how many resources each rule changed, by rule name. */
 export function repairConvertedResources(resources: readonly FhirResource[], rules: readonly RepairRule[] = REPAIR_RULES): Record<string, number> {
