@@ -3,6 +3,7 @@ import { XMLValidator } from 'fast-xml-parser';
 import { CoreError } from '../../core/errors.js';
 import type { CcdaConverterPort, FhirBundle, FhirResource } from '../../core/ports/ccda.port.js';
 import { isNode, normaliseParsedCcda } from './normalise-ccda.js';
+import { repairFamilyHistory } from './family-history.js';
 import { repairConvertedResources } from './repair.js';
 import { replaceRandomUuids, sha256Hex, uuidFromSeed, uuidsIn } from './stable-ids.js';
 
@@ -45,6 +46,7 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
     const keep = new Set([...uuidsIn(xml), ...assignedUuids]);
     const stable = JSON.parse(replaceRandomUuids(JSON.stringify(converted), keep, seed)) as typeof converted;
     const bundle = toBundle(stable.entry ?? [], seed);
+    repairFamilyHistory(parsed, bundle, seed);
     repairConvertedResources((bundle.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : [])));
     return bundle;
   }

@@ -1,0 +1,146 @@
+import type { FhirBundle, FhirResource } from '../../core/ports/ccda.port.js';
+import { uuidFromSeed } from './stable-ids.js';
+
+/**
+ * Family history, read from the C-CDA itself. @medplum/ccda turns each Family History Organizer into an
+ * Observation about the PATIENT, its relatives' conditions into member Observations about the patient
+ * too (a father's myocardial infarction would read as the patient's). Here the organizers become
+ * FamilyMemberHistory resources (relationship, sex, birth, each condition with its onset and whether it
+ * caused death), and what the converter made of the Family History section is removed.
+ */
+
+const FAMILY_HISTORY_ORGANIZER = '2.16.840.1.113883.10.20.22.4.45';
+const FAMILY_HISTORY_OBSERVATION = '2.16.840.1.113883.10.20.22.4.46';
+const FAMILY_HISTORY_DEATH = '2.16.840.1.113883.10.20.22.4.47';
+const FAMILY_HISTORY_SECTION_LOINC = '10157-6';
+
+/** C-CDA code systems (OIDs) the family history uses, as FHIR system URIs. */
+const SYSTEMS: Record<string, string> = {
+  '2.16.840.1.113883.6.96': 'http://snomed.info/sct',
+  '2.16.840.1.113883.5.111': 'http://terminology.hl7.org/CodeSystem/v3-RoleCode',
+  '2.16.840.1.113883.6.90': 'http://hl7.org/fhir/sid/icd-10-cm',
+  '2.16.840.1.113883.6.103': 'http://hl7.org/fhir/sid/icd-9-cm',
+  '2.16.840.1.113883.6.1': 'http://loinc.org',
+  '2.16.840.1.113883.5.1': 'http://terminology.hl7.org/CodeSystem/v3-AdministrativeGender',
+};
+
+type Node = Record<string, unknown>;
+const isNode = (value: unknown): value is Node => typeof value === 'object' && value !== null && !Array.isArray(value);
+const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : value === undefined ? [] : [value]);
+const attribute = (node: unknown, name: string): string | undefined => {
+  const value = isNode(node) ? node[`@_${name}`] : undefined;
+  return typeof value === 'string' && value !== '' ? value : undefined;
+};
+const hasTemplate = (node: Node, root: string) => list(node.templateId).some((template) => attribute(template, 'root') === root);
+
+/** The nodes with a template, in document order. */
+function nodesWithTemplate(tree: unknown, root: string, found: Node[] = []): Node[] {
+  if (Array.isArray(tree)) for (const item of tree) nodesWithTemplate(item, root, found);
+  else if (isNode(tree)) {
+    if (hasTemplate(tree, root)) found.push(tree);
+    else for (const value of Object.values(tree)) nodesWithTemplate(value, root, found);
+  }
+  return found;
+}
+
+function codeableConcept(code: unknown): { coding: { system?: string; code: string; display?: string }[]; text?: string } | undefined {
+  const codings = [code, ...list(isNode(code) ? code.translation : undefined)].flatMap((node) => {
+    const value = attribute(node, 'code');
+    if (!value) return [];
+    const oid = attribute(node, 'codeSystem');
+    const system = oid === undefined ? undefined : (SYSTEMS[oid] ?? `urn:oid:${oid}`);
+    const display = attribute(node, 'displayName');
+    return [{ ...(system ? { system } : {}), code: value, ...(display ? { display } : {}) }];
+  });
+  if (codings.length === 0) return undefined;
+  const text = attribute(code, 'displayName');
+  return { coding: codings, ...(text ? { text } : {}) };
+}
+
+/** An HL7 TS (`1967`, `196703`, `19670315...`) as a FHIR date of the same precision; undefined when not one. */
+function fhirDate(ts: string | undefined): string | undefined {
+  const match = ts === undefined ? null : /^(\d{4})(\d{2})?(\d{2})?/.exec(ts);
+  if (!match) return undefined;
+  const [, year, month, day] = match;
+  if (month !== undefined && (Number(month) < 1 || Number(month) > 12)) return year;
+  if (day !== undefined && (Number(day) < 1 || Number(day) > 31)) return `${year}-${month}`;
+  return [year, month, day].filter(Boolean).join('-');
+}
+
+function identifierOf(id: unknown): { system: string; value: string } | undefined {
+  const root = attribute(id, 'root');
+  if (!root) return undefined;
+  const extension = attribute(id, 'extension');
+  return extension ? { system: `urn:oid:${root}`, value: extension } : { system: 'urn:ietf:rfc:3986', value: /^[0-9a-f-]{36}$/i.test(root) ? `urn:uuid:${root}` : `urn:oid:${root}` };
+}
+
+function familyMemberHistory(organizer: Node, index: number, patientReference: unknown, seed: string): FhirResource {
+  const related = isNode(organizer.subject) && isNode(organizer.subject.relatedSubject) ? organizer.subject.relatedSubject : undefined;
+  const person = related && isNode(related.subject) ? related.subject : undefined;
+  const sexCode = attribute(person?.administrativeGenderCode, 'code');
+  const born = fhirDate(attribute(list(person?.birthTime)[0], 'value'));
+  const observations = list(organizer.component).flatMap((component) => list(isNode(component) ? component.observation : undefined)).filter(isNode);
+  const conditions = observations
+    .filter((observation) => hasTemplate(observation, FAMILY_HISTORY_OBSERVATION))
+    .flatMap((observation) => {
+      const code = codeableConcept(observation.value);
+      if (!code) return [];
+      const effective = list(observation.effectiveTime)[0];
+      const onset = fhirDate(attribute(effective, 'value') ?? attribute(isNode(effective) ? effective.low : undefined, 'value'));
+      const causedDeath = list(observation.entryRelationship).some((relationship) =>
+        list(isNode(relationship) ? relationship.observation : undefined).some((inner) => isNode(inner) && hasTemplate(inner, FAMILY_HISTORY_DEATH)),
+      );
+      return [{ code, ...(onset ? { onsetPeriod: { start: onset } } : {}), ...(causedDeath ? { contributedToDeath: true } : {}) }];
+    });
+  const identifiers = [...list(organizer.id), ...observations.flatMap((observation) => list(observation.id))].map(identifierOf).filter((value) => value !== undefined);
+  const relationship = codeableConcept(related?.code);
+  return {
+    resourceType: 'FamilyMemberHistory',
+    id: uuidFromSeed(`${seed}:family-member-history:${index}`),
+    ...(identifiers.length > 0 ? { identifier: identifiers } : {}),
+    status: 'completed',
+    patient: patientReference,
+    relationship: relationship ?? { text: 'family member' },
+    ...(sexCode === 'M' || sexCode === 'F'
+      ? { sex: { coding: [{ system: 'http://hl7.org/fhir/administrative-gender', code: sexCode === 'M' ? 'male' : 'female' }] } }
+      : {}),
+    ...(born ? { bornDate: born } : {}),
+    ...(conditions.length > 0 ? { condition: conditions } : {}),
+  };
+}
+
+/**
+ * Replaces, in place, the converter's reading of the document's family history by FamilyMemberHistory
+ * resources built from `parsedDocument` (the parsed C-CDA). Returns how many relatives it wrote.
+ */
+export function repairFamilyHistory(parsedDocument: unknown, bundle: FhirBundle, seed: string): number {
+  const organizers = nodesWithTemplate(parsedDocument, FAMILY_HISTORY_ORGANIZER);
+  const entries = bundle.entry ?? [];
+  const composition = entries.find((entry) => entry.resource?.resourceType === 'Composition')?.resource as
+    | { subject?: unknown; section?: { code?: { coding?: { code?: string }[] }; entry?: { reference?: string }[] }[] }
+    | undefined;
+  const section = composition?.section?.find((candidate) => candidate.code?.coding?.some((coding) => coding.code === FAMILY_HISTORY_SECTION_LOINC));
+  if (organizers.length === 0 && !section) return 0;
+
+  // What the converter made of the section: its entries and every member they list, about the patient.
+  const byReference = new Map<string, FhirResource>(entries.flatMap((entry) => (entry.resource ? [[`${entry.resource.resourceType}/${entry.resource.id}`, entry.resource] as [string, FhirResource]] : [])));
+  const wrong = new Set<string>();
+  const pending = (section?.entry ?? []).map((entry) => entry.reference).filter((reference): reference is string => typeof reference === 'string');
+  while (pending.length > 0) {
+    const reference = pending.pop()!;
+    if (wrong.has(reference) || !byReference.has(reference)) continue;
+    wrong.add(reference);
+    for (const member of (byReference.get(reference)!.hasMember as { reference?: string }[] | undefined) ?? []) if (member.reference) pending.push(member.reference);
+  }
+
+  const subject = isNode(composition?.subject) && typeof composition.subject.reference === 'string' ? composition.subject.reference : undefined;
+  const patient = entries.find((entry) => entry.resource?.resourceType === 'Patient')?.resource;
+  const patientReference = { reference: subject ?? `Patient/${patient?.id ?? 'unknown'}` };
+  const relatives = organizers.map((organizer, index) => familyMemberHistory(organizer, index, patientReference, seed));
+  bundle.entry = [
+    ...entries.filter((entry) => !entry.resource || !wrong.has(`${entry.resource.resourceType}/${entry.resource.id}`)),
+    ...relatives.map((resource) => ({ fullUrl: `urn:uuid:${resource.id}`, resource })),
+  ];
+  if (section) section.entry = relatives.map((resource) => ({ reference: `FamilyMemberHistory/${resource.id}` }));
+  return relatives.length;
+}
