@@ -4,6 +4,7 @@ import { CoreError } from '../../core/errors.js';
 import type { CcdaConverterPort, FhirBundle, FhirResource } from '../../core/ports/ccda.port.js';
 import { isNode, normaliseParsedCcda } from './normalise-ccda.js';
 import { repairFamilyHistory } from './family-history.js';
+import { repairMedications } from './medications.js';
 import { repairConvertedResources } from './repair.js';
 import { replaceRandomUuids, sha256Hex, uuidFromSeed, uuidsIn } from './stable-ids.js';
 
@@ -47,6 +48,7 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
     const stable = JSON.parse(replaceRandomUuids(JSON.stringify(converted), keep, seed)) as typeof converted;
     const bundle = toBundle(stable.entry ?? [], seed);
     repairFamilyHistory(parsed, bundle, seed);
+    repairMedications(parsed, bundle);
     repairConvertedResources((bundle.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : [])));
     return bundle;
   }
