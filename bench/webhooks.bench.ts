@@ -106,6 +106,21 @@ async function openStore(storageKind: 'memory' | 'sqlite' | 'postgres'): Promise
   return { store, cleanup: async () => { await store.close(); await schema.drop(); } };
 }
 
+/** Starts `receiver` on 127.0.0.1 and gives a new account of `store` an enabled endpoint there. */
+async function accountListeningAt(store: MemoryStorage | SequelizeStorage, receiver: ReturnType<typeof createServer>): Promise<string> {
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const accountId = ids.next();
+  await store.webhookSettings.put({
+    accountId,
+    webhookUrl: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks`,
+    webhookKey: 'bench-webhook-key-bench-webhook-key',
+    webhookEnabled: true,
+    webhookStatusDetail: null,
+    updatedAt: clock.now().toISOString(),
+  });
+  return accountId;
+}
+
 async function drainBacklog(storageKind: 'memory' | 'sqlite' | 'postgres', answerMs: number): Promise<void> {
   let received = 0;
   const receiver = createServer((req, res) => {
@@ -116,20 +131,10 @@ async function drainBacklog(storageKind: 'memory' | 'sqlite' | 'postgres', answe
       else setTimeout(() => res.writeHead(200).end(), answerMs);
     });
   });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  const receiverPort = (receiver.address() as { port: number }).port;
   const { store, cleanup } = await openStore(storageKind);
   const backlogSender = new HttpWebhookSender({ allowPrivate: true });
   try {
-    const accountId = ids.next();
-    await store.webhookSettings.put({
-      accountId,
-      webhookUrl: `http://127.0.0.1:${receiverPort}/hooks`,
-      webhookKey: 'bench-webhook-key-bench-webhook-key',
-      webhookEnabled: true,
-      webhookStatusDetail: null,
-      updatedAt: clock.now().toISOString(),
-    });
+    const accountId = await accountListeningAt(store, receiver);
     for (let i = 0; i < BACKLOG; i += 500) {
       await store.transaction(async (tx) => {
         for (let j = i; j < Math.min(BACKLOG, i + 500); j++) {
@@ -198,20 +203,10 @@ async function failEveryFirstAttempt(storageKind: 'memory' | 'sqlite'): Promise<
       res.writeHead(200).end();
     });
   });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  const receiverPort = (receiver.address() as { port: number }).port;
   const { store, cleanup } = await openStore(storageKind);
   const failSender = new HttpWebhookSender({ allowPrivate: true });
   try {
-    const accountId = ids.next();
-    await store.webhookSettings.put({
-      accountId,
-      webhookUrl: `http://127.0.0.1:${receiverPort}/hooks`,
-      webhookKey: 'bench-webhook-key-bench-webhook-key',
-      webhookEnabled: true,
-      webhookStatusDetail: null,
-      updatedAt: clock.now().toISOString(),
-    });
+    const accountId = await accountListeningAt(store, receiver);
     const createdAt = new Map<string, number>();
     const producing = (async () => {
       for (let stream = 0; stream < STREAMS; stream++) {

@@ -1,5 +1,6 @@
 import type { FhirBundle, FhirResource } from '../../core/ports/ccda.port.js';
 import { uuidFromSeed } from './stable-ids.js';
+import { attributeOf, hasTemplate, isCcdaNode, listOf, type CcdaNode } from './ccda-nodes.js';
 
 /**
  * Family history, read from the C-CDA itself. @medplum/ccda turns each Family History Organizer into an
@@ -24,19 +25,11 @@ const SYSTEMS: Record<string, string> = {
   '2.16.840.1.113883.5.1': 'http://terminology.hl7.org/CodeSystem/v3-AdministrativeGender',
 };
 
-type Node = Record<string, unknown>;
-const isNode = (value: unknown): value is Node => typeof value === 'object' && value !== null && !Array.isArray(value);
-const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : value === undefined ? [] : [value]);
-const attribute = (node: unknown, name: string): string | undefined => {
-  const value = isNode(node) ? node[`@_${name}`] : undefined;
-  return typeof value === 'string' && value !== '' ? value : undefined;
-};
-const hasTemplate = (node: Node, root: string) => list(node.templateId).some((template) => attribute(template, 'root') === root);
 
 /** The nodes with a template, in document order. */
-function nodesWithTemplate(tree: unknown, root: string, found: Node[] = []): Node[] {
+function nodesWithTemplate(tree: unknown, root: string, found: CcdaNode[] = []): CcdaNode[] {
   if (Array.isArray(tree)) for (const item of tree) nodesWithTemplate(item, root, found);
-  else if (isNode(tree)) {
+  else if (isCcdaNode(tree)) {
     if (hasTemplate(tree, root)) found.push(tree);
     else for (const value of Object.values(tree)) nodesWithTemplate(value, root, found);
   }
@@ -44,16 +37,16 @@ function nodesWithTemplate(tree: unknown, root: string, found: Node[] = []): Nod
 }
 
 function codeableConcept(code: unknown): { coding: { system?: string; code: string; display?: string }[]; text?: string } | undefined {
-  const codings = [code, ...list(isNode(code) ? code.translation : undefined)].flatMap((node) => {
-    const value = attribute(node, 'code');
+  const codings = [code, ...listOf(isCcdaNode(code) ? code.translation : undefined)].flatMap((node) => {
+    const value = attributeOf(node, 'code');
     if (!value) return [];
-    const oid = attribute(node, 'codeSystem');
+    const oid = attributeOf(node, 'codeSystem');
     const system = oid === undefined ? undefined : (SYSTEMS[oid] ?? `urn:oid:${oid}`);
-    const display = attribute(node, 'displayName');
+    const display = attributeOf(node, 'displayName');
     return [{ ...(system ? { system } : {}), code: value, ...(display ? { display } : {}) }];
   });
   if (codings.length === 0) return undefined;
-  const text = attribute(code, 'displayName');
+  const text = attributeOf(code, 'displayName');
   return { coding: codings, ...(text ? { text } : {}) };
 }
 
@@ -68,31 +61,31 @@ function fhirDate(ts: string | undefined): string | undefined {
 }
 
 function identifierOf(id: unknown): { system: string; value: string } | undefined {
-  const root = attribute(id, 'root');
+  const root = attributeOf(id, 'root');
   if (!root) return undefined;
-  const extension = attribute(id, 'extension');
+  const extension = attributeOf(id, 'extension');
   return extension ? { system: `urn:oid:${root}`, value: extension } : { system: 'urn:ietf:rfc:3986', value: /^[0-9a-f-]{36}$/i.test(root) ? `urn:uuid:${root}` : `urn:oid:${root}` };
 }
 
-function familyMemberHistory(organizer: Node, index: number, patientReference: unknown, seed: string): FhirResource {
-  const related = isNode(organizer.subject) && isNode(organizer.subject.relatedSubject) ? organizer.subject.relatedSubject : undefined;
-  const person = related && isNode(related.subject) ? related.subject : undefined;
-  const sexCode = attribute(person?.administrativeGenderCode, 'code');
-  const born = fhirDate(attribute(list(person?.birthTime)[0], 'value'));
-  const observations = list(organizer.component).flatMap((component) => list(isNode(component) ? component.observation : undefined)).filter(isNode);
+function familyMemberHistory(organizer: CcdaNode, index: number, patientReference: unknown, seed: string): FhirResource {
+  const related = isCcdaNode(organizer.subject) && isCcdaNode(organizer.subject.relatedSubject) ? organizer.subject.relatedSubject : undefined;
+  const person = related && isCcdaNode(related.subject) ? related.subject : undefined;
+  const sexCode = attributeOf(person?.administrativeGenderCode, 'code');
+  const born = fhirDate(attributeOf(listOf(person?.birthTime)[0], 'value'));
+  const observations = listOf(organizer.component).flatMap((component) => listOf(isCcdaNode(component) ? component.observation : undefined)).filter(isCcdaNode);
   const conditions = observations
     .filter((observation) => hasTemplate(observation, FAMILY_HISTORY_OBSERVATION))
     .flatMap((observation) => {
       const code = codeableConcept(observation.value);
       if (!code) return [];
-      const effective = list(observation.effectiveTime)[0];
-      const onset = fhirDate(attribute(effective, 'value') ?? attribute(isNode(effective) ? effective.low : undefined, 'value'));
-      const causedDeath = list(observation.entryRelationship).some((relationship) =>
-        list(isNode(relationship) ? relationship.observation : undefined).some((inner) => isNode(inner) && hasTemplate(inner, FAMILY_HISTORY_DEATH)),
+      const effective = listOf(observation.effectiveTime)[0];
+      const onset = fhirDate(attributeOf(effective, 'value') ?? attributeOf(isCcdaNode(effective) ? effective.low : undefined, 'value'));
+      const causedDeath = listOf(observation.entryRelationship).some((relationship) =>
+        listOf(isCcdaNode(relationship) ? relationship.observation : undefined).some((inner) => isCcdaNode(inner) && hasTemplate(inner, FAMILY_HISTORY_DEATH)),
       );
       return [{ code, ...(onset ? { onsetPeriod: { start: onset } } : {}), ...(causedDeath ? { contributedToDeath: true } : {}) }];
     });
-  const identifiers = [...list(organizer.id), ...observations.flatMap((observation) => list(observation.id))].map(identifierOf).filter((value) => value !== undefined);
+  const identifiers = [...listOf(organizer.id), ...observations.flatMap((observation) => listOf(observation.id))].map(identifierOf).filter((value) => value !== undefined);
   const relationship = codeableConcept(related?.code);
   return {
     resourceType: 'FamilyMemberHistory',
@@ -133,7 +126,7 @@ export function repairFamilyHistory(parsedDocument: unknown, bundle: FhirBundle,
     for (const member of (byReference.get(reference)!.hasMember as { reference?: string }[] | undefined) ?? []) if (member.reference) pending.push(member.reference);
   }
 
-  const subject = isNode(composition?.subject) && typeof composition.subject.reference === 'string' ? composition.subject.reference : undefined;
+  const subject = isCcdaNode(composition?.subject) && typeof composition.subject.reference === 'string' ? composition.subject.reference : undefined;
   const patient = entries.find((entry) => entry.resource?.resourceType === 'Patient')?.resource;
   const patientReference = { reference: subject ?? `Patient/${patient?.id ?? 'unknown'}` };
   const relatives = organizers.map((organizer, index) => familyMemberHistory(organizer, index, patientReference, seed));

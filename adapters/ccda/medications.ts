@@ -1,4 +1,5 @@
 import type { FhirBundle, FhirResource } from '../../core/ports/ccda.port.js';
+import { attributeOf, hasTemplate, isCcdaNode, listOf, type CcdaNode } from './ccda-nodes.js';
 
 /**
  * Medication doses, read against the C-CDA itself. @medplum/ccda writes every dose in `[IU]`, whatever
@@ -11,21 +12,13 @@ const UCUM = 'http://unitsofmeasure.org';
 /** C-CDA units that are not UCUM as written. */
 const UCUM_OF: Record<string, string> = { mcg: 'ug' };
 
-type Node = Record<string, unknown>;
-const isNode = (value: unknown): value is Node => typeof value === 'object' && value !== null && !Array.isArray(value);
-const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : value === undefined ? [] : [value]);
-const attribute = (node: unknown, name: string): string | undefined => {
-  const value = isNode(node) ? node[`@_${name}`] : undefined;
-  return typeof value === 'string' && value !== '' ? value : undefined;
-};
-const hasTemplate = (node: Node, root: string) => list(node.templateId).some((template) => attribute(template, 'root') === root);
 
 /** Every section of the document, nested ones included, in document order. */
-function sectionsOf(tree: unknown, found: Node[] = []): Node[] {
+function sectionsOf(tree: unknown, found: CcdaNode[] = []): CcdaNode[] {
   if (Array.isArray(tree)) for (const item of tree) sectionsOf(item, found);
-  else if (isNode(tree)) {
+  else if (isCcdaNode(tree)) {
     for (const [key, value] of Object.entries(tree)) {
-      if (key === 'section') for (const section of list(value)) if (isNode(section)) found.push(section);
+      if (key === 'section') for (const section of listOf(value)) if (isCcdaNode(section)) found.push(section);
       sectionsOf(value, found);
     }
   }
@@ -38,13 +31,13 @@ interface SourceMedication {
 }
 
 /** The Medication Activities listed as entries of a section, in order. */
-function sourceMedications(section: Node): SourceMedication[] {
-  return list(section.entry).flatMap((entry) =>
-    list(isNode(entry) ? entry.substanceAdministration : undefined)
-      .filter((activity): activity is Node => isNode(activity) && hasTemplate(activity, MEDICATION_ACTIVITY))
+function sourceMedications(section: CcdaNode): SourceMedication[] {
+  return listOf(section.entry).flatMap((entry) =>
+    listOf(isCcdaNode(entry) ? entry.substanceAdministration : undefined)
+      .filter((activity): activity is CcdaNode => isCcdaNode(activity) && hasTemplate(activity, MEDICATION_ACTIVITY))
       .map((activity) => ({
-        doseValue: attribute(activity.doseQuantity, 'value'),
-        doseUnit: attribute(activity.doseQuantity, 'unit'),
+        doseValue: attributeOf(activity.doseQuantity, 'value'),
+        doseUnit: attributeOf(activity.doseQuantity, 'unit'),
       })),
   );
 }
@@ -86,12 +79,12 @@ export function repairMedications(parsedDocument: unknown, bundle: FhirBundle): 
   let matched = 0;
   // Each section of the converted document is matched with the document's section of the same code, its
   // medication requests with that section's Medication Activities in order.
-  const used = new Set<Node>();
+  const used = new Set<CcdaNode>();
   for (const section of composition?.section ?? []) {
     const code = section.code?.coding?.[0]?.code;
     const requests = (section.entry ?? []).map((entry) => entry.reference).filter((reference): reference is string => reference?.startsWith('MedicationRequest/') === true);
     if (!code || requests.length === 0) continue;
-    const source = sourceSections.find((candidate) => !used.has(candidate) && attribute(candidate.code, 'code') === code);
+    const source = sourceSections.find((candidate) => !used.has(candidate) && attributeOf(candidate.code, 'code') === code);
     if (!source) continue;
     used.add(source);
     const activities = sourceMedications(source);

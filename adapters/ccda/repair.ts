@@ -57,6 +57,27 @@ export const cvxSystem: RepairRule = {
   },
 };
 
+/** Replaces, in place, every string of the resource (at any depth) by what `replace` makes of it; whether any changed. */
+function mapStrings(resource: FhirResource, replace: (text: string) => string): boolean {
+  let changed = false;
+  const visit = (value: unknown): unknown => {
+    if (typeof value === 'string') {
+      const replaced = replace(value);
+      if (replaced !== value) changed = true;
+      return replaced;
+    }
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) value[i] = visit(value[i]);
+    } else if (value !== null && typeof value === 'object') {
+      const record = value as Record<string, unknown>;
+      for (const key of Object.keys(record)) record[key] = visit(record[key]);
+    }
+    return value;
+  };
+  visit(resource);
+  return changed;
+}
+
 /** The converter's rendering of an HL7 timestamp with a zone: seconds dropped or kept, the zone without its colon. */
 const MANGLED_INSTANT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}):(\d{2})?([+-])(\d{2})(\d{2})$/;
 
@@ -68,24 +89,10 @@ const MANGLED_INSTANT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}):(\d{2})?([+-])(\d{2})(
 export const zonedTimestamps: RepairRule = {
   name: 'zoned timestamps',
   apply(resource) {
-    let changed = false;
-    const visit = (value: unknown): unknown => {
-      if (typeof value === 'string') {
-        const match = MANGLED_INSTANT.exec(value);
-        if (!match) return value;
-        changed = true;
-        return `${match[1]}:${match[2] ?? '00'}${match[3]}${match[4]}:${match[5]}`;
-      }
-      if (Array.isArray(value)) {
-        for (let i = 0; i < value.length; i++) value[i] = visit(value[i]);
-      } else if (value !== null && typeof value === 'object') {
-        const record = value as Record<string, unknown>;
-        for (const key of Object.keys(record)) record[key] = visit(record[key]);
-      }
-      return value;
-    };
-    visit(resource);
-    return changed;
+    return mapStrings(resource, (text) => {
+      const match = MANGLED_INSTANT.exec(text);
+      return match ? `${match[1]}:${match[2] ?? '00'}${match[3]}${match[4]}:${match[5]}` : text;
+    });
   },
 };
 
@@ -101,25 +108,10 @@ const DATE_SHAPED = /^\d{4}-\d{2}(-\d{2})?(T.*)?$/;
 export const impossibleDatesCutToValidPrecision: RepairRule = {
   name: 'impossible dates',
   apply(resource) {
-    let changed = false;
-    const visit = (value: unknown): unknown => {
-      if (typeof value === 'string') {
-        if (!DATE_SHAPED.test(value) || FHIR_DATE_TIME.test(value)) return value;
-        const valid = [value.slice(0, 10), value.slice(0, 7), value.slice(0, 4)].find((prefix) => FHIR_DATE_TIME.test(prefix));
-        if (valid === undefined) return value;
-        changed = true;
-        return valid;
-      }
-      if (Array.isArray(value)) {
-        for (let i = 0; i < value.length; i++) value[i] = visit(value[i]);
-      } else if (value !== null && typeof value === 'object') {
-        const record = value as Record<string, unknown>;
-        for (const key of Object.keys(record)) record[key] = visit(record[key]);
-      }
-      return value;
-    };
-    visit(resource);
-    return changed;
+    return mapStrings(resource, (text) => {
+      if (!DATE_SHAPED.test(text) || FHIR_DATE_TIME.test(text)) return text;
+      return [text.slice(0, 10), text.slice(0, 7), text.slice(0, 4)].find((prefix) => FHIR_DATE_TIME.test(prefix)) ?? text;
+    });
   },
 };
 

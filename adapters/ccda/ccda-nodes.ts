@@ -1,0 +1,20 @@
+/**
+ * Reading the parsed C-CDA (fast-xml-parser's tree, as @medplum/ccda parses it): attributes sit under
+ * `@_name`, an element that may repeat is one node or a list.
+ */
+
+export type CcdaNode = Record<string, unknown>;
+
+export const isCcdaNode = (value: unknown): value is CcdaNode => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** An element that may repeat, as a list (empty when absent). */
+export const listOf = (value: unknown): unknown[] => (Array.isArray(value) ? value : value === undefined ? [] : [value]);
+
+/** An attribute's text; undefined when absent or empty. */
+export function attributeOf(node: unknown, name: string): string | undefined {
+  const value = isCcdaNode(node) ? node[`@_${name}`] : undefined;
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** Whether the element declares this template. */
+export const hasTemplate = (node: CcdaNode, root: string): boolean => listOf(node.templateId).some((template) => attributeOf(template, 'root') === root);
