@@ -121,8 +121,9 @@ const RETENTION_SWEEP_MS = 10 * 60_000;
 
 /** Prunes past-retention history now and then; one sweep at a time, never one that holds the writer long. */
 class RetentionSweeper {
-  private timer: NodeJS.Timeout | undefined;
+  private timers: NodeJS.Timeout[] = [];
   private running: Promise<void> = Promise.resolve();
+  private stopped = false;
 
   constructor(
     private readonly sweep: () => Promise<RetentionReport>,
@@ -130,9 +131,11 @@ class RetentionSweeper {
   ) {}
 
   start(): void {
-    if (this.timer) return;
+    if (this.timers.length > 0) return;
+    this.stopped = false;
     const tick = () => {
       this.running = this.running.then(async () => {
+        if (this.stopped) return;
         try {
           const report = await this.sweep();
           if (report.messages + report.jobs > 0) this.logger?.info(report, 'pruned delivered webhooks and finished jobs past retention');
@@ -141,15 +144,15 @@ class RetentionSweeper {
         }
       });
     };
-    this.timer = setInterval(tick, RETENTION_SWEEP_MS);
-    this.timer.unref();
     // The first sweep soon after start, not ten minutes later: a restarted service catches up at once.
-    setTimeout(tick, 5_000).unref();
+    this.timers = [setTimeout(tick, 5_000), setInterval(tick, RETENTION_SWEEP_MS)];
+    for (const timer of this.timers) timer.unref();
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
+    this.stopped = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers = [];
     await this.running;
   }
 }

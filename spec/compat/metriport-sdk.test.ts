@@ -160,7 +160,7 @@ describe('@metriport/api-sdk against carebridge', () => {
     await expect(sdk.retryWebhookRequests()).resolves.toBeUndefined();
   });
 
-  test("the SDK's parseWebhookResponse reads our messages; document-download differs only where PRODUCT says size is a string", async () => {
+  test("the SDK's parseWebhookResponse reads our messages; document-download differs only in size, which the wire format keeps as a string", async () => {
     const { sdk, accountId, apiKey } = await sdkFor('SDK Webhook Parsing');
     await sdk.updateSettings(`${receiver.url}/parse/${accountId}`);
     const facility = await sdk.createFacility({ name: 'SDK Facility', npi: NPI, address: ADDRESS });

@@ -51,7 +51,7 @@ const document: DocumentRecord = {
   createdAt: '2024-04-30T10:00:00.000Z',
 };
 
-describe('validateMetadata (PRODUCT: 50 pairs, key <= 40, value <= 500, strings)', () => {
+describe('validateMetadata (50 pairs, key <= 40, value <= 500, strings)', () => {
   test('absent metadata is undefined; valid metadata comes back as a copy', () => {
     expect(validateMetadata(undefined)).toBeUndefined();
     expect(validateMetadata(null)).toBeUndefined();
@@ -124,7 +124,7 @@ describe('validateMetadata (PRODUCT: 50 pairs, key <= 40, value <= 500, strings)
   });
 });
 
-describe('webhook envelopes (PRODUCT: Webhook envelope, Events; DESIGN: ping)', () => {
+describe('webhook envelopes: the envelope, every event, and the ping', () => {
   const meta = { messageId: 'msg-1', requestId: 'req-1', when: WHEN, data: { ref: 'abc' } };
 
   test('bulk patient create: meta first, UTC when, data echoed, payload under bulkPatientCreate', () => {
