@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -169,6 +169,34 @@ describe('bulk patient create', () => {
     expect(rows.filter((row) => row.includes('succeeded'))).toHaveLength(3);
     expect(rows.filter((row) => row.includes('failed'))).toHaveLength(1);
     expect((await client.listPatients()).patients).toHaveLength(3);
+  });
+
+  test('waitForBulkPatientCreate follows the request to its end; downloadBulkPatientCreateResult streams the result to a file', async () => {
+    const client = await newClient();
+    const facility = await client.createFacility(FACILITY);
+    const requestId = await client.createPatientsFromCsv(csvRows(2) + 'bad,,,,,,,,\n', { facilityId: facility.id });
+    const seen: string[] = [];
+    const waiting = client.waitForBulkPatientCreate(requestId, { pollMs: 10, onProgress: (status) => seen.push(status.status) });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await driver.settle();
+    const final = await waiting;
+    expect(final).toMatchObject({ requestId, status: 'completed', succeeded: 2, failed: 1 });
+    expect(seen[0]).toBe('processing');
+    expect(seen.at(-1)).toBe('completed');
+    const dir = await mkdtemp(join(tmpdir(), 'carebridge-result-'));
+    try {
+      const file = join(dir, 'result.csv');
+      await client.downloadBulkPatientCreateResult(final, file);
+      const rows = (await readFile(file, 'utf8')).trim().split(/\r?\n/);
+      expect(rows[0]).toContain('metriportId');
+      expect(rows.slice(1).filter((row) => row.includes('succeeded'))).toHaveLength(2);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    await expect(client.downloadBulkPatientCreateResult({ requestId, status: 'failed' }, join(dir, 'x.csv'))).rejects.toMatchObject({ code: 'INVALID_OPTIONS' });
+    const aborted = new AbortController();
+    aborted.abort(new Error('stop waiting'));
+    await expect(client.waitForBulkPatientCreate(requestId, { signal: aborted.signal })).rejects.toThrow('stop waiting');
   });
 
   test('start then upload a Node stream, a file on disk and bytes; a dry run creates nobody', async () => {

@@ -1,5 +1,6 @@
-import { openAsBlob } from 'node:fs';
+import { createWriteStream, openAsBlob } from 'node:fs';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { CarebridgeApiError, CarebridgeClientError, CarebridgeNetworkError, problemFrom } from './errors.js';
 import type {
@@ -265,6 +266,43 @@ export class CarebridgeClient {
     const started = await this.startBulkPatientCreate(options);
     await this.uploadBulkPatientCsv(started.uploadUrl, csv);
     return started.requestId;
+  }
+
+  /**
+   * Polls the bulk request every `pollMs` (default 1 s) until it has ended (`completed`, `failed` or
+   * `expired`) and returns that last status; `onProgress` sees every status read (a progress display).
+   * Stops with the signal's reason when `signal` aborts. A status that cannot be read throws as every call does.
+   */
+  async waitForBulkPatientCreate(
+    requestId: string,
+    options: { pollMs?: number; onProgress?: (status: BulkPatientCreate) => void; signal?: AbortSignal } = {},
+  ): Promise<BulkPatientCreate> {
+    const pollMs = options.pollMs ?? 1_000;
+    if (!Number.isFinite(pollMs) || pollMs < 10) throw new CarebridgeClientError('INVALID_OPTIONS', 'pollMs must be at least 10');
+    for (;;) {
+      options.signal?.throwIfAborted();
+      const status = await this.getBulkPatientCreate(requestId);
+      options.onProgress?.(status);
+      if (status.status === 'completed' || status.status === 'failed' || status.status === 'expired') return status;
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, pollMs);
+        options.signal?.addEventListener('abort', () => (clearTimeout(timer), reject(options.signal!.reason)), { once: true });
+      });
+    }
+  }
+
+  /**
+   * Streams the result CSV of a completed bulk request (the status `waitForBulkPatientCreate` returns) to
+   * a file, never holding it whole in memory. A request without a result (failed, expired, not finished)
+   * is refused with `INVALID_OPTIONS`.
+   */
+  async downloadBulkPatientCreateResult(status: Pick<BulkPatientCreate, 'requestId' | 'status'> & { result?: string }, path: string): Promise<void> {
+    if (status.status !== 'completed' || !status.result) {
+      throw new CarebridgeClientError('INVALID_OPTIONS', `bulk request ${status.requestId} has no result file (${status.status})`);
+    }
+    const response = await this.download(status.result);
+    if (!response.body) throw new CarebridgeNetworkError('INVALID_RESPONSE', 'the result download had no body', { method: 'GET', path: new URL(status.result).pathname });
+    await pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream<Uint8Array>), createWriteStream(path));
   }
 
   // --- Documents ---

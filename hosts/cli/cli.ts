@@ -1,10 +1,7 @@
-import { createReadStream, createWriteStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { CarebridgeApiError, CarebridgeClient, CarebridgeError, CarebridgeNetworkError } from '../../client/index.js';
 import { settingsFromEnv } from '../koa/settings.js';
 
 /** Where the CLI writes and what it reads: the process in `main.ts`, collectors in tests. */
@@ -171,27 +168,24 @@ function targetOf(values: Values, env: NodeJS.ProcessEnv): Target {
   return { baseUrl: baseUrl.replace(/\/+$/, ''), apiKey };
 }
 
-/** The service's problem answer, as a line a person can act on. */
-async function failureOf(response: Response, what: string): Promise<CliFailure> {
-  const text = await response.text();
-  try {
-    const problem = JSON.parse(text) as { detail?: string; code?: string };
-    if (problem.detail) return new CliFailure(`${what}: ${problem.detail} (${response.status} ${problem.code ?? ''})`.trim());
-  } catch {
-    // not a problem document: fall through to the status alone
-  }
-  return new CliFailure(`${what}: HTTP ${response.status}`);
+function clientOf(target: Target): CarebridgeClient {
+  return new CarebridgeClient({ apiKey: target.apiKey, baseUrl: target.baseUrl });
 }
 
-async function request(target: Target, method: string, path: string, body?: unknown): Promise<Response> {
+/** Runs a call of the client; its failures become one line a person can act on. */
+async function attempt<T>(target: Target, what: string, work: () => Promise<T>): Promise<T> {
   try {
-    return await fetch(`${target.baseUrl}${path}`, {
-      method,
-      headers: { 'x-api-key': target.apiKey, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
+    return await work();
   } catch (error) {
-    throw new CliFailure(`cannot reach the service at ${target.baseUrl} (${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}); is it running?`);
+    if (error instanceof CarebridgeApiError) {
+      throw new CliFailure(error.problem.detail ? `${what}: ${error.problem.detail} (${error.status} ${error.code})` : `${what}: HTTP ${error.status}`);
+    }
+    if (error instanceof CarebridgeNetworkError && error.code === 'NETWORK_ERROR') {
+      const cause = error.cause instanceof Error ? (error.cause.cause instanceof Error ? error.cause.cause.message : error.cause.message) : error.message;
+      throw new CliFailure(`cannot reach the service at ${target.baseUrl} (${cause}); is it running?`);
+    }
+    if (error instanceof CarebridgeError) throw new CliFailure(`${what}: ${error.message}`);
+    throw error;
   }
 }
 
@@ -221,13 +215,11 @@ async function facilityCommand(args: string[], io: CliIo): Promise<number> {
       city: required(values, 'city'),
       state: required(values, 'state'),
       zip: required(values, 'zip'),
-      country: 'USA',
+      country: 'USA' as const,
     },
   };
   const target = targetOf(values, io.env);
-  const response = await request(target, 'POST', '/medical/v1/facility', body);
-  if (response.status !== 201) throw await failureOf(response, 'the facility was not created');
-  const facility = (await response.json()) as { id: string; name: string };
+  const facility = await attempt(target, 'the facility was not created', () => clientOf(target).createFacility(body));
   io.stdout(values.json ? `${JSON.stringify(facility)}\n` : `Created facility ${facility.id} (${facility.name}).\n`);
   return 0;
 }
@@ -281,57 +273,37 @@ async function importCommand(args: string[], io: CliIo): Promise<number> {
     throw new CliFailure(`cannot read ${file}`);
   }
 
-  const query = new URLSearchParams();
+  const client = clientOf(target);
   const facilityId = optional(values, 'facility');
-  if (facilityId) query.set('facilityId', facilityId);
-  if (values['dry-run']) query.set('dryRun', 'true');
-  const started = await request(target, 'POST', `/medical/v1/patient/bulk${query.size > 0 ? `?${query}` : ''}`);
-  if (started.status !== 200) throw await failureOf(started, 'the bulk create did not start');
-  const { requestId, uploadUrl } = (await started.json()) as { requestId: string; uploadUrl: string };
+  const started = await attempt(target, 'the bulk create did not start', () =>
+    client.startBulkPatientCreate({ ...(facilityId ? { facilityId } : {}), ...(values['dry-run'] ? { dryRun: true } : {}) }),
+  );
+  const { requestId, uploadUrl } = started;
   io.stderr(`Bulk request ${requestId}: uploading ${basename(file)} (${size} bytes)${values['dry-run'] ? ', dry run' : ''}\n`);
+  // Streamed from disk: a large file is never read whole into memory.
+  await attempt(target, 'the file was refused', () => client.uploadBulkPatientCsv(uploadUrl, { path: file }));
 
-  let uploaded: Response;
-  try {
-    // Streamed from disk: a large file is never read whole into memory.
-    uploaded = await fetch(uploadUrl, {
-      method: 'PUT',
-      headers: { 'x-api-key': target.apiKey, 'content-type': 'text/csv' },
-      body: Readable.toWeb(createReadStream(file)) as ReadableStream<Uint8Array>,
-      duplex: 'half',
-    } as RequestInit);
-  } catch (error) {
-    throw new CliFailure(`the upload did not go through (${(error as Error).message})`);
-  }
-  if (uploaded.status !== 200) throw await failureOf(uploaded, 'the file was refused');
-
-  const final = await waitForEnd(target, requestId, pollMs, io);
+  let lastLine = '';
+  const final = await attempt(target, 'cannot read the bulk request status', () =>
+    client.waitForBulkPatientCreate(requestId, {
+      pollMs,
+      onProgress: (status) => {
+        const line = progressLine(status);
+        if (io.interactive) io.stderr(`\r\u001b[2K${line}`);
+        else if (line !== lastLine) io.stderr(`${line}\n`);
+        lastLine = line;
+      },
+    }),
+  );
+  if (io.interactive) io.stderr('\n');
   if (final.status !== 'completed') {
     throw new CliFailure(`bulk request ${requestId} ${final.status}${final.reason ? `: ${final.reason}` : ''}`);
   }
   if (!final.result) throw new CliFailure(`bulk request ${requestId} completed without a result file`);
-  const download = await fetch(final.result);
-  if (download.status !== 200 || !download.body) throw await failureOf(download, 'the result file could not be downloaded');
-  await pipeline(Readable.fromWeb(download.body as import('node:stream/web').ReadableStream<Uint8Array>), createWriteStream(out));
+  await attempt(target, 'the result file could not be downloaded', () => client.downloadBulkPatientCreateResult(final, out));
 
   if (values.json) io.stdout(`${JSON.stringify({ ...final, resultFile: out })}\n`);
   else io.stdout(`Bulk request ${requestId} completed: ${final.succeeded} succeeded, ${final.failed} failed. Result: ${out}\n`);
   return 0;
 }
 
-async function waitForEnd(target: Target, requestId: string, pollMs: number, io: CliIo): Promise<BulkStatus> {
-  let lastLine = '';
-  for (;;) {
-    const response = await request(target, 'GET', `/medical/v1/patient/bulk/${encodeURIComponent(requestId)}`);
-    if (response.status !== 200) throw await failureOf(response, 'cannot read the bulk request status');
-    const status = (await response.json()) as BulkStatus;
-    const line = progressLine(status);
-    if (io.interactive) io.stderr(`\r\u001b[2K${line}`);
-    else if (line !== lastLine) io.stderr(`${line}\n`);
-    lastLine = line;
-    if (status.status !== 'waiting' && status.status !== 'processing') {
-      if (io.interactive) io.stderr('\n');
-      return status;
-    }
-    await sleep(pollMs);
-  }
-}
