@@ -7,8 +7,8 @@
 
 // Embedding
 export { createCarebridge, type Carebridge, type CarebridgeOptions } from './hosts/embedded/carebridge.js';
-export { createNodeListener, type NodeListener, type NodeListenerOptions } from './hosts/embedded/node-http.js';
-export { createFetchHandler, inProcessFetch, type FetchHandlerOptions } from './hosts/embedded/fetch.js';
+export { createNodeListener, type NodeListener, type NodeListenerOptions } from './http/node.js';
+export { createFetchHandler, inProcessFetch, type FetchHandlerOptions } from './http/fetch.js';
 
 // The framework-agnostic handler
 export { createApiHandler, type ApiHandler, type ApiHandlerOptions } from './core/api/handler.js';

@@ -14,7 +14,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { MedplumCcdaConverter } from '../adapters/ccda/medplum.ccda.js';
 import { PooledCcdaConverter } from '../adapters/ccda/pooled.ccda.js';
 import type { CcdaConverterPort } from '../core/ports/ccda.port.js';
-import { sandboxDocumentsDir } from '../hosts/sandbox-documents.js';
+import { sandboxDocumentsDir } from '../runtime/sandbox-documents.js';
 
 const CONVERSIONS = Number(process.env.BENCH_CONVERSIONS ?? 200);
 const THREADS = Number(process.env.BENCH_CCDA_THREADS ?? 2);

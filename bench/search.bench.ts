@@ -38,7 +38,7 @@ import { storeDocument } from '../core/documents/store-document.js';
 import type { CoreDeps } from '../core/deps.js';
 import type { DocumentRecord, FhirResourceRecord, Patient } from '../core/domain/types.js';
 import type { FhirResource } from '../core/ports/ccda.port.js';
-import { sandboxDocumentsDir } from '../hosts/sandbox-documents.js';
+import { sandboxDocumentsDir } from '../runtime/sandbox-documents.js';
 
 const TARGET_RESOURCES = Number(process.env.BENCH_RESOURCES ?? 5_000);
 const QUERY_COUNT = Number(process.env.BENCH_QUERIES ?? 400);

@@ -5,7 +5,7 @@ import { describe, expect, test } from 'vitest';
 import { isCoreError } from '../../core/errors.js';
 import { MedplumCcdaConverter } from '../ccda/medplum.ccda.js';
 import { PooledCcdaConverter } from '../ccda/pooled.ccda.js';
-import { sandboxDocumentsDir } from '../../hosts/sandbox-documents.js';
+import { sandboxDocumentsDir } from '../../runtime/sandbox-documents.js';
 import { documentsModule } from './documents.module.js';
 import { TOKENS } from './tokens.js';
 

@@ -33,9 +33,24 @@ export interface RouteDefinition<QS extends z.ZodType = z.ZodType, BS extends z.
   body?: BS;
   /** Media type of a raw body the route streams (uploads). */
   rawBody?: string;
+  /**
+   * Largest body the route accepts, in bytes, enforced on the stream by every HTTP translation: a JSON
+   * body is buffered up to it, a raw body is streamed and cut off past it. Default `bodyLimitOf`.
+   */
+  bodyLimitBytes?: number;
   /** Success status and schema, for the OpenAPI document. */
   success?: { status: number; schema?: z.ZodType; mediaType?: string };
   handle(context: RouteContext<z.output<QS>, z.output<BS>>): Promise<ApiResponse>;
+}
+
+/** JSON bodies are read whole before parsing: 1 MB keeps one request's memory small. */
+export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
+/** Uploads (CSV, documents) are streamed to blob storage: 200 MB, never held in memory. */
+export const UPLOAD_BODY_LIMIT_BYTES = 200 * 1024 * 1024;
+
+/** The body limit of a route: its own, else 200 MB for a streamed upload and 1 MB for JSON. */
+export function bodyLimitOf(route: Pick<RouteDefinition, 'rawBody' | 'bodyLimitBytes'>): number {
+  return route.bodyLimitBytes ?? (route.rawBody ? UPLOAD_BODY_LIMIT_BYTES : JSON_BODY_LIMIT_BYTES);
 }
 
 /** Typed helper so each route's handler sees its own parsed query and body types. */

@@ -15,7 +15,11 @@ export interface ApiRequest {
 export interface ApiResponse {
   status: number;
   headers: Record<string, string>;
+  /** Serialised as JSON when sent. */
   body?: unknown;
+  /** A body already serialised, sent as is (wins over `body`). */
+  text?: string;
+  /** A body streamed as it is produced (wins over both). */
   stream?: AsyncIterable<Uint8Array>;
 }
 

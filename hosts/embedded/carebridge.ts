@@ -1,30 +1,9 @@
-import 'reflect-metadata';
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
-import { join, resolve } from 'node:path';
-import { Container } from 'inversify';
-import type { Logger } from 'pino';
 import type { Sequelize } from 'sequelize';
-import { createAccount } from '../../core/accounts.js';
-import { createApiHandler, type ApiHandler } from '../../core/api/handler.js';
-import type { CoreConfig, CoreDeps } from '../../core/deps.js';
-import { coreJobHandlers, resumeInterruptedWork } from '../../core/jobs.js';
+import type { ApiHandler } from '../../core/api/handler.js';
+import type { CoreDeps } from '../../core/deps.js';
 import type { BlobPort, ClockPort, IdsPort, WebhookSenderPort } from '../../core/ports/index.js';
-import { deliverDueMessages, type DeliveryReport, type EndpointPauses } from '../../core/webhooks/deliver.js';
-import { DEFAULT_RETENTION_DAYS, pruneFinishedWork, type RetentionReport } from '../../core/retention.js';
-import { resolveCoreDeps } from '../../adapters/container/core-deps.js';
-import { documentsModule } from '../../adapters/container/documents.module.js';
-import { infraModule } from '../../adapters/container/infra.module.js';
-import { queueModule } from '../../adapters/container/queue.module.js';
-import { storageModule } from '../../adapters/container/storage.module.js';
-import { TOKENS } from '../../adapters/container/tokens.js';
-import { webhookModule } from '../../adapters/container/webhook.module.js';
-import { QueueRunner } from '../../adapters/queue/runner.js';
-import { openDatabase } from '../koa/database.js';
-import { urlSigningSecret } from '../koa/settings.js';
-import { describeError } from '../error-facts.js';
-import { noteAccount } from '../koa/request-facts.js';
-import { sandboxDocumentsDir } from '../sandbox-documents.js';
+import type { Logger } from 'pino';
+import { createRuntime } from '../../runtime/runtime.js';
 
 export interface CarebridgeOptions {
   /**
@@ -108,270 +87,45 @@ export interface Carebridge {
   close(): Promise<void>;
 }
 
-/** Messages taken per delivery pass: enough to keep 16 requests in flight on each of many endpoints. */
-const DELIVERY_BATCH = 500;
-
-function searchCacheOption(megabytes: number | undefined): { searchCacheBytes?: number } {
-  return megabytes === undefined ? {} : { searchCacheBytes: Math.round(megabytes * 1024 * 1024) };
-}
-
-
-/** How often the background prunes delivered webhooks and finished jobs past their retention. */
-const RETENTION_SWEEP_MS = 10 * 60_000;
-
-/** Prunes past-retention history now and then; one sweep at a time, never one that holds the writer long. */
-class RetentionSweeper {
-  private timers: NodeJS.Timeout[] = [];
-  private running: Promise<void> = Promise.resolve();
-  private stopped = false;
-
-  constructor(
-    private readonly sweep: () => Promise<RetentionReport>,
-    private readonly logger: Logger | undefined,
-  ) {}
-
-  start(): void {
-    if (this.timers.length > 0) return;
-    this.stopped = false;
-    const tick = () => {
-      this.running = this.running.then(async () => {
-        if (this.stopped) return;
-        try {
-          const report = await this.sweep();
-          if (report.messages + report.jobs > 0) this.logger?.info(report, 'pruned delivered webhooks and finished jobs past retention');
-        } catch (error) {
-          this.logger?.warn({ err: describeError(error) }, 'retention sweep failed; will retry');
-        }
-      });
-    };
-    // The first sweep soon after start, not ten minutes later: a restarted service catches up at once.
-    this.timers = [setTimeout(tick, 5_000), setInterval(tick, RETENTION_SWEEP_MS)];
-    for (const timer of this.timers) timer.unref();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers = [];
-    await this.running;
-  }
-}
-
-/** One webhook delivery pass at a time (the outbox does not claim messages), in the background or on demand. */
-class DeliveryLoop {
-  private tail: Promise<unknown> = Promise.resolve();
-  private loop: Promise<void> | undefined;
-  private stopped = true;
-  private wakeUp: (() => void) | undefined;
-
-  constructor(
-    private readonly deliver: () => Promise<DeliveryReport>,
-    private readonly pollMs: number,
-    private readonly logger: Logger | undefined,
-  ) {}
-
-  pass(): Promise<DeliveryReport> {
-    const result = this.tail.then(() => this.deliver());
-    this.tail = result.catch(() => undefined);
-    return result;
-  }
-
-  start(): void {
-    if (this.loop) return;
-    this.stopped = false;
-    this.loop = (async () => {
-      while (!this.stopped) {
-        let attempted = 0;
-        try {
-          const report = await this.pass();
-          attempted = report.delivered + report.failed + report.parked;
-        } catch (error) {
-          this.logger?.warn({ err: describeError(error) }, 'webhook delivery pass failed; will retry');
-        }
-        if (attempted === 0 && !this.stopped) {
-          await new Promise<void>((done) => {
-            const timer = setTimeout(done, this.pollMs);
-            this.wakeUp = () => {
-              clearTimeout(timer);
-              done();
-            };
-          });
-          this.wakeUp = undefined;
-        }
-      }
-    })();
-  }
-
-  wake(): void {
-    this.wakeUp?.();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.wake();
-    await this.loop;
-    this.loop = undefined;
-    await this.tail;
-  }
-}
-
-/**
- * Carebridge inside an existing Node backend (embedding): the same adapters as the standalone
- * service (SQLite or PostgreSQL through Sequelize, the durable queue in the same database, blobs on disk,
- * HMAC-signed URLs, HTTP webhooks, the sandbox HIE network), without an HTTP server of its own. Mount
- * `handler` where you like; `publicUrl` must say where.
- */
 /** See `CarebridgeOptions.jobConcurrency`. */
 const DEFAULT_JOB_CONCURRENCY = 4;
 
+/**
+ * Carebridge inside an existing Node backend (embedding): the runtime's SQL profile (SQLite or PostgreSQL
+ * through Sequelize, the durable queue in the same database, blobs on disk, HMAC-signed URLs, HTTP
+ * webhooks, the sandbox HIE network), without an HTTP server of its own. Mount `handler` where you like;
+ * `publicUrl` must say where.
+ */
 export async function createCarebridge(options: CarebridgeOptions): Promise<Carebridge> {
-  const dataDir = options.dataDir ?? './data';
-  const background = options.background ?? true;
-  const pollMs = options.pollMs ?? 500;
-  const jobConcurrency = options.jobConcurrency ?? DEFAULT_JOB_CONCURRENCY;
-  const logger = options.logger;
-  const givenSequelize = typeof options.database === 'object' ? options.database : undefined;
-  const sequelize =
-    givenSequelize ??
-    (await openDatabase({
-      dataDir,
-      ...(typeof options.database === 'string' ? { databaseUrl: options.database } : {}),
+  const runtime = await createRuntime({
+    profile: {
+      kind: 'sql',
+      dataDir: options.dataDir ?? './data',
+      ...(options.database !== undefined ? { database: options.database } : {}),
       ...(options.databaseSchema ? { databaseSchema: options.databaseSchema } : {}),
-    }));
-
-  const container = new Container();
-  try {
-    const config: CoreConfig = { publicUrl: options.publicUrl.replace(/\/+$/, ''), webhookAllowPrivate: options.webhooks?.allowPrivate ?? false };
-    container.bind(TOKENS.config).toConstantValue(config);
-    container.load(
-      infraModule({
-        urlSecret: await urlSigningSecret(dataDir, options.urlSigningSecret),
-        blob: options.blob ? { kind: 'instance', blob: options.blob } : { kind: 'fs', root: options.blobDir ?? join(resolve(dataDir), 'blobs') },
-        ...(options.clock ? { clock: options.clock } : {}),
-        ...(options.ids ? { ids: options.ids } : {}),
-      }),
-      storageModule({ kind: 'sequelize', sequelize }),
-      queueModule({ kind: 'sql', sequelize, ...(options.databaseSchema ? { schema: options.databaseSchema } : {}) }),
-      documentsModule({
-        sandboxDocumentsDir: sandboxDocumentsDir(),
-        ccda: { kind: 'pooled', ...(options.ccdaWorkers !== undefined ? { maxThreads: options.ccdaWorkers } : {}) },
-        ...searchCacheOption(options.searchCacheMb),
-      }),
-    );
-    if (options.webhooks?.sender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhooks.sender);
-    else container.load(webhookModule(logger ? { logger: logger.child({ component: 'webhooks' }) } : {}));
-    const deps = await resolveCoreDeps(container);
-
-    // Unique per process: instances sharing one database tell their job leases and outbox claims apart by it.
-    const workerId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-    const runner = new QueueRunner({
-      queue: deps.queue,
-      clock: deps.clock,
-      handlers: coreJobHandlers(deps),
-      workerId,
-      concurrency: jobConcurrency,
-      // Half the slots at most for background work: more of it only queues on the database's one writer
-      // (the journey benchmark finished no sooner with 7 than with 2) while imports and the API wait.
-      backgroundConcurrency: Math.max(1, Math.floor(jobConcurrency / 2)),
-      // Short enough that a restarted process takes over a killed one's jobs within seconds; the runner renews
-      // a live lease every third of it, so long jobs keep theirs.
-      leaseMs: 15_000,
-      pollMs,
-      // A finished job (an import's completion) may have stored webhooks: deliver them now, not at the next poll.
-      onJobFinished: () => {
-        if (background) delivery.wake();
-      },
-      ...(logger ? { logger: logger.child({ component: 'queue' }) } : {}),
-    });
-    // Kept across passes: a receiver's Retry-After pause also covers the messages created after it asked.
-    const endpointPauses: EndpointPauses = new Map();
-    const endpointConcurrency = options.webhooks?.endpointConcurrency;
-    const ratePerSecond = options.webhooks?.rateLimitPerSecond;
-    const rateLimit = ratePerSecond === undefined ? undefined : { perSecond: ratePerSecond, buckets: new Map<string, { tokens: number; atMs: number }>() };
-    const delivery = new DeliveryLoop(
-      () =>
-        deliverDueMessages(
-          {
-            ...deps,
-            random: Math.random,
-            endpointPauses,
-            workerId,
-            ...(endpointConcurrency !== undefined ? { endpointConcurrency } : {}),
-            ...(rateLimit ? { rateLimit } : {}),
-          },
-          { limit: DELIVERY_BATCH },
-        ),
-      pollMs,
-      logger?.child({ component: 'webhooks' }),
-    );
-    const retention = new RetentionSweeper(
-      () =>
-        pruneFinishedWork(deps, {
-          days: options.retentionDays ?? DEFAULT_RETENTION_DAYS,
-          pause: () => new Promise<void>((done) => setImmediate(done)),
-        }),
-      logger?.child({ component: 'retention' }),
-    );
-    const core = createApiHandler(deps, {
-      // The account a request authenticated as is noted for its access log (ids only).
-      onAuthenticated: noteAccount,
-      onUnexpectedError: (error, request) =>
-        logger?.error({ err: describeError(error), requestId: request.requestId, method: request.method, route: core.routeOf(request) ?? null }, 'unexpected error'),
-    });
-    // A write may have queued a job or a webhook: look now rather than at the next poll.
-    const handler: ApiHandler = Object.assign(
-      async (request: Parameters<ApiHandler>[0]) => {
-        const response = await core(request);
-        if (request.method.toUpperCase() !== 'GET' && background) {
-          runner.wake();
-          delivery.wake();
-        }
-        return response;
-      },
-      { routes: core.routes, routeOf: core.routeOf },
-    );
-
-    const { resumed } = await resumeInterruptedWork(deps);
-    if (resumed > 0) logger?.info({ resumed }, 'resumed bulk imports interrupted by the last stop');
-    if (background) {
-      runner.start();
-      delivery.start();
-      retention.start();
-    }
-
-    let closing: Promise<void> | undefined;
-    return {
-      deps,
-      handler,
-      database: sequelize.getDialect(),
-      async checkHealth() {
-        await sequelize.authenticate();
-      },
-      async createAccount(name) {
-        const { account, apiKey } = await createAccount(deps, { name });
-        return { accountId: account.id, apiKey };
-      },
-      async settle() {
-        for (let round = 0; round < 1_000; round++) {
-          const ran = await runner.drain();
-          const report = await delivery.pass();
-          if (ran === 0 && report.delivered + report.failed + report.parked === 0) return;
-        }
-      },
-      close() {
-        closing ??= (async () => {
-          await retention.stop();
-          await delivery.stop();
-          await runner.stop();
-          await container.unbindAllAsync();
-          if (!givenSequelize) await sequelize.close();
-        })();
-        return closing;
-      },
-    };
-  } catch (error) {
-    await container.unbindAllAsync().catch(() => undefined);
-    if (!givenSequelize) await sequelize.close().catch(() => undefined);
-    throw error;
-  }
+      ...(options.blobDir ? { blobDir: options.blobDir } : {}),
+    },
+    publicUrl: options.publicUrl,
+    ...(options.blob ? { blob: options.blob } : {}),
+    ...(options.urlSigningSecret !== undefined ? { urlSigningSecret: options.urlSigningSecret } : {}),
+    webhooks: { allowPrivate: options.webhooks?.allowPrivate ?? false, ...options.webhooks },
+    ccda: { kind: 'pooled', ...(options.ccdaWorkers !== undefined ? { maxThreads: options.ccdaWorkers } : {}) },
+    jobConcurrency: options.jobConcurrency ?? DEFAULT_JOB_CONCURRENCY,
+    ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+    ...(options.retentionDays !== undefined ? { retentionDays: options.retentionDays } : {}),
+    ...(options.searchCacheMb !== undefined ? { searchCacheBytes: Math.round(options.searchCacheMb * 1024 * 1024) } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.ids ? { ids: options.ids } : {}),
+  });
+  if (options.background ?? true) runtime.background.start();
+  return {
+    deps: runtime.deps,
+    handler: runtime.handler,
+    database: runtime.database,
+    checkHealth: () => runtime.checkHealth(),
+    createAccount: (name) => runtime.createAccount(name),
+    settle: () => runtime.settle(),
+    close: () => runtime.close(),
+  };
 }

@@ -6,7 +6,7 @@ import { describe, expect, test } from 'vitest';
 import { CarebridgeClient } from '../../client/index.js';
 import { createPgSchema, probePostgres } from '../../spec/support/pg.js';
 import { createCarebridge } from './carebridge.js';
-import { inProcessFetch } from './fetch.js';
+import { inProcessFetch } from '../../http/fetch.js';
 
 /** `createCarebridge` from a database URL: PostgreSQL, in a schema of its own. Fails under CI when pg is down. */
 const pg = await probePostgres();

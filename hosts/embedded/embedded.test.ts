@@ -10,9 +10,9 @@ import { MiniSearchIndex } from '../../adapters/search/minisearch.search-index.j
 import { CarebridgeApiError, CarebridgeClient } from '../../client/index.js';
 import { PooledCcdaConverter } from '../../adapters/ccda/pooled.ccda.js';
 import { createCarebridge, type Carebridge } from './carebridge.js';
-import { carebridgeKoa } from './koa.js';
-import { inProcessFetch, MemoryHost } from './memory.js';
-import { createNodeListener } from './node-http.js';
+import { carebridgeKoa } from '../../http/koa.js';
+import { inProcessFetch, MemoryHost } from '../memory/index.js';
+import { createNodeListener } from '../../http/node.js';
 
 /*
  * Embedding: carebridge inside an application that already exists, beside its own routes, under

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, test } from 'vitest';
-import { openDatabase } from '../koa/database.js';
+import { openDatabase } from '../../runtime/database.js';
 import { createCarebridge } from './carebridge.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];

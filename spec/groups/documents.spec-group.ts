@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { SandboxHieNetwork } from '../../adapters/hie/sandbox.hie.js';
 import { parseWebhookMessage } from '../../core/webhooks/envelope.js';
-import { sandboxDocumentsDir } from '../../hosts/sandbox-documents.js';
+import { sandboxDocumentsDir } from '../../runtime/sandbox-documents.js';
 import type { HostSpecOptions } from '../host.suite.js';
 import { withHost } from '../host.suite.js';
 import { AccountApi, SAMPLE_ADDRESS } from '../support/api.js';

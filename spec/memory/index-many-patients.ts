@@ -29,7 +29,7 @@ import { searchEntries } from '../../core/documents/search.js';
 import { createPatient } from '../../core/entities/patients.js';
 import { coreJobHandlers } from '../../core/jobs.js';
 import type { CcdaConverterPort, FhirBundle } from '../../core/ports/ccda.port.js';
-import { sandboxDocumentsDir } from '../../hosts/sandbox-documents.js';
+import { sandboxDocumentsDir } from '../../runtime/sandbox-documents.js';
 
 const PATIENTS = Number(process.env.PATIENTS ?? 400);
 const CHECKPOINT = Number(process.env.CHECKPOINT ?? 100);

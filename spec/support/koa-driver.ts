@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { createAccount } from '../../core/accounts.js';
 import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
-import { startService, type ServiceHandle } from '../../hosts/koa/service.js';
+import { startService, type ServiceHandle } from '../../hosts/service/service.js';
 import type { HostDriver, HostResponse } from './driver.js';
 import { SPEC_START } from './memory-driver.js';
 

@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Sequelize } from 'sequelize';
-import { openSequelize } from '../../adapters/storage/sequelize/connection.js';
+import { openSequelize } from '../adapters/storage/sequelize/connection.js';
 import type { ServiceSettings } from './settings.js';
 
 export function isPostgresUrl(url: string | undefined): boolean {

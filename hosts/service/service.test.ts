@@ -9,7 +9,7 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { createPgSchema, probePostgres } from '../../spec/support/pg.js';
 import { startReceiver } from '../../spec/support/receiver.js';
 import { settingsFromEnv, startService, type ServiceHandle, type ServiceOptions } from './service.js';
-import { SAMPLE_ADDRESS, VALID_NPI } from './testing.js';
+import { SAMPLE_ADDRESS, VALID_NPI } from '../../spec/support/http-testing.js';
 
 const silent = pino({ level: 'silent' });
 const FACILITY = { name: 'Main Clinic', npi: VALID_NPI, address: SAMPLE_ADDRESS };

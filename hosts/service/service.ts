@@ -5,12 +5,12 @@ import { pino, type Logger } from 'pino';
 import type { ApiHandler } from '../../core/api/handler.js';
 import type { CoreDeps } from '../../core/deps.js';
 import type { ClockPort, IdsPort, WebhookSenderPort } from '../../core/ports/index.js';
-import { createCarebridge, type Carebridge } from '../embedded/carebridge.js';
-import { createKoaApp } from './app.js';
-import { settingsFromEnv, type ServiceSettings } from './settings.js';
 import { statusForCode } from '../../core/errors.js';
+import { createKoaApp } from '../../http/koa.js';
+import { createRuntime, type Runtime } from '../../runtime/runtime.js';
+import { settingsFromEnv, type ServiceSettings } from '../../runtime/settings.js';
 
-export { settingsFromEnv, type ServiceSettings } from './settings.js';
+export { settingsFromEnv, type ServiceSettings } from '../../runtime/settings.js';
 
 export interface ServiceOptions extends Partial<ServiceSettings> {
   /** A stepped clock in tests; the system clock otherwise. */
@@ -101,40 +101,43 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
   const url = `http://${urlHost(settings.host)}:${address.port}`;
   const publicUrl = (settings.publicUrl ?? url).replace(/\/+$/, '');
 
-  let carebridge: Carebridge | undefined;
+  let runtime: Runtime | undefined;
   try {
-    carebridge = await createCarebridge({
+    runtime = await createRuntime({
+      profile: {
+        kind: 'sql',
+        dataDir: settings.dataDir,
+        ...(settings.databaseUrl ? { database: settings.databaseUrl } : {}),
+        ...(settings.databaseSchema ? { databaseSchema: settings.databaseSchema } : {}),
+      },
       publicUrl,
-      dataDir: settings.dataDir,
-      ...(settings.databaseUrl ? { database: settings.databaseUrl } : {}),
-      ...(settings.databaseSchema ? { databaseSchema: settings.databaseSchema } : {}),
       ...(settings.urlSigningSecret ? { urlSigningSecret: settings.urlSigningSecret } : {}),
-      ...(settings.ccdaWorkers !== undefined ? { ccdaWorkers: settings.ccdaWorkers } : {}),
+      ccda: { kind: 'pooled', ...(settings.ccdaWorkers !== undefined ? { maxThreads: settings.ccdaWorkers } : {}) },
       webhooks: {
         allowPrivate: settings.webhookAllowPrivate,
         endpointConcurrency: settings.webhookConcurrency,
         ...(settings.webhookRateLimit !== undefined ? { rateLimitPerSecond: settings.webhookRateLimit } : {}),
         ...(options.webhookSender ? { sender: options.webhookSender } : {}),
       },
-      background,
       pollMs,
       logger,
-      searchCacheMb: settings.searchCacheMb,
+      searchCacheBytes: Math.round(settings.searchCacheMb * 1024 * 1024),
       jobConcurrency: settings.jobConcurrency,
       retentionDays: settings.retentionDays,
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.ids ? { ids: options.ids } : {}),
     });
-    const { deps, handler } = carebridge;
+    const { deps, handler } = runtime;
+    if (background) runtime.background.start();
 
     let sandboxAccount: ServiceHandle['sandboxAccount'];
     if ((options.sandboxAccount ?? true) && (await deps.storage.accounts.list()).length === 0) {
-      sandboxAccount = await carebridge.createAccount('Sandbox');
+      sandboxAccount = await runtime.createAccount('Sandbox');
       (options.announce ?? ((text: string) => process.stdout.write(text)))(sandboxAnnouncement(publicUrl, sandboxAccount.accountId, sandboxAccount.apiKey));
       logger.info({ accountId: sandboxAccount.accountId }, 'created the sandbox account');
     }
 
-    const running = carebridge;
+    const running = runtime;
     const app = createKoaApp(handler, {
       logger: logger.child({ component: 'http' }),
       openApi: { serverUrl: publicUrl },
@@ -144,7 +147,7 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
       },
     });
     ready = app.callback();
-    logger.info({ url, publicUrl, database: carebridge.database }, 'carebridge is listening');
+    logger.info({ url, publicUrl, database: runtime.database }, 'carebridge is listening');
 
     let closing: Promise<void> | undefined;
     return {
@@ -167,7 +170,7 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
     };
   } catch (error) {
     await stopServer(server).catch(() => undefined);
-    await carebridge?.close().catch(() => undefined);
+    await runtime?.close().catch(() => undefined);
     throw error;
   }
 }

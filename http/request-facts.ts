@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Account } from '../../core/domain/types.js';
+import type { Account } from '../core/domain/types.js';
 
 /** What the access log learns about a request while the handler runs: only ids, never PHI. */
 export interface RequestFacts {

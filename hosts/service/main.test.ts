@@ -41,7 +41,7 @@ function startMain(env: Record<string, string>) {
   return { child, exited, listening, output: () => ({ stdout, stderr }) };
 }
 
-describe('npm start (hosts/koa/main.ts)', () => {
+describe('npm start (hosts/service/main.ts)', () => {
   test('boots on an empty DATA_DIR, prints the sandbox key once with a curl example, answers /healthz, stops on SIGTERM', async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'carebridge-main-'));
     const env = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' };

@@ -4,11 +4,11 @@ import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import Koa from 'koa';
 import { afterEach, describe, expect, test } from 'vitest';
-import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
-import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
-import { MemoryHost } from '../memory/memory.host.js';
-import { carebridgeKoaMiddleware } from './app.js';
-import { capturingLogger, expectProblem, SAMPLE_ADDRESS, SPEC_NOW, startMemoryKoa, VALID_NPI, type MemoryKoa } from './testing.js';
+import { SteppedClock } from '../adapters/clock/stepped.clock.js';
+import { SequentialIds } from '../adapters/ids/sequential.ids.js';
+import { MemoryHost } from '../hosts/memory/memory.host.js';
+import { carebridgeKoaMiddleware } from './koa.js';
+import { capturingLogger, expectProblem, SAMPLE_ADDRESS, SPEC_NOW, startMemoryKoa, VALID_NPI, type MemoryKoa } from '../spec/support/http-testing.js';
 
 const FACILITY = { name: 'Main Clinic', npi: VALID_NPI, address: SAMPLE_ADDRESS };
 const CSV = 'firstName,lastName,dob,gender,addressLine1,city,state,zip\nAnn,Lee,1970-01-01,F,1 Main St,Springfield,IL,62701\n';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startMemoryKoa, type MemoryKoa } from './testing.js';
+import { startMemoryKoa, type MemoryKoa } from '../../spec/support/http-testing.js';
 
 /**
  * The OpenAPI document is for generating clients in other languages: here TypeScript types are generated

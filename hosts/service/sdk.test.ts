@@ -1,7 +1,7 @@
 import { MetriportMedicalApi, USState } from '@metriport/api-sdk';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { makeKoaDriver } from '../../spec/support/koa-driver.js';
-import { VALID_NPI } from './testing.js';
+import { VALID_NPI } from '../../spec/support/http-testing.js';
 
 const ADDRESS = { addressLine1: '1 Main St', city: 'Springfield', state: USState.IL, zip: '62701', country: 'USA' as const };
 

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { parse } from 'csv-parse/sync';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startService, type ServiceHandle } from '../koa/service.js';
+import { startService, type ServiceHandle } from './service.js';
 import { progressLine, runCli, type CliIo } from './cli.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { CarebridgeApiError, CarebridgeClient, CarebridgeError, CarebridgeNetworkError } from '../../client/index.js';
-import { settingsFromEnv } from '../koa/settings.js';
+import { settingsFromEnv } from '../../runtime/settings.js';
 
 /** Where the CLI writes and what it reads: the process in `main.ts`, collectors in tests. */
 export interface CliIo {
@@ -79,7 +79,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       case 'serve':
         parse(rest, {});
         // Loaded on demand, like the database modules below: the HTTP-only commands start faster without them.
-        return await (await import('../koa/run.js')).runService(io.env);
+        return await (await import('./run.js')).runService(io.env);
       case 'account':
         return await accountCommand(rest, io);
       case 'facility':
@@ -115,16 +115,22 @@ async function accountCommand(args: string[], io: CliIo): Promise<number> {
   }
   const { values } = parse(rest, { name: { type: 'string' }, id: { type: 'string' }, json: { type: 'boolean' } });
   const settings = settingsFromEnv(io.env);
-  const [{ createAccount, rotateApiKey }, { SystemClock }, { NodeSecrets }, { Uuid7Ids }, { openDatabase }, { SequelizeStorage }] = await Promise.all([
-    import('../../core/accounts.js'),
-    import('../../adapters/clock/system.clock.js'),
-    import('../../adapters/crypto/node.secrets.js'),
-    import('../../adapters/ids/uuid7.ids.js'),
-    import('../koa/database.js'),
-    import('../../adapters/storage/sequelize/sequelize.storage.js'),
-  ]);
-  const sequelize = await openDatabase(settings);
-  const storage = await SequelizeStorage.open({ sequelize });
+  const [{ rotateApiKey }, { createRuntime }] = await Promise.all([import('../../core/accounts.js'), import('../../runtime/runtime.js')]);
+  // The service's own runtime, with nothing running in the background and nothing resumed: an account
+  // command only reads and writes accounts, next to a service that may be running on the same database.
+  const runtime = await createRuntime({
+    profile: {
+      kind: 'sql',
+      dataDir: settings.dataDir,
+      ...(settings.databaseUrl ? { database: settings.databaseUrl } : {}),
+      ...(settings.databaseSchema ? { databaseSchema: settings.databaseSchema } : {}),
+    },
+    publicUrl: settings.publicUrl ?? 'http://localhost',
+    ...(settings.urlSigningSecret ? { urlSigningSecret: settings.urlSigningSecret } : {}),
+    ccda: { kind: 'in-process' },
+    resumeInterruptedWork: false,
+  });
+  const { storage, secrets } = runtime.deps;
   try {
     if (sub === 'list') {
       const accounts = await storage.accounts.list();
@@ -134,7 +140,7 @@ async function accountCommand(args: string[], io: CliIo): Promise<number> {
     }
     if (sub === 'rotate-key') {
       const id = required(values, 'id');
-      const { apiKey } = await rotateApiKey({ storage, secrets: new NodeSecrets() }, id).catch((error: unknown) => {
+      const { apiKey } = await rotateApiKey({ storage, secrets }, id).catch((error: unknown) => {
         throw (error as { code?: unknown }).code === 'NOT_FOUND' ? new CliFailure(`no account with id ${id}`) : error;
       });
       if (values.json) io.stdout(`${JSON.stringify({ accountId: id, apiKey })}\n`);
@@ -142,16 +148,15 @@ async function accountCommand(args: string[], io: CliIo): Promise<number> {
       return 0;
     }
     const name = required(values, 'name');
-    const { account, apiKey } = await createAccount({ storage, secrets: new NodeSecrets(), ids: new Uuid7Ids(), clock: new SystemClock() }, { name });
+    const { accountId, apiKey } = await runtime.createAccount(name);
     if (values.json) {
-      io.stdout(`${JSON.stringify({ accountId: account.id, apiKey })}\n`);
+      io.stdout(`${JSON.stringify({ accountId, apiKey })}\n`);
     } else {
-      io.stdout(`Created account ${account.id} (${account.name}).\nAPI key, shown this once:\n\n  ${apiKey}\n\n`);
+      io.stdout(`Created account ${accountId} (${name}).\nAPI key, shown this once:\n\n  ${apiKey}\n\n`);
     }
     return 0;
   } finally {
-    await storage.close();
-    await sequelize.close();
+    await runtime.close();
   }
 }
 

@@ -1,7 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { DEFAULT_RETENTION_DAYS } from '../../core/retention.js';
+import { DEFAULT_RETENTION_DAYS } from '../core/retention.js';
 
 /** What the service reads from its environment. */
 export interface ServiceSettings {

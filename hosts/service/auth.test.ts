@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from 'vitest';
 import type { RouteDefinition } from '../../core/api/router.js';
 import { makeKoaDriver } from '../../spec/support/koa-driver.js';
 import type { HostDriver } from '../../spec/support/driver.js';
-import { expectProblem, SAMPLE_ADDRESS, VALID_NPI } from './testing.js';
+import { expectProblem, SAMPLE_ADDRESS, VALID_NPI } from '../../spec/support/http-testing.js';
 
 type Driver = HostDriver & Awaited<ReturnType<typeof makeKoaDriver>>;
 

@@ -3,5 +3,5 @@
  * integration with no database. Serve it with `carebridge/koa`, `createNodeListener`, or in process with
  * `inProcessFetch(host.handler)` as the client's fetch.
  */
-export { MemoryHost, type MemoryHostOptions } from '../memory/memory.host.js';
-export { createFetchHandler, inProcessFetch, type FetchHandlerOptions } from './fetch.js';
+export { MemoryHost, type MemoryHostOptions } from './memory.host.js';
+export { createFetchHandler, inProcessFetch, type FetchHandlerOptions } from '../../http/fetch.js';

@@ -2,7 +2,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { buildOpenApiDocument, openApiPath, type OpenApiDocument } from '../../core/api/openapi.js';
 import { apiRoutes } from '../../core/api/routes/index.js';
-import { startMemoryKoa, type MemoryKoa } from './testing.js';
+import { startMemoryKoa, type MemoryKoa } from '../../spec/support/http-testing.js';
 
 type Operation = {
   operationId: string;

@@ -5,10 +5,10 @@ import { pino, type Logger } from 'pino';
 import { expect } from 'vitest';
 import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
-import { MemoryHost } from '../memory/memory.host.js';
+import { MemoryHost } from '../../hosts/memory/memory.host.js';
 import { createApiHandler } from '../../core/api/handler.js';
-import { createKoaApp, type KoaAppOptions } from './app.js';
-import { noteAccount } from './request-facts.js';
+import { createKoaApp, type KoaAppOptions } from '../../http/koa.js';
+import { noteAccount } from '../../http/request-facts.js';
 
 /** Test helpers for the Koa host (not loaded by the service). */
 

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startMemoryKoa, type MemoryKoa } from './testing.js';
+import { startMemoryKoa, type MemoryKoa } from '../../spec/support/http-testing.js';
 
 /**
  * /docs as a person sees it: Swagger UI in Debian's headless Chromium (installed by .ci/run when missing)

@@ -1,0 +1,315 @@
+import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Container } from 'inversify';
+import type { Logger } from 'pino';
+import type { Sequelize } from 'sequelize';
+import { createAccount } from '../core/accounts.js';
+import { createApiHandler, type ApiHandler } from '../core/api/handler.js';
+import type { CoreConfig, CoreDeps } from '../core/deps.js';
+import { describeError } from '../core/error-facts.js';
+import { coreJobHandlers, resumeInterruptedWork } from '../core/jobs.js';
+import type { BlobPort, ClockPort, IdsPort, StoragePort, WebhookSenderPort } from '../core/ports/index.js';
+import { DEFAULT_RETENTION_DAYS, pruneFinishedWork } from '../core/retention.js';
+import { deliverDueMessages, type EndpointPauses } from '../core/webhooks/deliver.js';
+import { resolveCoreDeps } from '../adapters/container/core-deps.js';
+import { documentsModule } from '../adapters/container/documents.module.js';
+import { infraModule, type BlobModuleOptions } from '../adapters/container/infra.module.js';
+import { queueModule } from '../adapters/container/queue.module.js';
+import { storageModule } from '../adapters/container/storage.module.js';
+import { TOKENS } from '../adapters/container/tokens.js';
+import { webhookModule } from '../adapters/container/webhook.module.js';
+import { QueueRunner } from '../adapters/queue/runner.js';
+import { noteAccount } from '../http/request-facts.js';
+import { DeliveryLoop, RetentionSweeper } from './background.js';
+import { openDatabase } from './database.js';
+import { sandboxDocumentsDir } from './sandbox-documents.js';
+import { urlSigningSecret } from './settings.js';
+
+/**
+ * Where the data lives. `memory`: every adapter in memory, nothing persisted (the sandbox, tests).
+ * `sql`: SQLite or PostgreSQL through Sequelize, the durable queue in the same database, blobs on disk.
+ */
+export type RuntimeProfile =
+  | {
+      kind: 'memory';
+      /** Another storage adapter in place of the in-memory one (adapter trials). The runtime closes it. */
+      storage?: StoragePort;
+    }
+  | {
+      kind: 'sql';
+      /**
+       * A URL (`postgres://...`, `sqlite:<file>`, `:memory:`) or a Sequelize instance the application already
+       * has (carebridge adds its tables and leaves closing it to the application). SQLite in `dataDir` when absent.
+       */
+      database?: string | Sequelize;
+      /** PostgreSQL: the schema carebridge works in (created when missing). */
+      databaseSchema?: string;
+      /** The default SQLite file, the blobs and the generated URL signing secret live here. Default `./data`. */
+      dataDir?: string;
+      /** Where uploaded CSVs, result files and documents are kept. Default `<dataDir>/blobs`. */
+      blobDir?: string;
+    };
+
+export interface RuntimeOptions {
+  profile: RuntimeProfile;
+  /** Base of every URL the service hands out, mount prefix included. */
+  publicUrl: string;
+  /** Any blob storage, in place of the profile's (memory, or files in `blobDir`). */
+  blob?: BlobPort;
+  /** Secret of the pre-signed URLs. Memory: random per runtime. SQL: generated once and kept in `dataDir`. */
+  urlSigningSecret?: string;
+  webhooks?: {
+    /** Accept webhook URLs on loopback/private networks. Default: true in memory, false in SQL. */
+    allowPrivate?: boolean;
+    /** Replaces the HTTP sender (HMAC-signed, with timeouts). */
+    sender?: WebhookSenderPort;
+    /** Requests in flight at once per webhook endpoint. Default 16. */
+    endpointConcurrency?: number;
+    /** At most this many messages a second to each endpoint. Default: no limit. */
+    rateLimitPerSecond?: number;
+  };
+  /**
+   * Where C-CDA documents are converted. Default: in process in memory (a sandbox serves one developer and
+   * threads would each load the converter again), a pool of threads in SQL.
+   */
+  ccda?: { kind: 'in-process' } | { kind: 'pooled'; maxThreads?: number };
+  /** The C-CDA documents the sandbox HIE network serves. Default `SANDBOX_DOCUMENTS_DIR`, else the repository's. */
+  sandboxDocumentsDir?: string;
+  /** Estimated bytes of per-patient search indexes kept in memory. Default 64 MB. */
+  searchCacheBytes?: number;
+  /** Queued jobs run at once. Default 1 in memory, 4 in SQL; background work takes at most half. */
+  jobConcurrency?: number;
+  /** Poll interval of the background work, ms. Default 500 (50 in memory). */
+  pollMs?: number;
+  /** Days delivered webhook messages and finished jobs are kept. Default 7. */
+  retentionDays?: number;
+  /** Re-queue bulk imports a previous stop interrupted, at creation. Default true in SQL. */
+  resumeInterruptedWork?: boolean;
+  /** Background work and unexpected errors are logged here (ids and counts, never PHI). */
+  logger?: Logger;
+  clock?: ClockPort;
+  ids?: IdsPort;
+}
+
+/** Background work of one process: the job runner, webhook deliveries, retention sweeps. */
+export interface RuntimeBackground {
+  /** Starts the loops. Idempotent. */
+  start(): void;
+  /** Stops them: jobs in flight finish or hand their leases back. Idempotent. */
+  stop(): Promise<void>;
+  readonly running: boolean;
+}
+
+/** The service put together once: what every host (embedded, memory, Koa service, CLI) runs on. */
+export interface Runtime {
+  /** The ports the core runs on. */
+  readonly deps: CoreDeps;
+  /** The framework-agnostic API handler; writes wake the background work when it runs. */
+  readonly handler: ApiHandler;
+  readonly background: RuntimeBackground;
+  /** `memory`, `sqlite` or `postgres`. */
+  readonly database: string;
+  /** Operator call: a new account and its API key (shown once; only its hash is stored). */
+  createAccount(name: string): Promise<{ accountId: string; apiKey: string }>;
+  /**
+   * Runs background work until nothing is due at the current time: queued jobs, then webhook deliveries.
+   * Never advances the clock (tests step it). The background loop does the same on its own.
+   */
+  settle(): Promise<void>;
+  /** Throws when the database does not answer (health checks). */
+  checkHealth(): Promise<void>;
+  /** Stops the background work and closes what the runtime opened. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Messages taken per delivery pass: enough to keep 16 requests in flight on each of many endpoints. */
+const DELIVERY_BATCH = 500;
+
+/**
+ * Creates the runtime of a profile: the container of adapters, the core's dependencies, the API handler,
+ * the job runner, webhook delivery and retention. Background work starts only when a host says
+ * (`background.start()`), so tests and the CLI run nothing behind their back.
+ */
+export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
+  const profile = options.profile;
+  const memory = profile.kind === 'memory';
+  const logger = options.logger;
+  const dataDir = profile.kind === 'sql' ? (profile.dataDir ?? './data') : undefined;
+  const givenSequelize = profile.kind === 'sql' && typeof profile.database === 'object' ? profile.database : undefined;
+  const sequelize =
+    profile.kind === 'memory'
+      ? undefined
+      : (givenSequelize ??
+        (await openDatabase({
+          dataDir: dataDir!,
+          ...(typeof profile.database === 'string' ? { databaseUrl: profile.database } : {}),
+          ...(profile.databaseSchema ? { databaseSchema: profile.databaseSchema } : {}),
+        })));
+  const ownsSequelize = sequelize !== undefined && givenSequelize === undefined;
+
+  const container = new Container();
+  try {
+    const config: CoreConfig = {
+      publicUrl: options.publicUrl.replace(/\/+$/, ''),
+      webhookAllowPrivate: options.webhooks?.allowPrivate ?? memory,
+    };
+    container.bind(TOKENS.config).toConstantValue(config);
+    const blob: BlobModuleOptions = options.blob
+      ? { kind: 'instance', blob: options.blob }
+      : profile.kind === 'memory'
+        ? { kind: 'memory' }
+        : { kind: 'fs', root: profile.blobDir ?? join(resolve(dataDir!), 'blobs') };
+    const urlSecret = options.urlSigningSecret ?? (dataDir === undefined ? randomBytes(32).toString('hex') : await urlSigningSecret(dataDir, undefined));
+    container.load(
+      infraModule({ urlSecret, blob, ...(options.clock ? { clock: options.clock } : {}), ...(options.ids ? { ids: options.ids } : {}) }),
+      profile.kind === 'memory'
+        ? storageModule(profile.storage ? { kind: 'instance', storage: profile.storage } : { kind: 'memory' })
+        : storageModule({ kind: 'sequelize', sequelize: sequelize! }),
+      profile.kind === 'memory'
+        ? queueModule({ kind: 'memory' })
+        : queueModule({ kind: 'sql', sequelize: sequelize!, ...(profile.databaseSchema ? { schema: profile.databaseSchema } : {}) }),
+      documentsModule({
+        sandboxDocumentsDir: options.sandboxDocumentsDir ?? sandboxDocumentsDir(),
+        ccda: options.ccda ?? (memory ? { kind: 'in-process' } : { kind: 'pooled' }),
+        ...(options.searchCacheBytes === undefined ? {} : { searchCacheBytes: options.searchCacheBytes }),
+      }),
+    );
+    if (options.webhooks?.sender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhooks.sender);
+    else container.load(webhookModule(logger ? { logger: logger.child({ component: 'webhooks' }) } : {}));
+    const deps = await resolveCoreDeps(container);
+
+    // Unique per process: instances sharing one database tell their job leases and outbox claims apart by it.
+    const workerId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    const pollMs = options.pollMs ?? (memory ? 50 : 500);
+    const jobConcurrency = options.jobConcurrency ?? (memory ? 1 : 4);
+    let running = false;
+    const runner = new QueueRunner({
+      queue: deps.queue,
+      clock: deps.clock,
+      handlers: coreJobHandlers(deps),
+      workerId,
+      concurrency: jobConcurrency,
+      // Half the slots at most for background work: more of it only queues on the database's one writer
+      // (the journey benchmark finished no sooner with 7 than with 2) while imports and the API wait.
+      backgroundConcurrency: Math.max(1, Math.floor(jobConcurrency / 2)),
+      // Short enough that a restarted process takes over a killed one's jobs within seconds; the runner renews
+      // a live lease every third of it, so long jobs keep theirs.
+      leaseMs: 15_000,
+      pollMs,
+      // A finished job (an import's completion) may have stored webhooks: deliver them now, not at the next poll.
+      onJobFinished: () => {
+        if (running) delivery.wake();
+      },
+      ...(logger ? { logger: logger.child({ component: 'queue' }) } : {}),
+    });
+    // Kept across passes: a receiver's Retry-After pause also covers the messages created after it asked.
+    const endpointPauses: EndpointPauses = new Map();
+    const endpointConcurrency = options.webhooks?.endpointConcurrency;
+    const ratePerSecond = options.webhooks?.rateLimitPerSecond;
+    const rateLimit = ratePerSecond === undefined ? undefined : { perSecond: ratePerSecond, buckets: new Map<string, { tokens: number; atMs: number }>() };
+    const delivery = new DeliveryLoop(
+      () =>
+        deliverDueMessages(
+          {
+            ...deps,
+            random: Math.random,
+            endpointPauses,
+            workerId,
+            ...(endpointConcurrency !== undefined ? { endpointConcurrency } : {}),
+            ...(rateLimit ? { rateLimit } : {}),
+          },
+          { limit: DELIVERY_BATCH },
+        ),
+      pollMs,
+      logger?.child({ component: 'webhooks' }),
+    );
+    const retention = new RetentionSweeper(
+      () =>
+        pruneFinishedWork(deps, {
+          days: options.retentionDays ?? DEFAULT_RETENTION_DAYS,
+          pause: () => new Promise<void>((done) => setImmediate(done)),
+        }),
+      logger?.child({ component: 'retention' }),
+    );
+    const core = createApiHandler(deps, {
+      // The account a request authenticated as is noted for its access log (ids only).
+      onAuthenticated: noteAccount,
+      onUnexpectedError: (error, request) =>
+        logger?.error({ err: describeError(error), requestId: request.requestId, method: request.method, route: core.routeOf(request) ?? null }, 'unexpected error'),
+    });
+    // A write may have queued a job or a webhook: look now rather than at the next poll.
+    const handler: ApiHandler = Object.assign(
+      async (request: Parameters<ApiHandler>[0]) => {
+        const response = await core(request);
+        if (running && request.method.toUpperCase() !== 'GET') {
+          runner.wake();
+          delivery.wake();
+        }
+        return response;
+      },
+      { routes: core.routes, routeOf: core.routeOf },
+    );
+
+    if (options.resumeInterruptedWork ?? !memory) {
+      const { resumed } = await resumeInterruptedWork(deps);
+      if (resumed > 0) logger?.info({ resumed }, 'resumed bulk imports interrupted by the last stop');
+    }
+
+    const background: RuntimeBackground = {
+      get running() {
+        return running;
+      },
+      start() {
+        if (running) return;
+        running = true;
+        runner.start();
+        delivery.start();
+        retention.start();
+      },
+      async stop() {
+        running = false;
+        await retention.stop();
+        await delivery.stop();
+        await runner.stop();
+      },
+    };
+
+    let closing: Promise<void> | undefined;
+    return {
+      deps,
+      handler,
+      background,
+      database: sequelize?.getDialect() ?? 'memory',
+      async checkHealth() {
+        await sequelize?.authenticate();
+      },
+      async createAccount(name) {
+        const { account, apiKey } = await createAccount(deps, { name });
+        return { accountId: account.id, apiKey };
+      },
+      async settle() {
+        for (let round = 0; round < 1_000; round++) {
+          const ran = await runner.drain();
+          const report = await delivery.pass();
+          if (ran === 0 && report.delivered + report.failed + report.parked === 0) return;
+        }
+      },
+      close() {
+        closing ??= (async () => {
+          await background.stop();
+          // A storage handed to the memory profile is the runtime's to close; the container closes its own.
+          if (profile.kind === 'memory' && profile.storage) await profile.storage.close();
+          await container.unbindAllAsync();
+          if (ownsSequelize) await sequelize!.close();
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    await container.unbindAllAsync().catch(() => undefined);
+    if (ownsSequelize) await sequelize!.close().catch(() => undefined);
+    throw error;
+  }
+}
