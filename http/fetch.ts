@@ -15,7 +15,8 @@ function fetchInput(request: Request, url: URL): HttpInput {
     pathname: url.pathname,
     search: url.searchParams,
     headers,
-    hasBody: request.body !== null,
+    // A declared empty body is no body, as on Node: a POST with `Content-Length: 0` needs no content type.
+    hasBody: request.body !== null && headers['content-length'] !== '0',
     // A web ReadableStream is an async iterable of bytes; the limit is counted as it is read.
     body: (limitBytes, what) => limitedBody(request.body as unknown as AsyncIterable<Uint8Array>, limitBytes, what),
   };

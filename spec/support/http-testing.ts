@@ -8,6 +8,9 @@ import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import { MemoryHost } from '../../hosts/memory/memory.host.js';
 import { createApiHandler } from '../../core/api/handler.js';
 import { createKoaApp, type KoaAppOptions } from '../../http/koa.js';
+import { createNodeListener } from '../../http/node.js';
+import { createFetchHandler } from '../../http/fetch.js';
+import { Readable } from 'node:stream';
 import { noteAccount } from '../../http/request-facts.js';
 
 /** Test helpers for the Koa host (not loaded by the service). */
@@ -38,11 +41,42 @@ export interface MemoryKoa {
   close(): Promise<void>;
 }
 
+/** The HTTP wrappers of the one translation. */
+export const WRAPPERS = ['koa', 'node', 'fetch'] as const;
+export type WrapperName = (typeof WRAPPERS)[number];
+
 /**
- * The Koa app over the in-memory host's handler on 127.0.0.1: for tests of the HTTP translation itself
- * (content types, limits, mounting), where a database adds nothing.
+ * The fetch handler behind a node:http server, so the same over-the-wire tests reach it: the Node request
+ * becomes a web Request (its body a stream, never read here), the web Response is written back.
  */
-export async function startMemoryKoa(options: KoaAppOptions & { mount?: 'root' | 'prefix' } = {}): Promise<MemoryKoa> {
+function fetchOverNode(handle: (request: Request) => Promise<Response>, base: string): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(req.headers)) if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+    const withBody = req.method !== 'GET' && req.method !== 'HEAD';
+    const request = new Request(`${base}${req.url ?? '/'}`, {
+      method: req.method ?? 'GET',
+      headers,
+      ...(withBody ? { body: Readable.toWeb(req) as ReadableStream<Uint8Array>, duplex: 'half' } : {}),
+    } as RequestInit);
+    void handle(request).then(async (response) => {
+      // A refused body was not read: drop the rest and close, as the Node wrappers do.
+      if (!req.complete) {
+        req.resume();
+        res.setHeader('connection', 'close');
+      }
+      res.writeHead(response.status, Object.fromEntries(response.headers));
+      if (response.body) for await (const chunk of response.body) res.write(chunk);
+      res.end();
+    });
+  };
+}
+
+/**
+ * One HTTP wrapper (Koa by default, the app with /healthz) over the in-memory host's handler on 127.0.0.1:
+ * for tests of the HTTP translation itself (content types, limits, mounting), where a database adds nothing.
+ */
+export async function startMemoryKoa(options: KoaAppOptions & { mount?: 'root' | 'prefix'; wrapper?: WrapperName } = {}): Promise<MemoryKoa> {
   let listener: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   const server = createServer((req, res) => listener!(req, res));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -52,7 +86,10 @@ export async function startMemoryKoa(options: KoaAppOptions & { mount?: 'root' |
   const host = await MemoryHost.create({ clock, ids: new SequentialIds(), publicUrl: `${url}${prefix}`, urlSecret: 'koa-test-url-secret' });
   // As the service does: the account a request authenticated as is noted for the access log.
   const handler = createApiHandler(host.deps, { onAuthenticated: noteAccount });
-  listener = createKoaApp(handler, options).callback();
+  const wrapper = options.wrapper ?? 'koa';
+  if (wrapper === 'koa') listener = createKoaApp(handler, options).callback();
+  else if (wrapper === 'node') listener = createNodeListener(handler, options);
+  else listener = fetchOverNode(createFetchHandler(handler, options), url);
   return {
     url,
     host,
