@@ -1,5 +1,6 @@
 import { BULK_DOCUMENT_QUERIES_JOB, queueBulkDocumentQueries, startBulkDocumentQueries } from './bulk/document-queries.js';
-import { processBulkRequest, failBulkRequest } from './bulk/process.js';
+import { failBulkRequest } from './bulk/complete.js';
+import { processBulkRequest } from './bulk/process.js';
 import { BULK_JOB, expireIfDue } from './bulk/start.js';
 import { enqueueBulkProcessing } from './bulk/upload.js';
 import type { CoreDeps } from './deps.js';

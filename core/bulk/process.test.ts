@@ -10,9 +10,11 @@ import { createAccount } from '../accounts.js';
 import type { CoreDeps } from '../deps.js';
 import type { Account, BulkRequest } from '../domain/types.js';
 import type { StoragePort } from '../ports/storage.port.js';
-import { BULK_BATCH_SIZE, failBulkRequest, processBulkRequest } from './process.js';
+import { failBulkRequest } from './complete.js';
+import { processBulkRequest } from './process.js';
+import { BULK_BATCH_SIZE } from './row-importer.js';
 import { startBulkCreate } from './start.js';
-import { acceptUpload, legacyRecordsKeysOf, recordsKeyOf } from './upload.js';
+import { acceptUpload, recordsKeyOf } from './upload.js';
 
 const HEADER = 'externalId,firstName,lastName,dob,gender,addressLine1,city,state,zip';
 
@@ -185,7 +187,7 @@ describe('processBulkRequest', () => {
     expect(result.split('\r\n')[4]).toContain('failed');
   });
 
-  test('records earlier versions stored (cells joined by NUL; lines without formula marks) are not read: the CSV is parsed again, and they are removed', async () => {
+  test('records that are no longer stored are not needed: the CSV is parsed again and gives the same result', async () => {
     const { deps, account, facilityId } = await world();
     const csv = csvOf(BULK_BATCH_SIZE + 200, { 5: '"quoted, cell",Ann,Lee,1970-02-02,F,1 Main St,Springfield,IL,11111' });
     const reference = await upload(deps, account, facilityId, csv, true);
@@ -193,13 +195,8 @@ describe('processBulkRequest', () => {
 
     const request = await upload(deps, account, facilityId, csv, true);
     await deps.blob.delete(recordsKeyOf(request.uploadKey));
-    const [joinedByNul, unmarkedLines] = legacyRecordsKeysOf(request.uploadKey);
-    await deps.blob.put(joinedByNul!, new TextEncoder().encode(`${HEADER.split(',').join('\u0000,')}\u0000\n`));
-    await deps.blob.put(unmarkedLines!, new TextEncoder().encode(`${HEADER}\u0000\n`));
     await processBulkRequest(deps, request.id);
     expect(await resultText(deps, request)).toBe(await resultText(deps, reference));
-    expect(await deps.blob.head(joinedByNul!)).toBeUndefined();
-    expect(await deps.blob.head(unmarkedLines!)).toBeUndefined();
   });
 
   test('damaged stored records fail the job; the retry parses the CSV and resumes after the committed batches', async () => {

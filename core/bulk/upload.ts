@@ -30,17 +30,6 @@ export function recordsKeyOf(uploadKey: string): string {
   return `${uploadKey.replace(/\.csv$/, '')}.records-v3`;
 }
 
-/**
- * Where uploads accepted before the records took their present form kept theirs (`.records`: before they
- * were CSV lines; `.records-v2`: before formula-looking cells were marked, so their lines cannot be read
- * back the present way). The import never reads them (it parses such an upload again) but removes them
- * when it completes.
- */
-export function legacyRecordsKeysOf(uploadKey: string): string[] {
-  const base = uploadKey.replace(/\.csv$/, '');
-  return [`${base}.records`, `${base}.records-v2`];
-}
-
 /** The file-level rules of the upload check, record by record (header first). */
 class FileChecker {
   private header: string[] | undefined;

@@ -4,7 +4,7 @@ import { brokenRow, columnsOf, layOut, toCsvText, validRow, type CellMap } from 
 import type { HostSpecOptions } from '../host.suite.js';
 import { withHost } from '../host.suite.js';
 import { seededRandom } from '../../bench/generate.js';
-import { BULK_BATCH_SIZE } from '../../core/bulk/process.js';
+import { BULK_BATCH_SIZE } from '../../core/bulk/row-importer.js';
 import { neutralised } from '../../core/bulk/csv-text.js';
 import { AccountApi, csvOf, personRow } from '../support/api.js';
 import type { HostDriver } from '../support/driver.js';
