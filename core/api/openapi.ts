@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ERROR_CODES } from '../errors.js';
 import type { RouteAuth, RouteDefinition } from './router.js';
 
 /**
@@ -35,7 +36,8 @@ const PROBLEM_SCHEMA: JsonSchema = {
     status: { type: 'integer' },
     title: { type: 'string' },
     detail: { type: 'string' },
-    code: { type: 'string', examples: ['VALIDATION_FAILED', 'UNAUTHORIZED', 'FACILITY_NOT_FOUND'] },
+    // Every code the service answers, so generated clients type `code` as a union rather than a string.
+    code: { type: 'string', enum: Object.keys(ERROR_CODES) },
     details: { type: 'object', additionalProperties: true },
   },
 };
@@ -95,8 +97,135 @@ function securityOf(auth: RouteAuth): Record<string, string[]>[] {
   return auth === 'apiKey' || auth === 'signedAndApiKey' ? [{ apiKey: [] }] : [];
 }
 
-function problemResponse(description: string) {
-  return { description, content: { 'application/problem+json': { schema: PROBLEM_REF } } };
+/** One problem each error status is documented with: the code a client most often sees there. */
+const PROBLEM_EXAMPLES: Record<number, { title: string; detail: string; code: keyof typeof ERROR_CODES }> = {
+  400: { title: 'Bad Request', detail: 'dob: must be a date (YYYY-MM-DD) in the past', code: 'VALIDATION_FAILED' },
+  401: { title: 'Unauthorized', detail: 'Missing or unknown API key (send it in the x-api-key header)', code: 'UNAUTHORIZED' },
+  403: { title: 'Forbidden', detail: 'The URL signature does not match; use the URL exactly as it was handed out', code: 'SIGNATURE_INVALID' },
+  404: { title: 'Not Found', detail: 'No patient with this id in your account', code: 'PATIENT_NOT_FOUND' },
+  413: { title: 'Payload Too Large', detail: 'The JSON body is larger than 1 MB', code: 'PAYLOAD_TOO_LARGE' },
+  415: { title: 'Unsupported Media Type', detail: 'Send the body as JSON with Content-Type: application/json', code: 'UNSUPPORTED_MEDIA_TYPE' },
+  500: { title: 'Internal Server Error', detail: 'Something went wrong on our side; quote requestId 0192f1c2-7a1b-7c3d-8e4f-5a6b7c8d9e0f', code: 'INTERNAL' },
+};
+
+function problemResponse(description: string, status: number) {
+  const example = PROBLEM_EXAMPLES[status];
+  return {
+    description,
+    content: { 'application/problem+json': { schema: PROBLEM_REF, ...(example ? { example: { status, ...example } } : {}) } },
+  };
+}
+
+/** A fixed instant for examples, so the document stays deterministic. */
+const EXAMPLE_INSTANT = '2026-11-25T09:30:00.000Z';
+
+/**
+ * An example value of a JSON schema, built from the schema itself (its examples, defaults, enums, formats
+ * and bounds), so every example in the document is one the schema accepts: the test parses each with the
+ * route's own zod schema.
+ */
+export function exampleOf(schema: JsonSchema, name = ''): unknown {
+  if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
+  if ('const' in schema) return schema.const;
+  if ('default' in schema) return schema.default;
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
+  for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
+    const options = schema[key];
+    if (Array.isArray(options) && options.length > 0) {
+      const concrete = (options as JsonSchema[]).find((option) => option.type !== 'null') ?? (options[0] as JsonSchema);
+      return exampleOf(concrete, name);
+    }
+  }
+  const type = Array.isArray(schema.type) ? ((schema.type as string[]).find((t) => t !== 'null') ?? 'null') : schema.type;
+  switch (type) {
+    case 'object': {
+      const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
+      return Object.fromEntries(Object.entries(properties).map(([key, property]) => [key, exampleOf(property, key)]));
+    }
+    case 'array': {
+      const items = (schema.items ?? {}) as JsonSchema;
+      const count = typeof schema.minItems === 'number' ? Math.max(1, schema.minItems) : 1;
+      return Array.from({ length: count }, () => exampleOf(items, name));
+    }
+    case 'integer':
+    case 'number':
+      return typeof schema.minimum === 'number' ? Math.max(schema.minimum, 1) : typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum + 1 : 1;
+    case 'boolean':
+      return false;
+    case 'null':
+      return null;
+    case 'string':
+      return stringExample(schema, name);
+    default:
+      return {};
+  }
+}
+
+/** Realistic values for the field names the wire shapes use, so an example reads like an answer. */
+const STRING_EXAMPLES: Record<string, string> = {
+  firstName: 'Ana',
+  lastName: 'Lee',
+  name: 'Main Clinic',
+  dob: '1980-01-02',
+  addressLine1: '1 Main St',
+  addressLine2: 'Suite 200',
+  city: 'Springfield',
+  state: 'IL',
+  zip: '62701',
+  country: 'USA',
+  phone: '2125551234',
+  email: 'ana.lee@example.com',
+  npi: '1234567893',
+  tin: '123456789',
+  value: '123456789',
+  externalId: 'emr-1042',
+  eTag: '1',
+  description: 'Primary care clinic',
+  reason: 'The uploaded file is no longer stored; start a new bulk request',
+  message: 'Query in progress',
+  fileName: 'summary.xml',
+  mimeType: 'application/xml',
+  url: 'https://carebridge.example.com/medical/v1/document/download?exp=1764063000&sig=…',
+  uploadUrl: 'https://carebridge.example.com/medical/v1/patient/bulk/0192f1c2-7a1b-7c3d-8e4f-5a6b7c8d9e0f/upload?exp=1764063000&sig=…',
+  result: 'https://carebridge.example.com/medical/v1/patient/bulk/0192f1c2-7a1b-7c3d-8e4f-5a6b7c8d9e0f/result?exp=1764063000&sig=…',
+  webhookUrl: 'https://hooks.example.com/carebridge',
+  webhookKey: 'whsec_4f1c…',
+};
+
+const INSTANT_FIELDS = /^(dateCreated|createdAt|updatedAt|startedAt|when|at|lastAttemptAt|nextAttemptAt)$/;
+
+function stringExample(schema: JsonSchema, name: string): string {
+  if (name in STRING_EXAMPLES) {
+    const known = STRING_EXAMPLES[name]!;
+    const fits = (typeof schema.minLength !== 'number' || known.length >= schema.minLength) && (typeof schema.maxLength !== 'number' || known.length <= schema.maxLength);
+    const pattern = typeof schema.pattern === 'string' ? new RegExp(schema.pattern) : undefined;
+    if (fits && (!pattern || pattern.test(known))) return known;
+  }
+  if (INSTANT_FIELDS.test(name)) return EXAMPLE_INSTANT;
+  switch (schema.format) {
+    case 'date-time':
+      return EXAMPLE_INSTANT;
+    case 'date':
+      return '1980-01-02';
+    case 'uuid':
+      return '0192f1c2-7a1b-7c3d-8e4f-5a6b7c8d9e0f';
+    case 'uri':
+    case 'url':
+      return `https://carebridge.example.com/medical/v1/${name || 'resource'}`;
+    case 'email':
+      return 'ana@example.com';
+    default:
+      break;
+  }
+  const minLength = typeof schema.minLength === 'number' ? schema.minLength : 0;
+  const text = name === 'id' || name.endsWith('Id') || name.endsWith('Ids') ? '0192f1c2-7a1b-7c3d-8e4f-5a6b7c8d9e0f' : name || 'text';
+  return text.length >= minLength ? text : text.padEnd(minLength, 'x');
+}
+
+function successContent(route: RouteDefinition): Record<string, unknown> {
+  if (!route.success?.schema) return { schema: route.success?.mediaType?.startsWith('text/') ? { type: 'string' } : { type: 'object' } };
+  const schema = toSchema(route.success.schema, 'output');
+  return { schema, example: route.success.example ?? exampleOf(schema) };
 }
 
 function operationOf(route: RouteDefinition): Record<string, unknown> {
@@ -116,22 +245,20 @@ function operationOf(route: RouteDefinition): Record<string, unknown> {
       : {
           description: 'Success',
           content: {
-            [route.success?.mediaType ?? 'application/json']: {
-              schema: route.success?.schema ? toSchema(route.success.schema, 'output') : route.success?.mediaType?.startsWith('text/') ? { type: 'string' } : { type: 'object' },
-            },
+            [route.success?.mediaType ?? 'application/json']: successContent(route),
           },
         };
 
   const responses: Record<string, unknown> = { [String(successStatus)]: success };
-  if (route.query || route.body || route.rawBody) responses['400'] = problemResponse('Invalid input; `detail` names the field');
-  if (route.auth === 'apiKey' || route.auth === 'signedAndApiKey') responses['401'] = problemResponse('Missing or unknown API key');
-  if (route.auth === 'signed' || route.auth === 'signedAndApiKey') responses['403'] = problemResponse('The URL signature does not match');
-  if (route.path.includes(':')) responses['404'] = problemResponse('Not found, or not in your account');
+  if (route.query || route.body || route.rawBody) responses['400'] = problemResponse('Invalid input; `detail` names the field', 400);
+  if (route.auth === 'apiKey' || route.auth === 'signedAndApiKey') responses['401'] = problemResponse('Missing or unknown API key', 401);
+  if (route.auth === 'signed' || route.auth === 'signedAndApiKey') responses['403'] = problemResponse('The URL signature does not match', 403);
+  if (route.path.includes(':')) responses['404'] = problemResponse('Not found, or not in your account', 404);
   if (route.body || route.rawBody) {
-    responses['413'] = problemResponse('Body too large');
-    responses['415'] = problemResponse('Unsupported Content-Type');
+    responses['413'] = problemResponse('Body too large', 413);
+    responses['415'] = problemResponse('Unsupported Content-Type', 415);
   }
-  responses.default = problemResponse('Any other error');
+  responses.default = problemResponse('Any other error', 500);
 
   const operation: Record<string, unknown> = {
     operationId: operationIdOf(route),

@@ -39,7 +39,13 @@ export interface RouteDefinition<QS extends z.ZodType = z.ZodType, BS extends z.
    */
   bodyLimitBytes?: number;
   /** Success status and schema, for the OpenAPI document. */
-  success?: { status: number; schema?: z.ZodType; mediaType?: string };
+  success?: {
+    status: number;
+    schema?: z.ZodType;
+    mediaType?: string;
+    /** The OpenAPI example of the answer; one made from the schema when absent. */
+    example?: unknown;
+  };
   handle(context: RouteContext<z.output<QS>, z.output<BS>>): Promise<ApiResponse>;
 }
 

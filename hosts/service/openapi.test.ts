@@ -2,6 +2,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { buildOpenApiDocument, openApiPath, type OpenApiDocument } from '../../core/api/openapi.js';
 import { apiRoutes } from '../../core/api/routes/index.js';
+import { ERROR_CODES } from '../../core/errors.js';
 import { startMemoryKoa, type MemoryKoa } from '../../spec/support/http-testing.js';
 
 type Operation = {
@@ -89,5 +90,38 @@ describe('GET /openapi.json', () => {
   test('is built deterministically from the route table', () => {
     expect(buildOpenApiDocument(apiRoutes)).toEqual(served);
     expect(JSON.stringify(buildOpenApiDocument(apiRoutes, { serverUrl: 'https://api.example.org' }).servers)).toBe('[{"url":"https://api.example.org"}]');
+  });
+});
+
+describe('examples', () => {
+  const document = buildOpenApiDocument(apiRoutes);
+
+  test('every success answer with a schema has an example that its own zod schema accepts', () => {
+    let checked = 0;
+    for (const route of apiRoutes) {
+      if (!route.success?.schema) continue;
+      const operation = document.paths[openApiPath(route.path)]![route.method.toLowerCase()] as { responses: Record<string, { content?: Record<string, { example?: unknown }> }> };
+      const content = operation.responses[String(route.success.status)]!.content!;
+      const example = Object.values(content)[0]!.example;
+      const parsed = route.success.schema.safeParse(example);
+      expect(parsed.success, `${route.method} ${route.path}: ${parsed.error?.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`).toBe(true);
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(30);
+  });
+
+  test('every error answer has a problem example whose code is in the table and means its status', () => {
+    for (const [path, item] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        for (const [status, response] of Object.entries((operation as { responses: Record<string, { content?: Record<string, { example?: { status: number; code: string } }> }> }).responses)) {
+          const problem = response.content?.['application/problem+json'];
+          if (!problem) continue;
+          expect(problem.example, `${method} ${path} ${status}`).toBeDefined();
+          expect(ERROR_CODES[problem.example!.code as keyof typeof ERROR_CODES], `${method} ${path} ${status}`).toBe(problem.example!.status);
+          if (status !== 'default') expect(problem.example!.status).toBe(Number(status));
+        }
+      }
+    }
+    expect((document.components.schemas.Problem as { properties: { code: { enum: string[] } } }).properties.code.enum).toEqual(Object.keys(ERROR_CODES));
   });
 });
