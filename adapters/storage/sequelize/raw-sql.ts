@@ -63,6 +63,22 @@ interface PgClient {
   query(sql: string, params: unknown[]): Promise<{ rowCount: number | null; rows: Row[] }>;
 }
 
+/** The last statement sent on each PostgreSQL connection: the next waits for it (see `onPgClient`). */
+const pgTails = new WeakMap<PgClient, Promise<unknown>>();
+
+/**
+ * Runs statements on one PostgreSQL connection one after the other. The storage sends a batch's
+ * independent writes together (SQLite's single writer queues them); a pg client would queue them too,
+ * but that behaviour is deprecated and goes away in pg 9, so they queue here instead.
+ */
+function onPgClient(client: PgClient, sql: string, params: unknown[]): Promise<{ rowCount: number | null; rows: Row[] }> {
+  const previous = pgTails.get(client) ?? Promise.resolve();
+  const run = () => client.query(sql, params);
+  const next = previous.then(run, run);
+  pgTails.set(client, next.catch(() => undefined));
+  return next;
+}
+
 /**
  * A failed raw statement: what `guarded` lets out of the adapter. The driver's error (PostgreSQL's `detail`
  * quotes the offending values, which may be PHI) and the statement stay in the non-enumerable cause.
@@ -185,7 +201,7 @@ export class RawSql {
     this.log(sql, transaction);
     const connection = (transaction as unknown as { connection: unknown }).connection;
     try {
-      if (this.postgres) return (await (connection as PgClient).query(sql, params)).rowCount ?? 0;
+      if (this.postgres) return (await onPgClient(connection as PgClient, sql, params)).rowCount ?? 0;
       if (!keep) {
         return await new Promise<number>((resolve, reject) => {
           (connection as SqliteDatabase).run(sql, params, function (error) {
@@ -242,7 +258,7 @@ export class RawSql {
     const manager = (this.sequelize as unknown as { connectionManager: ConnectionManager }).connectionManager;
     const connection = transaction ? (transaction as unknown as { connection: unknown }).connection : await manager.getConnection({ type: 'SELECT' });
     try {
-      if (this.postgres) return (await (connection as PgClient).query(sql, params)).rows;
+      if (this.postgres) return (await onPgClient(connection as PgClient, sql, params)).rows;
       return await new Promise<Row[]>((resolve, reject) => {
         (connection as SqliteDatabase).all(sql, params, (error, rows) => (error ? reject(error) : resolve(rows)));
       });
