@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Account } from '../core/domain/types.js';
 
 /** What the access log learns about a request while the handler runs: only ids, never PHI. */
@@ -6,18 +5,25 @@ export interface RequestFacts {
   accountId?: string;
 }
 
-const facts = new AsyncLocalStorage<RequestFacts>();
+/*
+ * Keyed by the request object the translation hands to the handler (every layer passes that same object
+ * on). A WeakMap rather than AsyncLocalStorage: on Node 20 the latter turns on promise hooks for the whole
+ * process, a cost every promise of every request and background job pays.
+ */
+const factsByRequest = new WeakMap<object, RequestFacts>();
 
-/** Runs one request's work with a fresh facts record the access log reads afterwards. */
-export function withRequestFacts<T>(record: RequestFacts, work: () => Promise<T>): Promise<T> {
-  return facts.run(record, work);
+/** Starts the facts record of one request; the access log reads it once the handler has answered. */
+export function trackRequestFacts(request: object): RequestFacts {
+  const record: RequestFacts = {};
+  factsByRequest.set(request, record);
+  return record;
 }
 
 /**
- * Notes the account a request authenticated as for the access log of the current request (the API
- * handler's `onAuthenticated`). Outside a request (background jobs) nothing is noted.
+ * Notes the account a request authenticated as, for its access log (the API handler's `onAuthenticated`).
+ * A request no translation tracks (called in process) notes nothing.
  */
-export function noteAccount(account: Account): void {
-  const record = facts.getStore();
+export function noteAccount(account: Account, request: object): void {
+  const record = factsByRequest.get(request);
   if (record) record.accountId = account.id;
 }

@@ -9,7 +9,7 @@ import { describeError } from '../core/error-facts.js';
 import { CoreError } from '../core/errors.js';
 import { tooLarge } from './body.js';
 import { docsFile } from './docs.js';
-import { withRequestFacts, type RequestFacts } from './request-facts.js';
+import { trackRequestFacts, type RequestFacts } from './request-facts.js';
 
 /**
  * One HTTP request as every wrapper (Koa, node:http, fetch) hands it over: what the translation needs and
@@ -137,7 +137,7 @@ export function createHttpTranslation(handler: ApiHandler, options: HttpTranslat
     },
     async respond(input, path) {
       const started = performance.now();
-      const facts: RequestFacts = {};
+      let facts: RequestFacts = {};
       const method = input.method.toUpperCase();
       let route: string | undefined;
       let response: ApiResponse;
@@ -153,7 +153,8 @@ export function createHttpTranslation(handler: ApiHandler, options: HttpTranslat
         const definition = route ? routes.get(`${method} ${route}`) : undefined;
         try {
           const request = await toApiRequest(input, path, definition);
-          response = await withRequestFacts(facts, () => handler(request));
+          facts = trackRequestFacts(request);
+          response = await handler(request);
         } catch (error) {
           // Only translation problems (413, 415, bad JSON) reach here: the handler never throws.
           response = errorToResponse(error, (unexpected) => logger?.error({ err: describeError(unexpected) }, 'unexpected error in the HTTP translation'));

@@ -16,7 +16,7 @@ export interface ApiHandlerOptions {
    */
   onUnexpectedError?: (error: unknown, request: { method: string; path: string; requestId: string }) => void;
   /** Called with the account a request authenticated as (an API key or a signed URL), e.g. for the access log. */
-  onAuthenticated?: (account: Account) => void;
+  onAuthenticated?: (account: Account, request: ApiRequest) => void;
   /**
    * How long an API key's account is remembered, ms (default 5 s; 0 looks every key up every time). A key
    * that was replaced works for at most this long in this process.
@@ -54,7 +54,7 @@ export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}
       checkJsonBody(request.body);
       const query = flattenQuery(request.query);
       const account = await authorise(deps, keys, route, request);
-      if (account) options.onAuthenticated?.(account);
+      if (account) options.onAuthenticated?.(account, request);
       const parsedQuery = route.query ? parseWith(route.query, query, 'query') : query;
       const parsedBody = route.body ? parseWith(route.body, request.body ?? {}, 'body') : request.body;
       const response = await route.handle({ deps, request, params, query: parsedQuery, body: parsedBody, account: account as Account });
