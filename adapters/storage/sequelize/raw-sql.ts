@@ -15,6 +15,7 @@ type RunCallback = (this: { changes: number }, error: Error | null) => void;
 
 interface SqliteStatement {
   run(params: unknown[], callback: RunCallback): void;
+  all(params: unknown[], callback: (error: Error | null, rows: Row[]) => void): void;
   finalize(callback?: () => void): void;
 }
 
@@ -27,6 +28,8 @@ interface SqliteDatabase {
 
 /** Prepared write statements kept per SQLite connection (by text); a few shapes repeat for a whole import. */
 const PREPARED_PER_CONNECTION = 16;
+/** Prepared reads kept per SQLite connection: the storage's lookups by key come in a few dozen fixed shapes. */
+const PREPARED_READS_PER_CONNECTION = 64;
 
 /**
  * The statements prepared on each SQLite connection. A batch statement of 1,000 patients is ~100 KB of
@@ -34,24 +37,77 @@ const PREPARED_PER_CONNECTION = 16;
  * quarter of the time it spent inserting. A statement holds its connection open, so the connection's
  * `close` is wrapped to finalize them first (SQLite refuses to close with statements unfinalized).
  */
-const preparedByConnection = new WeakMap<SqliteDatabase, Map<string, SqliteStatement>>();
+const preparedByConnection = new WeakMap<SqliteDatabase, { writes: Map<string, SqliteStatement>; reads: Map<string, SqliteStatement> }>();
 
-function preparedOn(connection: SqliteDatabase): Map<string, SqliteStatement> {
+function statementsOf(connection: SqliteDatabase): { writes: Map<string, SqliteStatement>; reads: Map<string, SqliteStatement> } {
   let prepared = preparedByConnection.get(connection);
   if (!prepared) {
-    const statements = new Map<string, SqliteStatement>();
+    const statements = { writes: new Map<string, SqliteStatement>(), reads: new Map<string, SqliteStatement>() };
     prepared = statements;
     preparedByConnection.set(connection, statements);
     const close = connection.close.bind(connection);
     connection.close = (callback?: (error: Error | null) => void) => {
-      const open = [...statements.values()];
-      statements.clear();
+      const open = [...statements.writes.values(), ...statements.reads.values()];
+      statements.writes.clear();
+      statements.reads.clear();
       if (open.length === 0) return close(callback);
       let pending = open.length;
       for (const statement of open) statement.finalize(() => --pending === 0 && close(callback));
     };
   }
   return prepared;
+}
+
+function preparedOn(connection: SqliteDatabase): Map<string, SqliteStatement> {
+  return statementsOf(connection).writes;
+}
+
+/**
+ * A read on a statement kept prepared on the connection: SQLite runs the calls of one statement in turn,
+ * each with its own parameters. The least recently used is finalized past the bound (after the reads
+ * already queued on it); one that failed is dropped, so the next read prepares afresh.
+ */
+function allPrepared(connection: SqliteDatabase, sql: string, params: unknown[]): Promise<Row[]> {
+  const reads = statementsOf(connection).reads;
+  const cached = reads.get(sql);
+  if (cached) {
+    // Most recently used last: the first is the one to evict.
+    reads.delete(sql);
+    reads.set(sql, cached);
+    return readOn(reads, sql, cached, params);
+  }
+  return new Promise<Row[]>((resolve, reject) => {
+    // Run only once prepared: a read queued on a statement whose prepare fails is never called back.
+    const statement = connection.prepare(sql, (error) => {
+      if (error) return reject(error);
+      if (reads.has(sql)) {
+        // Another read prepared the same text meanwhile and kept its statement: this one is used once.
+        readOn(reads, sql, statement, params).then(resolve, reject).finally(() => statement.finalize());
+        return;
+      }
+      if (reads.size >= PREPARED_READS_PER_CONNECTION) {
+        const [oldest, evicted] = reads.entries().next().value!;
+        reads.delete(oldest);
+        evicted.finalize();
+      }
+      reads.set(sql, statement);
+      readOn(reads, sql, statement, params).then(resolve, reject);
+    });
+  });
+}
+
+function readOn(reads: Map<string, SqliteStatement>, sql: string, statement: SqliteStatement, params: unknown[]): Promise<Row[]> {
+  return new Promise<Row[]>((resolve, reject) => {
+    statement.all(params, (error, rows) => {
+      if (error) {
+        if (reads.get(sql) === statement) {
+          reads.delete(sql);
+          statement.finalize();
+        }
+        reject(error);
+      } else resolve(rows);
+    });
+  });
 }
 
 interface ConnectionManager {
@@ -253,12 +309,13 @@ export class RawSql {
    * Runs a read in the transaction, or, without one, on a connection of the instance (SQLite's shared one;
    * a pooled one on PostgreSQL, given back afterwards).
    */
-  async all(transaction: Transaction | undefined, sql: string, params: unknown[]): Promise<Row[]> {
+  async all(transaction: Transaction | undefined, sql: string, params: unknown[], options: { keepPrepared?: boolean } = {}): Promise<Row[]> {
     this.log(sql, transaction);
     const manager = (this.sequelize as unknown as { connectionManager: ConnectionManager }).connectionManager;
     const connection = transaction ? (transaction as unknown as { connection: unknown }).connection : await manager.getConnection({ type: 'SELECT' });
     try {
       if (this.postgres) return (await onPgClient(connection as PgClient, sql, params)).rows;
+      if (options.keepPrepared) return await allPrepared(connection as SqliteDatabase, sql, params);
       return await new Promise<Row[]>((resolve, reject) => {
         (connection as SqliteDatabase).all(sql, params, (error, rows) => (error ? reject(error) : resolve(rows)));
       });

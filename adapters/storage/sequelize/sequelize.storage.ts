@@ -321,9 +321,11 @@ class Repositories {
   private async selectPlain(model: StorageModel, conditions: [string, unknown][], order?: [string, string][], limit?: number): Promise<Row[]> {
     const params: unknown[] = [];
     const clauses: string[] = [];
+    let fixedShape = true;
     for (const [column, value] of conditions) {
       if (Array.isArray(value)) {
         if (value.length === 0) return [];
+        fixedShape = false;
         clauses.push(`${quoted(column)} IN (${this.raw.list(value.length, params.length + 1)})`);
         params.push(...value);
       } else {
@@ -336,7 +338,8 @@ class Repositories {
     if (clauses.length > 0) sql += ` WHERE ${clauses.join(' AND ')}`;
     if (order && order.length > 0) sql += ` ORDER BY ${order.map(([column, direction]) => `${quoted(column)} ${direction === 'DESC' ? 'DESC' : 'ASC'}`).join(', ')}`;
     if (limit !== undefined) sql += ` LIMIT ${Math.max(0, Math.floor(limit))}`;
-    return this.raw.all(this.transaction, sql, params);
+    // Lookups by key come in a few fixed shapes, kept prepared; IN lists of any length would only churn them.
+    return this.raw.all(this.transaction, sql, params, { keepPrepared: fixedShape });
   }
 
   private async select(sql: string, replacements: Record<string, unknown>, transaction = this.transaction): Promise<Row[]> {
