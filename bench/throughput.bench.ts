@@ -5,6 +5,7 @@
  * >= 25% of bare Koa, and no slower than 2x a 401.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,8 +21,19 @@ if (spawnSync('wrk', ['--version']).error) {
   process.exit(0);
 }
 
-/** Requests per second wrk measured, and its latency quantiles, for one URL. */
-function wrk(url: string, headers: Record<string, string> = {}): { perSecond: number; p50Ms: number; p99Ms: number; non2xx: number } {
+/** CPU time (user + system) a process has used so far, in microseconds, from /proc. */
+function cpuMicros(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/**
+ * Requests per second wrk measured, its latency quantiles, and the server's CPU time per request: on a
+ * machine busy with other work throughput swings with the load, CPU per request much less.
+ */
+function wrk(url: string, headers: Record<string, string> = {}, serverPid?: number): { perSecond: number; p50Ms: number; p99Ms: number; non2xx: number; cpuUsPerRequest: number } {
+  const cpuBefore = cpuMicros(serverPid);
   const args = ['-t2', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency'];
   for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}: ${value}`);
   const result = spawnSync('wrk', [...args, url], { encoding: 'utf8' });
@@ -34,7 +46,9 @@ function wrk(url: string, headers: Record<string, string> = {}): { perSecond: nu
     return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value;
   };
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
-  return { perSecond: Math.round(perSecond), p50Ms: ms('50'), p99Ms: ms('99'), non2xx };
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN);
+  const cpuUsPerRequest = Number(((cpuMicros(serverPid) - cpuBefore) / requests).toFixed(1));
+  return { perSecond: Math.round(perSecond), p50Ms: ms('50'), p99Ms: ms('99'), non2xx, cpuUsPerRequest };
 }
 
 // The bare Koa app in a process of its own, as the service is.
@@ -71,11 +85,12 @@ try {
     if (!created.ok) throw new Error(`creating the patient answered ${created.status}`);
     for (let i = 0; i < 50; i++) await fetch(`http://127.0.0.1:${barePort}/`).catch(() => undefined);
 
-    const bareKoa = wrk(`http://127.0.0.1:${barePort}/`);
-    const patientRead = wrk(`${service.url}/medical/v1/patient/${patient.id}`, { 'x-api-key': apiKey });
-    const health = wrk(`${service.url}/healthz`);
-    const noKey = wrk(`${service.url}/medical/v1/patient/${patient.id}`);
-    const wrongKey = wrk(`${service.url}/medical/v1/patient/${patient.id}`, { 'x-api-key': 'cb_not-a-key-of-this-service' });
+    const pid = service.child.pid;
+    const bareKoa = wrk(`http://127.0.0.1:${barePort}/`, {}, bare.pid);
+    const patientRead = wrk(`${service.url}/medical/v1/patient/${patient.id}`, { 'x-api-key': apiKey }, pid);
+    const health = wrk(`${service.url}/healthz`, {}, pid);
+    const noKey = wrk(`${service.url}/medical/v1/patient/${patient.id}`, {}, pid);
+    const wrongKey = wrk(`${service.url}/medical/v1/patient/${patient.id}`, { 'x-api-key': 'cb_not-a-key-of-this-service' }, pid);
     emit({
       measure: 'request-path throughput (wrk, loopback)',
       connections: CONNECTIONS,
@@ -88,6 +103,9 @@ try {
       patientReadVsBareKoa: Number((patientRead.perSecond / bareKoa.perSecond).toFixed(3)),
       targetVsBareKoa: 0.25,
       unauthorizedVsPatientRead: Number((noKey.perSecond / patientRead.perSecond).toFixed(2)),
+      // The same two ratios in CPU per request, steadier than throughput when other work shares the cores.
+      cpuBareKoaVsPatientRead: Number((bareKoa.cpuUsPerRequest / patientRead.cpuUsPerRequest).toFixed(3)),
+      cpuPatientReadVsUnauthorized: Number((patientRead.cpuUsPerRequest / noKey.cpuUsPerRequest).toFixed(2)),
       targetUnauthorizedVsPatientReadAtMost: 2,
     });
   } finally {
