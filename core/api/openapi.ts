@@ -114,10 +114,16 @@ function operationOf(route: RouteDefinition): Record<string, unknown> {
     successStatus === 204
       ? { description: 'Done; no content' }
       : {
-          description: 'Success',
+          description: successStatus === 501 ? 'Not served by carebridge; `detail` says why' : 'Success',
           content: {
             [route.success?.mediaType ?? 'application/json']: {
-              schema: route.success?.schema ? toSchema(route.success.schema, 'output') : route.success?.mediaType?.startsWith('text/') ? { type: 'string' } : { type: 'object' },
+              schema: route.success?.schema
+                ? toSchema(route.success.schema, 'output')
+                : route.success?.mediaType === 'application/problem+json'
+                  ? PROBLEM_REF
+                  : route.success?.mediaType?.startsWith('text/')
+                    ? { type: 'string' }
+                    : { type: 'object' },
             },
           },
         };

@@ -4,6 +4,7 @@ import { consolidatedRoutes } from './consolidated.routes.js';
 import { documentRoutes } from './documents.routes.js';
 import { cohortRoutes, facilityRoutes, organizationRoutes, patientRoutes } from './entities.routes.js';
 import { settingsRoutes } from './settings.routes.js';
+import { unservedRoutes } from './unserved.routes.js';
 
 export const apiRoutes: readonly RouteDefinition[] = [
   ...organizationRoutes,
@@ -14,4 +15,5 @@ export const apiRoutes: readonly RouteDefinition[] = [
   ...settingsRoutes,
   ...documentRoutes,
   ...consolidatedRoutes,
+  ...unservedRoutes,
 ];
