@@ -89,7 +89,7 @@ export class SandboxHieNetwork implements HieNetworkPort {
 
   /**
    * The organizations the sandbox's documents come from (custodians and authors), each once, by name; its
-   * OID is the first of its ids that is an OID, else one derived from its name.
+   * OID is the first of its ids that is an OID no other entry took, else one derived from its name.
    */
   async directory(): Promise<NetworkDirectoryEntry[]> {
     const byName = new Map<string, Set<string>>();
@@ -100,15 +100,16 @@ export class SandboxHieNetwork implements HieNetworkPort {
         byName.set(organization.name, values);
       }
     }
+    // Two organizations of the sample documents share an OID; the directory keys entries by OID.
+    const used = new Set<string>();
     return [...byName]
       .sort(([a], [b]) => a.localeCompare(b))
-      .map(([name, values]) => ({
-        name,
-        oid: [...values].find((value) => /^\d+(\.\d+)+$/.test(value)) ?? sandboxOid(name),
-        network: SANDBOX_NETWORK,
-        supportsMessaging: false,
-        active: true,
-      }));
+      .map(([name, values]) => {
+        const given = [...values].find((value) => /^\d+(\.\d+)+$/.test(value) && !used.has(value));
+        const oid = given ?? sandboxOid(name);
+        used.add(oid);
+        return { name, oid, network: SANDBOX_NETWORK, supportsMessaging: false, active: true };
+      });
   }
 
   /** Read once, lazily: constructing the network does no I/O. A failed read is retried on the next call. */

@@ -211,3 +211,37 @@ export const consolidatedCountResponse = z.strictObject({
   resources: z.record(z.string(), z.number().int()).describe('Count per resource type'),
   filter: z.strictObject({ resources: z.string(), dateFrom: z.string().optional(), dateTo: z.string().optional() }),
 });
+
+const networkSource = z.enum(['hie', 'pharmacy', 'lab']);
+
+export const networkQueryResponse = z.strictObject({
+  requestId: id,
+  startedAt: instant,
+  status: z.enum(['processing', 'completed', 'partial', 'failed']).describe('partial: some sources completed, some failed'),
+  sources: z.array(z.strictObject({ type: networkSource, status: z.enum(['processing', 'completed', 'failed']), startedAt: instant, completedAt: instant.optional() })),
+  errors: z
+    .array(z.strictObject({ source: networkSource, httpStatus: z.number().int(), message: z.string(), timestamp: instant }))
+    .optional()
+    .describe('Sources that could not start'),
+});
+
+export const networkEntriesResponse = z.strictObject({
+  networkEntries: z.array(
+    z.strictObject({
+      name: z.string(),
+      oid: z.string(),
+      npi: z.string().optional(),
+      addressLine: z.string().optional(),
+      city: z.string().optional(),
+      state: z.string().optional(),
+      zipCode: z.string().optional(),
+      zip: z.string().optional().describe('Deprecated: zipCode'),
+      rootOrganization: z.string().optional(),
+      managingOrgOid: z.string().optional(),
+      network: z.string().describe('SANDBOX for every entry of the sandbox networks'),
+      supportsMessaging: z.boolean(),
+      active: z.boolean(),
+    }),
+  ),
+  meta: z.strictObject({ itemsOnPage: z.number().int(), nextPage: z.string().optional() }),
+});
