@@ -23,6 +23,8 @@ import { SystemClock } from '../adapters/clock/system.clock.js';
 import { HmacUrlSigner } from '../adapters/crypto/hmac.url-signer.js';
 import { NodeSecrets } from '../adapters/crypto/node.secrets.js';
 import { SandboxHieNetwork } from '../adapters/hie/sandbox.hie.js';
+import { SandboxLabNetwork } from '../adapters/hie/sandbox.lab.js';
+import { SandboxPharmacyNetwork } from '../adapters/hie/sandbox.pharmacy.js';
 import { Uuid7Ids } from '../adapters/ids/uuid7.ids.js';
 import { MemoryQueue } from '../adapters/queue/memory/memory.queue.js';
 import { BundleRenderer } from '../adapters/render/bundle.renderer.js';
@@ -89,6 +91,8 @@ async function main(): Promise<void> {
     secrets: new NodeSecrets(),
     webhookSender: new HttpWebhookSender({ allowPrivate: true }),
     hie: new SandboxHieNetwork({ fixturesDir: sandboxDocumentsDir() }),
+    pharmacy: new SandboxPharmacyNetwork(),
+    lab: new SandboxLabNetwork(),
     ccda: new MedplumCcdaConverter(),
     search: new MiniSearchIndex(),
     renderer: new BundleRenderer(),

@@ -400,3 +400,68 @@ describe('documents and consolidated data', () => {
 async function accountOf(client: CarebridgeClient): Promise<{ accountId: string }> {
   return { accountId: (await client.getSettings()).id };
 }
+
+describe('lookups, memberships, patient data and network query', () => {
+  test('getPatientByExternalId, matchPatient (undefined when nobody matches), patient facilities and cohorts, cohort members and pages, patchCohort', async () => {
+    const client = await newClient('Client Lookups');
+    const [main, second] = [await client.createFacility(FACILITY), await client.createFacility({ ...FACILITY, name: 'Second' })];
+    const input = patientInput();
+    const patient = await client.createPatient(input, main.id);
+    const other = await client.createPatient(patientInput(), main.id);
+    expect(await client.getPatientByExternalId(input.externalId!)).toEqual(patient);
+    expect((await apiError(client.getPatientByExternalId('emr-none'))).code).toBe('PATIENT_NOT_FOUND');
+    expect(await client.matchPatient({ ...input, externalId: undefined })).toEqual(patient);
+    expect(await client.matchPatient({ ...input, dob: '1975-03-10' })).toBeUndefined();
+
+    expect((await client.setPatientFacilities(patient.id, [second.id, main.id])).map((f) => f.id)).toEqual([second.id, main.id]);
+    expect((await client.getPatientFacilities(patient.id)).map((f) => f.id)).toEqual([second.id, main.id]);
+
+    const cohort = await client.createCohort({ name: 'Diabetes program' });
+    expect(await client.patchCohort(cohort.id, { description: 'Adults' })).toMatchObject({ name: 'Diabetes program', description: 'Adults' });
+    expect((await client.addPatientsToCohort(cohort.id, { allPatients: true })).message).toBe('2 patients added to the cohort');
+    const page = await client.listCohortPatients(cohort.id, { count: 1 });
+    expect(page.patients.map((p) => p.id)).toEqual([patient.id]);
+    expect((await client.listCohortPatients(cohort.id, { cursor: page.nextCursor! })).patients.map((p) => p.id)).toEqual([other.id]);
+    await client.removePatientsFromCohort(cohort.id, { patientIds: [other.id] });
+    expect(await client.getPatientCohorts(other.id)).toEqual([]);
+    expect((await client.addPatientToCohorts(other.id, [cohort.id])).map((c) => c.id)).toEqual([cohort.id]);
+  });
+
+  test('addPatientResources, countPatientResources, getMedicalRecordUrl; a network query to its end, its webhooks parsed; listNetworkEntries in pages', async () => {
+    const client = await newClient('Client Network');
+    const { webhookKey } = await client.updateSettings({ webhookUrl: `${receiver.url}/client-network` });
+    await client.createFacility(FACILITY);
+    const patient = await client.createPatient(patientInput());
+    const added = await client.addPatientResources(patient.id, {
+      resourceType: 'Bundle',
+      entry: [{ resource: { resourceType: 'Condition', id: 'c1', code: { coding: [{ system: 'http://snomed.info/sct', code: '38341003' }], text: 'Hypertension' } } }],
+    });
+    expect(added.entry).toEqual([{ response: { status: '201 Created', location: 'Condition/c1' } }]);
+    expect(await client.countPatientResources(patient.id, { resources: ['Condition'] })).toEqual({ total: 1, resources: { Condition: 1 }, filter: { resources: 'Condition' } });
+    const { url } = await client.getMedicalRecordUrl(patient.id, 'html');
+    expect(await (await client.download(url)).text()).toContain('Hypertension');
+
+    const started = await client.startNetworkQuery(patient.id, ['pharmacy', 'lab'], { ticket: 't-9' });
+    expect(started).toMatchObject({ status: 'processing', sources: [{ type: 'pharmacy' }, { type: 'lab' }] });
+    await driver.settle();
+    const done = await client.getNetworkQuery(started.requestId);
+    expect(done.status).toBe('completed');
+    const messages = receiver.requests
+      .filter((request) => request.path === '/client-network')
+      .filter((request) => verifyWebhookSignature(request.body, String(request.headers[WEBHOOK_SIGNATURE_HEADER]), webhookKey))
+      .map((request) => parseWebhook(request.body))
+      .filter((message) => message.meta.type.startsWith('network-query.'));
+    expect(messages.map((message) => message.meta.type).sort()).toEqual(['network-query.lab', 'network-query.pharmacy']);
+    for (const message of messages) {
+      if (!isWebhookMessageOfType(message, 'network-query.lab') && !isWebhookMessageOfType(message, 'network-query.pharmacy')) continue;
+      expect(message.meta.data).toEqual({ ticket: 't-9' });
+      expect((await client.download(message.payload.consolidatedDataUrl)).status).toBe(200);
+    }
+
+    const first = await client.listNetworkEntries({ count: 2 });
+    expect(first.networkEntries).toHaveLength(2);
+    const second = await client.listNetworkEntries({ count: 2, cursor: first.nextCursor! });
+    expect(second.networkEntries[0]!.oid).toBe(first.nextCursor);
+    expect((await apiError(client.startNetworkQuery(patient.id, []))).code).toBe('VALIDATION_FAILED');
+  });
+});

@@ -4,6 +4,16 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { CarebridgeApiError, CarebridgeClientError, CarebridgeNetworkError, problemFrom } from './errors.js';
 import type {
+  AddedResources,
+  CohortMembers,
+  CohortMembersChange,
+  ConsolidatedCount,
+  ListNetworkEntriesOptions,
+  NetworkEntryPage,
+  NetworkQuery,
+  NetworkSource,
+  PatientCohorts,
+  PatientFacilities,
   BulkDocumentUrlRequest,
   BulkPatientCreate,
   BulkPatientCreateStart,
@@ -185,6 +195,27 @@ export class CarebridgeClient {
     await this.call('DELETE', `${V1}/cohort/${id(cohortId)}`);
   }
 
+  /** Changes only the fields given (`description: null` clears it). */
+  patchCohort(cohortId: string, input: { name?: string; description?: string | null }): Promise<Cohort> {
+    return this.call('PATCH', `${V1}/cohort/${id(cohortId)}`, { body: input });
+  }
+
+  /** Adds the patients to the cohort (idempotent); every id must be a patient of the account, or nothing changes. */
+  addPatientsToCohort(cohortId: string, members: CohortMembers): Promise<CohortMembersChange> {
+    return this.call('POST', `${V1}/cohort/${id(cohortId)}/patient`, { body: members });
+  }
+
+  removePatientsFromCohort(cohortId: string, members: CohortMembers): Promise<CohortMembersChange> {
+    return this.call('DELETE', `${V1}/cohort/${id(cohortId)}/patient`, { body: members });
+  }
+
+  /** One page of the cohort's patients, oldest first; `nextCursor` as for `listPatients`. */
+  async listCohortPatients(cohortId: string, options: Omit<ListPatientsOptions, 'facilityId'> = {}): Promise<PatientPage & { nextCursor?: string }> {
+    const page = await this.call<PatientPage>('GET', `${V1}/cohort/${id(cohortId)}/patient`, { query: { count: options.count, cursor: options.cursor } });
+    const nextCursor = page.meta.nextPage ? (new URL(page.meta.nextPage).searchParams.get('cursor') ?? undefined) : undefined;
+    return nextCursor ? { ...page, nextCursor } : page;
+  }
+
   // --- Patients ---
 
   /** `facilityId` may be left out when the account has exactly one facility. */
@@ -214,6 +245,42 @@ export class CarebridgeClient {
 
   getPatient(patientId: string): Promise<Patient> {
     return this.call('GET', `${V1}/patient/${id(patientId)}`);
+  }
+
+  /** The patient with this externalId; `CONFLICT` (409) when several patients share it. */
+  getPatientByExternalId(externalId: string): Promise<Patient> {
+    return this.call('GET', `${V1}/patient/external-id`, { query: { externalId } });
+  }
+
+  /**
+   * The patient whose demographics match (the bulk import's matching rule), or `undefined` when none does;
+   * `CONFLICT` (409) when several do.
+   */
+  async matchPatient(demographics: PatientCreate): Promise<Patient | undefined> {
+    try {
+      return await this.call<Patient>('POST', `${V1}/patient/match`, { body: demographics });
+    } catch (error) {
+      if (error instanceof CarebridgeApiError && error.code === 'PATIENT_NOT_FOUND') return undefined;
+      throw error;
+    }
+  }
+
+  async getPatientFacilities(patientId: string): Promise<PatientFacilities> {
+    return (await this.call<{ facilities: PatientFacilities }>('GET', `${V1}/patient/${id(patientId)}/facility`)).facilities;
+  }
+
+  /** Replaces the patient's facilities (at least one); answers them. */
+  async setPatientFacilities(patientId: string, facilityIds: readonly string[]): Promise<PatientFacilities> {
+    return (await this.call<{ facilities: PatientFacilities }>('POST', `${V1}/patient/${id(patientId)}/facility`, { body: { facilityIds } })).facilities;
+  }
+
+  async getPatientCohorts(patientId: string): Promise<PatientCohorts> {
+    return (await this.call<{ cohorts: PatientCohorts }>('GET', `${V1}/patient/${id(patientId)}/cohort`)).cohorts;
+  }
+
+  /** Adds the patient to the cohorts; answers every cohort the patient is in. */
+  async addPatientToCohorts(patientId: string, cohortIds: readonly string[]): Promise<PatientCohorts> {
+    return (await this.call<{ cohorts: PatientCohorts }>('POST', `${V1}/patient/${id(patientId)}/cohort`, { body: { cohortIds } })).cohorts;
   }
 
   /** Replaces the demographics; a `facilityId` is added to the patient's facilities. */
@@ -397,6 +464,60 @@ export class CarebridgeClient {
     return this.call('GET', `${V1}/patient/${id(patientId)}/consolidated/search`, { query: { query } });
   }
 
+  /**
+   * Adds your own FHIR resources (a Bundle of up to 1,000, 1 MB) to the patient's consolidated data,
+   * deduplicated with what documents brought. The answer has one entry per resource: `201 Created`, or
+   * `200 OK` with the `location` of the resource it merged into.
+   */
+  addPatientResources(patientId: string, bundle: { resourceType: 'Bundle'; type?: string; entry: { resource: FhirResource }[] }): Promise<AddedResources> {
+    return this.call('PUT', `${V1}/patient/${id(patientId)}/consolidated`, { body: bundle });
+  }
+
+  /** How many resources the consolidated data holds per type, with these filters. */
+  countPatientResources(patientId: string, filters: ConsolidatedFiltersInput = {}): Promise<ConsolidatedCount> {
+    return this.call('GET', `${V1}/patient/${id(patientId)}/consolidated/count`, {
+      query: { resources: resourcesParam(filters.resources), dateFrom: filters.dateFrom, dateTo: filters.dateTo },
+    });
+  }
+
+  /** A URL (valid 10 minutes) to the patient's medical record summary, rendered now; `NOT_FOUND` while the patient has no data. */
+  getMedicalRecordUrl(patientId: string, format: 'html' | 'pdf'): Promise<{ url: string }> {
+    return this.call('GET', `${V1}/patient/${id(patientId)}/medical-record`, { query: { conversionType: format } });
+  }
+
+  // --- Network query ---
+
+  /**
+   * Asks the networks for the patient's data: `hie` (documents), `pharmacy` (medications), `lab` (results).
+   * Each source ends with its own webhook (`network-query.hie`, `.pharmacy`, `.lab`) carrying a URL to the
+   * consolidated data; `metadata` comes back as their `meta.data`. A query still running for the patient is
+   * returned instead of a new one. An opted-out patient is refused (`PATIENT_OPTED_OUT`).
+   */
+  startNetworkQuery(patientId: string, sources: readonly NetworkSource[], metadata?: WebhookRequestMetadata): Promise<NetworkQuery> {
+    return this.call('POST', `${V1}/network/query`, { query: { patientId }, body: { sources, ...(metadata ? { metadata } : {}) } });
+  }
+
+  getNetworkQuery(requestId: string): Promise<NetworkQuery> {
+    return this.call('GET', `${V1}/network/query/${id(requestId)}`);
+  }
+
+  /** One page of the directory of the organizations the networks reach, by name. */
+  async listNetworkEntries(options: ListNetworkEntriesOptions = {}): Promise<NetworkEntryPage> {
+    const page = await this.call<NetworkEntryPage>('GET', `${V1}/network-entry`, {
+      query: {
+        filter: options.filter,
+        npi: options.npi,
+        oid: options.oid,
+        supportsMessaging: options.supportsMessaging,
+        active: options.active,
+        count: options.count,
+        fromItem: options.cursor,
+      },
+    });
+    const nextCursor = page.meta.nextPage ? (new URL(page.meta.nextPage).searchParams.get('fromItem') ?? undefined) : undefined;
+    return nextCursor ? { ...page, nextCursor } : page;
+  }
+
   // --- Settings and webhooks ---
 
   getSettings(): Promise<Settings> {
@@ -434,7 +555,7 @@ export class CarebridgeClient {
 
   // --- Transport ---
 
-  private async call<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, options: CallOptions = {}): Promise<T> {
+  private async call<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, options: CallOptions = {}): Promise<T> {
     const url = new URL(`${this.baseUrl}${path}`);
     for (const [name, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) url.searchParams.set(name, String(value));

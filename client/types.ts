@@ -16,6 +16,9 @@ import type {
 } from '../core/api/schemas.js';
 import type { ConversionType, DocumentRecord } from '../core/domain/types.js';
 import type { getPatientConsolidated } from '../core/documents/consolidated.js';
+import type { addPatientResources, countPatientResources } from '../core/documents/patient-data.js';
+import type { listNetworkEntries, networkQueryToWire } from '../core/network/query.js';
+import type { changeCohortMembers, cohortsOfPatient } from '../core/entities/cohort-members.js';
 import type { BulkUrlRequest } from '../core/documents/downloads.js';
 import type { SearchOutcome } from '../core/documents/search.js';
 import type { CreatedUpload } from '../core/documents/upload.js';
@@ -23,7 +26,7 @@ import type { consolidatedQueryToWire, documentQueryToWire } from '../core/docum
 import type { cohortToWire } from '../core/entities/cohorts.js';
 import type { facilityToWire } from '../core/entities/facilities.js';
 import type { organizationToWire } from '../core/entities/organization.js';
-import type { getHieOptOut, patientToWire, setHieOptOut } from '../core/entities/patients.js';
+import type { getHieOptOut, getPatientFacilities, patientToWire, setHieOptOut } from '../core/entities/patients.js';
 import type { FhirResource } from '../core/ports/ccda.port.js';
 import type { settingsToWire } from '../core/settings.js';
 import type { WebhookStatus as CoreWebhookStatus } from '../core/webhooks/deliver.js';
@@ -55,6 +58,39 @@ export type BulkDocumentUrlRequest = BulkUrlRequest;
 export type DocumentUpload = CreatedUpload;
 export type ConsolidatedSearch = SearchOutcome;
 export type { ConversionType, FhirResource };
+export type PatientFacilities = Awaited<ReturnType<typeof getPatientFacilities>>['facilities'];
+export type CohortMembersChange = Awaited<ReturnType<typeof changeCohortMembers>>;
+export type PatientCohorts = Awaited<ReturnType<typeof cohortsOfPatient>>['cohorts'];
+/** The answer to resources added to the consolidated store (a FHIR transaction-response Bundle). */
+export type AddedResources = Awaited<ReturnType<typeof addPatientResources>>;
+export type ConsolidatedCount = Awaited<ReturnType<typeof countPatientResources>>;
+export type NetworkQuery = ReturnType<typeof networkQueryToWire>;
+export type NetworkEntry = Awaited<ReturnType<typeof listNetworkEntries>>['networkEntries'][number];
+export type NetworkSource = 'hie' | 'pharmacy' | 'lab';
+
+/** One page of the network directory; `nextCursor` (absent on the last page) is the `fromItem` of the next. */
+export interface NetworkEntryPage {
+  networkEntries: NetworkEntry[];
+  meta: { itemsOnPage: number; nextPage?: string };
+  nextCursor?: string;
+}
+
+export interface ListNetworkEntriesOptions {
+  /** Words that must all appear in the name, city, state, zip, NPI or OID. */
+  filter?: string;
+  npi?: string;
+  oid?: string;
+  /** Only entries that take messages. */
+  supportsMessaging?: boolean;
+  active?: boolean;
+  /** Page size, 1..500 (100 when absent). */
+  count?: number;
+  /** From `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+/** Who joins or leaves a cohort: some patients, or every patient of the account (said explicitly). */
+export type CohortMembers = { patientIds: readonly string[]; allPatients?: never } | { allPatients: true; patientIds?: never };
 
 /** `GET /patient/{id}/consolidated/query`: the queries still running (null when none) and the latest status. */
 export interface ConsolidatedQueryStatus {

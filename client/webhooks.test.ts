@@ -7,6 +7,7 @@ import {
   documentBulkDownloadUrlsMessage,
   documentConversionMessage,
   documentDownloadMessage,
+  networkQueryMessage,
   pingMessage,
 } from '../core/webhooks/envelope.js';
 import { CarebridgeWebhookError, isWebhookMessageOfType, parseWebhook, verifyWebhookSignature, WEBHOOK_MESSAGE_TYPES, type WebhookMessage } from './index.js';
@@ -23,6 +24,13 @@ const messages: WebhookMessage[] = [
   documentBulkDownloadUrlsMessage(meta(3), [{ patientId: 'p1', status: 'completed', documents: [{ ...document, size: 120, url: 'https://x/d1', organizationIdentifiers: [] }] }]),
   consolidatedDataMessage(meta(4), [{ patientId: 'p1', status: 'completed', filters: { resources: 'Condition' }, bundle: { resourceType: 'Bundle', type: 'collection', total: 0, entry: [] } }]),
   bulkPatientCreateMessage(meta(5), { requestId: 'r5', status: 'failed', reason: 'not a CSV file' }),
+  ...(['hie', 'pharmacy', 'lab'] as const).map((type, i) =>
+    networkQueryMessage(meta(6 + i), `network-query.${type}`, {
+      patientId: 'p1',
+      consolidatedDataUrl: 'https://x/consolidated',
+      source: { type, status: 'completed', completedAt: when.toISOString() },
+    }),
+  ),
 ];
 
 describe('parseWebhook', () => {

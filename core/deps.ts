@@ -2,6 +2,7 @@ import type {
   BlobPort,
   CcdaConverterPort,
   ClockPort,
+  DataNetworkPort,
   HieNetworkPort,
   IdsPort,
   QueuePort,
@@ -31,6 +32,10 @@ export interface CoreDeps {
   queue: QueuePort;
   webhookSender: WebhookSenderPort;
   hie: HieNetworkPort;
+  /** The pharmacy network of network queries. */
+  pharmacy: DataNetworkPort;
+  /** The laboratory network of network queries. */
+  lab: DataNetworkPort;
   ccda: CcdaConverterPort;
   search: SearchIndexPort;
   renderer: RendererPort;

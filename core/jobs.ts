@@ -5,6 +5,7 @@ import { BULK_JOB, expireIfDue } from './bulk/start.js';
 import { enqueueBulkProcessing } from './bulk/upload.js';
 import type { CoreDeps } from './deps.js';
 import { documentJobHandlers } from './documents/jobs.js';
+import { networkJobHandlers } from './network/query.js';
 import type { ClaimedJob, JsonValue } from './ports/queue.port.js';
 
 export type JobHandler = (payload: JsonValue, job: ClaimedJob) => Promise<void>;
@@ -22,6 +23,7 @@ function requestIdOf(payload: JsonValue): string {
 export function coreJobHandlers(deps: CoreDeps): Record<string, JobHandler> {
   return {
     ...documentJobHandlers(deps),
+    ...networkJobHandlers(deps),
     async [BULK_JOB.process](payload, job) {
       const requestId = requestIdOf(payload);
       try {

@@ -9,6 +9,7 @@ import { defineConsolidatedGroup } from './groups/consolidated.spec-group.js';
 import { defineDocumentsGroup } from './groups/documents.spec-group.js';
 import { defineEntitiesGroup } from './groups/entities.spec-group.js';
 import { defineHostileInputGroup } from './groups/hostile-input.spec-group.js';
+import { defineNetworkQueryGroup } from './groups/network-query.spec-group.js';
 import { defineOptOutGroup } from './groups/opt-out.spec-group.js';
 import { defineSearchGroup } from './groups/search.spec-group.js';
 import { defineTenancyGroup } from './groups/tenancy.spec-group.js';
@@ -40,6 +41,7 @@ export function defineHostSpec(options: HostSpecOptions): void {
   defineWebhooksGroup(options);
   defineDocumentsGroup(options);
   defineConsolidatedGroup(options);
+  defineNetworkQueryGroup(options);
   defineSearchGroup(options);
   defineHostileInputGroup(options);
   defineApiFuzzGroup(options);

@@ -14,6 +14,8 @@ export async function resolveCoreDeps(container: Container): Promise<CoreDeps> {
     queue: await container.getAsync(TOKENS.queue),
     webhookSender: await container.getAsync(TOKENS.webhookSender),
     hie: await container.getAsync(TOKENS.hie),
+    pharmacy: await container.getAsync(TOKENS.pharmacy),
+    lab: await container.getAsync(TOKENS.lab),
     ccda: await container.getAsync(TOKENS.ccda),
     search: await container.getAsync(TOKENS.search),
     renderer: await container.getAsync(TOKENS.renderer),

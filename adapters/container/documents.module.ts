@@ -2,6 +2,8 @@ import { ContainerModule } from 'inversify';
 import { MedplumCcdaConverter } from '../ccda/medplum.ccda.js';
 import { PooledCcdaConverter } from '../ccda/pooled.ccda.js';
 import { SandboxHieNetwork } from '../hie/sandbox.hie.js';
+import { SandboxLabNetwork } from '../hie/sandbox.lab.js';
+import { SandboxPharmacyNetwork } from '../hie/sandbox.pharmacy.js';
 import { BundleRenderer } from '../render/bundle.renderer.js';
 import { MiniSearchIndex } from '../search/minisearch.search-index.js';
 import { TOKENS } from './tokens.js';
@@ -19,13 +21,16 @@ export interface DocumentsModuleOptions {
 }
 
 /**
- * Binds the document half: the HIE network (sandbox), the C-CDA converter, the search index and the renderer.
+ * Binds the document half: the HIE, pharmacy and laboratory networks (sandbox), the C-CDA converter, the search index and the renderer.
  * The pooled converter's threads are stopped by `unbindAllAsync()` (container shutdown); the deactivation is
  * async, so the sync `unbindAll()` refuses.
  */
 export function documentsModule(options: DocumentsModuleOptions): ContainerModule {
   return new ContainerModule(({ bind }) => {
     bind(TOKENS.hie).toConstantValue(new SandboxHieNetwork({ fixturesDir: options.sandboxDocumentsDir }));
+    // Network queries' pharmacy and laboratory sources; real networks plug in at these tokens.
+    bind(TOKENS.pharmacy).toConstantValue(new SandboxPharmacyNetwork());
+    bind(TOKENS.lab).toConstantValue(new SandboxLabNetwork());
     const ccda = options.ccda ?? { kind: 'in-process' };
     if (ccda.kind === 'pooled') {
       bind(TOKENS.ccda)

@@ -4,7 +4,9 @@ import path from 'node:path';
 import { XMLParser } from 'fast-xml-parser';
 import type { CodeableConcept, OrganizationIdentifier } from '../../core/domain/types.js';
 import { CoreError } from '../../core/errors.js';
+import type { NetworkDirectoryEntry } from '../../core/ports/data-network.port.js';
 import type { HieDocumentRef, HieNetworkPort, HiePatientQuery } from '../../core/ports/hie.port.js';
+import { SANDBOX_NETWORK, sandboxOid } from './sandbox-directory.js';
 
 export interface SandboxHieOptions {
   /** Folder of C-CDA documents (`*.xml`) the sandbox network serves. */
@@ -83,6 +85,31 @@ export class SandboxHieNetwork implements HieNetworkPort {
         details: { networkDocumentId: ref.networkDocumentId },
       });
     }
+  }
+
+  /**
+   * The organizations the sandbox's documents come from (custodians and authors), each once, by name; its
+   * OID is the first of its ids that is an OID no other entry took, else one derived from its name.
+   */
+  async directory(): Promise<NetworkDirectoryEntry[]> {
+    const byName = new Map<string, Set<string>>();
+    for (const entry of await this.loadCatalog()) {
+      for (const organization of entry.organizationIdentifiers) {
+        const values = byName.get(organization.name) ?? new Set<string>();
+        for (const value of organization.identifierValues) values.add(value);
+        byName.set(organization.name, values);
+      }
+    }
+    // Two organizations of the sample documents share an OID; the directory keys entries by OID.
+    const used = new Set<string>();
+    return [...byName]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([name, values]) => {
+        const given = [...values].find((value) => /^\d+(\.\d+)+$/.test(value) && !used.has(value));
+        const oid = given ?? sandboxOid(name);
+        used.add(oid);
+        return { name, oid, network: SANDBOX_NETWORK, supportsMessaging: false, active: true };
+      });
   }
 
   /** Read once, lazily: constructing the network does no I/O. A failed read is retried on the next call. */

@@ -223,6 +223,11 @@ function stringExample(schema: JsonSchema, name: string): string {
 }
 
 function successContent(route: RouteDefinition): Record<string, unknown> {
+  if (route.success?.mediaType === 'application/problem+json') {
+    // A route that answers only a problem (an operation not served): its status is the example's.
+    const status = route.success.status;
+    return { schema: PROBLEM_REF, example: { status, title: 'Not Implemented', detail: `${route.summary}`, code: 'NOT_IMPLEMENTED' } };
+  }
   if (!route.success?.schema) return { schema: route.success?.mediaType?.startsWith('text/') ? { type: 'string' } : { type: 'object' } };
   const schema = toSchema(route.success.schema, 'output');
   return { schema, example: route.success.example ?? exampleOf(schema) };
@@ -243,7 +248,7 @@ function operationOf(route: RouteDefinition): Record<string, unknown> {
     successStatus === 204
       ? { description: 'Done; no content' }
       : {
-          description: 'Success',
+          description: successStatus === 501 ? 'Not served by carebridge; `detail` says why' : 'Success',
           content: {
             [route.success?.mediaType ?? 'application/json']: successContent(route),
           },

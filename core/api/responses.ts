@@ -47,6 +47,8 @@ export const cohortResponse = z.strictObject({ id, eTag, name: z.string(), descr
 
 export const cohortListResponse = z.strictObject({ cohorts: z.array(cohortResponse) });
 
+export const cohortMembersResponse = z.strictObject({ cohort: cohortResponse, message: z.string() });
+
 const personalIdentifier = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('ssn'), value: z.string() }),
   z.strictObject({ type: z.literal('driversLicense'), value: z.string(), state: z.string() }),
@@ -73,6 +75,8 @@ export const patientPageResponse = z.strictObject({
   patients: z.array(patientResponse),
   meta: z.strictObject({ itemsOnPage: z.number().int(), nextPage: z.string().optional() }),
 });
+
+export const patientFacilitiesResponse = z.strictObject({ facilities: z.array(facilityResponse) });
 
 export const hieOptOutResponse = z.strictObject({ id, hieOptOut: z.boolean(), message: z.string().optional() });
 
@@ -152,6 +156,8 @@ export const documentUploadResponse = z.strictObject({
   uploadUrl: z.string().describe('Pre-signed URL to PUT the file to: single use, valid 10 minutes'),
 });
 
+export const uploadUrlResponse = z.string().describe('Pre-signed URL to PUT the file to: single use, valid 10 minutes');
+
 export const documentUploadedResponse = z.strictObject({
   documentReferenceId: id,
   fileName: z.string(),
@@ -184,4 +190,58 @@ export const fhirBundleResponse = z.looseObject({
   resourceType: z.literal('Bundle'),
   type: z.string(),
   entry: z.array(z.looseObject({ resource: z.looseObject({ resourceType: z.string() }) })).optional(),
+});
+
+/** The answer to resources added to the consolidated store: one entry per resource, in order. */
+export const transactionResponseBundle = z.strictObject({
+  resourceType: z.literal('Bundle'),
+  type: z.literal('transaction-response'),
+  entry: z.array(
+    z.strictObject({
+      response: z.strictObject({
+        status: z.enum(['201 Created', '200 OK']).describe('200 OK: the resource merged into the one at `location`'),
+        location: z.string().describe('Type/id where the resource is kept'),
+      }),
+    }),
+  ),
+});
+
+export const consolidatedCountResponse = z.strictObject({
+  total: z.number().int(),
+  resources: z.record(z.string(), z.number().int()).describe('Count per resource type'),
+  filter: z.strictObject({ resources: z.string(), dateFrom: z.string().optional(), dateTo: z.string().optional() }),
+});
+
+const networkSource = z.enum(['hie', 'pharmacy', 'lab']);
+
+export const networkQueryResponse = z.strictObject({
+  requestId: id,
+  startedAt: instant,
+  status: z.enum(['processing', 'completed', 'partial', 'failed']).describe('partial: some sources completed, some failed'),
+  sources: z.array(z.strictObject({ type: networkSource, status: z.enum(['processing', 'completed', 'failed']), startedAt: instant, completedAt: instant.optional() })),
+  errors: z
+    .array(z.strictObject({ source: networkSource, httpStatus: z.number().int(), message: z.string(), timestamp: instant }))
+    .optional()
+    .describe('Sources that could not start'),
+});
+
+export const networkEntriesResponse = z.strictObject({
+  networkEntries: z.array(
+    z.strictObject({
+      name: z.string(),
+      oid: z.string(),
+      npi: z.string().optional(),
+      addressLine: z.string().optional(),
+      city: z.string().optional(),
+      state: z.string().optional(),
+      zipCode: z.string().optional(),
+      zip: z.string().optional().describe('Deprecated: zipCode'),
+      rootOrganization: z.string().optional(),
+      managingOrgOid: z.string().optional(),
+      network: z.string().describe('SANDBOX for every entry of the sandbox networks'),
+      supportsMessaging: z.boolean(),
+      active: z.boolean(),
+    }),
+  ),
+  meta: z.strictObject({ itemsOnPage: z.number().int(), nextPage: z.string().optional() }),
 });

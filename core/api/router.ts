@@ -3,7 +3,7 @@ import type { CoreDeps } from '../deps.js';
 import type { Account } from '../domain/types.js';
 import type { ApiRequest, ApiResponse } from './types.js';
 
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
  * How a route is authorised: `apiKey` (x-api-key), `signed` (a pre-signed URL alone, for downloads

@@ -83,6 +83,8 @@ async function world(storage: StoragePort = new MemoryStorage()) {
     secrets: new NodeSecrets(),
     webhookSender: unused,
     hie: unused,
+    pharmacy: unused,
+    lab: unused,
     ccda: unused,
     search: unused,
     renderer: unused,

@@ -9,6 +9,8 @@ import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { HmacUrlSigner } from '../../adapters/crypto/hmac.url-signer.js';
 import { NodeSecrets } from '../../adapters/crypto/node.secrets.js';
 import { SandboxHieNetwork } from '../../adapters/hie/sandbox.hie.js';
+import { SandboxLabNetwork } from '../../adapters/hie/sandbox.lab.js';
+import { SandboxPharmacyNetwork } from '../../adapters/hie/sandbox.pharmacy.js';
 import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import { MemoryQueue } from '../../adapters/queue/memory/memory.queue.js';
 import { QueueRunner } from '../../adapters/queue/runner.js';
@@ -70,6 +72,8 @@ function definePersistedIndexTests(name: string, openStores: () => Promise<Store
         secrets: new NodeSecrets(),
         webhookSender: new HttpWebhookSender({ allowPrivate: true }),
         hie: new SandboxHieNetwork({ fixturesDir: new URL('../../sandbox-data/ccda/', import.meta.url).pathname }),
+        pharmacy: new SandboxPharmacyNetwork(),
+        lab: new SandboxLabNetwork(),
         ccda: new MedplumCcdaConverter(),
         search,
         renderer: new BundleRenderer(),

@@ -19,6 +19,7 @@ import { convertDocuments } from './convert.js';
 import { documentBlobKey, isCcdaMediaType, networkFileName } from './document-reference.js';
 import { DOCUMENT_JOB } from './job-types.js';
 import { storeDocument } from './store-document.js';
+import { endHieSourcesOf } from '../network/sources.js';
 
 export interface StartDocumentQueryInput {
   patientId: string;
@@ -92,6 +93,14 @@ export async function startDocumentQueryUnlessOptedOut(
     lane: 'background',
     ...(options.bulkRequestId ? { bulkRequestId: options.bulkRequestId } : {}),
   });
+}
+
+/**
+ * For a network query's hie source: the patient's running document query, or a new one at `facilityId`
+ * (one of theirs) in the interactive lane, echoing `metadata`. The caller has checked the opt-out.
+ */
+export async function documentQueryForNetwork(deps: CoreDeps, patient: Patient, facilityId: string, metadata: Record<string, string> | undefined): Promise<DocumentQuery> {
+  return beginQuery(deps, patient, facilityId, metadata, { lane: 'interactive' });
 }
 
 interface QueryOrigin {
@@ -296,6 +305,8 @@ async function conversionStep(deps: CoreDeps, query: DocumentQuery): Promise<voi
   await deps.storage.transaction(async (tx) => {
     if ((await tx.documentQueries.get(query.accountId, query.id))?.convert.status !== 'processing') return;
     await tx.documentQueries.update(updated);
+    // A network query whose hie source runs as this query ends that source with it.
+    await endHieSourcesOf(deps, tx, updated);
     await enqueueMessage(
       tx,
       query.accountId,
@@ -323,6 +334,7 @@ export async function failDocumentQuery(deps: CoreDeps, query: DocumentQuery): P
     const stored = await tx.documentQueries.get(current.accountId, current.id);
     if (!stored || stored.download.status !== current.download.status || stored.convert.status !== current.convert.status) return;
     await tx.documentQueries.update(updated);
+    await endHieSourcesOf(deps, tx, updated);
     const base = patientEntryBase(current, patient);
     if (current.download.status === 'processing') {
       await enqueueMessage(

@@ -8,6 +8,8 @@ import { MedplumCcdaConverter } from '../../adapters/ccda/medplum.ccda.js';
 import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { HmacUrlSigner } from '../../adapters/crypto/hmac.url-signer.js';
 import { NodeSecrets } from '../../adapters/crypto/node.secrets.js';
+import { SandboxLabNetwork } from '../../adapters/hie/sandbox.lab.js';
+import { SandboxPharmacyNetwork } from '../../adapters/hie/sandbox.pharmacy.js';
 import { SandboxHieNetwork } from '../../adapters/hie/sandbox.hie.js';
 import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import { MemoryQueue } from '../../adapters/queue/memory/memory.queue.js';
@@ -54,6 +56,10 @@ class WatchedNetwork implements HieNetworkPort {
     await this.beforeRetrieve?.(this.retrieves);
     return this.inner.retrieve(ref);
   }
+
+  directory() {
+    return this.inner.directory();
+  }
 }
 
 interface World {
@@ -81,6 +87,8 @@ async function makeWorld(options: { fixturesDir?: string; shareWith?: World; sea
     secrets: new NodeSecrets(),
     webhookSender: new HttpWebhookSender({ allowPrivate: true }),
     hie,
+    pharmacy: new SandboxPharmacyNetwork(),
+    lab: new SandboxLabNetwork(),
     ccda: new MedplumCcdaConverter(),
     search: options.search ?? new MiniSearchIndex(),
     renderer: new BundleRenderer(),

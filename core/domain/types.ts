@@ -161,7 +161,11 @@ export interface DocumentRecord {
   patientId: string;
   /** The document query that fetched it; absent for customer uploads. */
   queryId?: string;
-  source: 'hie' | 'upload';
+  /**
+   * Where it came from: an HIE document, a customer's upload (a file, or FHIR resources sent to the
+   * consolidated store), or the answer of the pharmacy or laboratory network to a network query.
+   */
+  source: 'hie' | 'upload' | 'pharmacy' | 'lab';
   fileName: string;
   description: string;
   status: string;
@@ -245,12 +249,50 @@ export interface ConsolidatedQuery {
   updatedAt: string;
 }
 
+/** The kinds of network a network query asks. */
+export type NetworkSource = 'hie' | 'pharmacy' | 'lab';
+
+/** One source of a network query and how far it has come. */
+export interface NetworkQuerySource {
+  type: NetworkSource;
+  status: StepStatus;
+  startedAt: string;
+  completedAt?: string;
+  /** The hie source runs as a document query: this one. */
+  documentQueryId?: string;
+}
+
+/** Where a network query stands as a whole: `partial` when some sources completed and some failed. */
+export type NetworkQueryStatus = 'processing' | 'completed' | 'partial' | 'failed';
+
+export interface NetworkQuery {
+  id: string;
+  accountId: string;
+  patientId: string;
+  facilityId: string;
+  /** In the order asked; each source once. */
+  sources: NetworkQuerySource[];
+  metadata?: Record<string, string>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export function networkQueryStatus(query: Pick<NetworkQuery, 'sources'>): NetworkQueryStatus {
+  if (query.sources.some((source) => source.status === 'processing')) return 'processing';
+  const failed = query.sources.filter((source) => source.status === 'failed').length;
+  if (failed === 0) return 'completed';
+  return failed === query.sources.length ? 'failed' : 'partial';
+}
+
 export type WebhookMessageType =
   | 'medical.document-download'
   | 'medical.document-conversion'
   | 'medical.document-bulk-download-urls'
   | 'medical.consolidated-data'
   | 'medical.bulk-patient-create'
+  | 'network-query.hie'
+  | 'network-query.pharmacy'
+  | 'network-query.lab'
   | 'ping';
 
 export type OutboxStatus = 'pending' | 'delivered' | 'parked';

@@ -35,6 +35,18 @@ export async function updateCohort(deps: Deps, accountId: string, id: string, in
   return updated;
 }
 
+/** A partial update: only the fields given change (`description: null` or "" clears it). */
+export async function patchCohort(deps: Deps, accountId: string, id: string, input: { name?: string | undefined; description?: string | null | undefined }): Promise<Cohort> {
+  const existing = await getCohort(deps, accountId, id);
+  const updated: Cohort = { ...existing, ...(input.name !== undefined ? { name: input.name } : {}), updatedAt: nowIso(deps.clock) };
+  if (input.description !== undefined) {
+    if (input.description) updated.description = input.description;
+    else delete updated.description;
+  }
+  await deps.storage.cohorts.update(updated);
+  return updated;
+}
+
 export async function removeCohort(deps: Pick<CoreDeps, 'storage'>, accountId: string, id: string): Promise<void> {
   if (!(await deps.storage.cohorts.remove(accountId, id))) {
     throw new CoreError('COHORT_NOT_FOUND', 'No cohort with this id in your account');

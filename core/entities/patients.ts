@@ -3,8 +3,9 @@ import { DOB_IN_FUTURE } from '../csv/dates.js';
 import type { CoreDeps } from '../deps.js';
 import type { Patient } from '../domain/types.js';
 import { CoreError } from '../errors.js';
-import { resolveFacility } from './facilities.js';
+import { facilityToWire, resolveFacility } from './facilities.js';
 import { matchKeysFor } from '../matching/block.js';
+import { decideMatch, demographicsOfPatient } from '../matching/decide.js';
 import { nowIso, todayIso } from '../time.js';
 
 type Deps = Pick<CoreDeps, 'storage' | 'ids' | 'clock'>;
@@ -51,6 +52,63 @@ export async function getPatient(deps: Pick<CoreDeps, 'storage'>, accountId: str
   return patient;
 }
 
+/**
+ * The one patient of the account with this externalId. Throws PATIENT_NOT_FOUND when none has it (or when
+ * `source` is given: carebridge keeps only the customer's own externalId, no EHR mappings), and CONFLICT
+ * when several patients share it: one is never picked silently.
+ */
+export async function getPatientByExternalId(deps: Pick<CoreDeps, 'storage'>, accountId: string, externalId: string, source?: string): Promise<Patient> {
+  const found = source ? [] : await deps.storage.patients.findByExternalId(accountId, externalId);
+  if (found.length === 0) throw new CoreError('PATIENT_NOT_FOUND', 'No patient with this externalId in your account');
+  if (found.length > 1) {
+    throw new CoreError('CONFLICT', `${found.length} patients have this externalId; get them by id instead`, { details: { count: found.length } });
+  }
+  return found[0]!;
+}
+
+/**
+ * The patient whose demographics match (the bulk import's rule: same dob and gender at birth, a shared
+ * first name, last name and zip). Throws PATIENT_NOT_FOUND when none does, CONFLICT naming the count when
+ * several do (never one picked silently).
+ */
+export async function matchPatient(deps: Pick<CoreDeps, 'storage'>, accountId: string, input: PatientCreate): Promise<Patient> {
+  const candidates = await deps.storage.patients.findByMatchKeys(accountId, matchKeysFor(input));
+  const decision = decideMatch(
+    { firstName: input.firstName, lastName: input.lastName, dob: input.dob, genderAtBirth: input.genderAtBirth, zips: input.address.map((a) => a.zip) },
+    candidates.map(demographicsOfPatient),
+  );
+  if (decision.kind === 'created') throw new CoreError('PATIENT_NOT_FOUND', 'No patient in your account matches these demographics');
+  if (decision.kind === 'ambiguous') {
+    throw new CoreError('CONFLICT', `${decision.count} patients match these demographics; add details (another address, the externalId) to tell them apart`, {
+      details: { count: decision.count },
+    });
+  }
+  return candidates.find((candidate) => candidate.id === decision.patientId)!;
+}
+
+/** The patient's facilities, in the patient's order. */
+export async function getPatientFacilities(deps: Pick<CoreDeps, 'storage'>, accountId: string, id: string) {
+  const patient = await getPatient(deps, accountId, id);
+  const facilities = await Promise.all(patient.facilityIds.map((facilityId) => deps.storage.facilities.get(accountId, facilityId)));
+  return { facilities: facilities.flatMap((facility) => (facility ? [facilityToWire(facility)] : [])) };
+}
+
+/**
+ * Replaces the patient's facilities with the given ones (at least one; repeats count once). Throws
+ * FACILITY_NOT_FOUND naming the first id that is not one of the account's; nothing changes then.
+ */
+export async function setPatientFacilities(deps: Deps, accountId: string, id: string, facilityIds: readonly string[]) {
+  const patient = await getPatient(deps, accountId, id);
+  const wanted = [...new Set(facilityIds)];
+  for (const facilityId of wanted) {
+    if (!(await deps.storage.facilities.get(accountId, facilityId))) {
+      throw new CoreError('FACILITY_NOT_FOUND', 'No facility with this id in your account', { details: { facilityId } });
+    }
+  }
+  await deps.storage.patients.update({ ...patient, facilityIds: wanted, updatedAt: nowIso(deps.clock) });
+  return getPatientFacilities(deps, accountId, id);
+}
+
 export async function updatePatient(deps: Deps, accountId: string, id: string, facilityId: string | undefined, input: PatientCreate): Promise<Patient> {
   assertDobNotFuture(deps, input.dob);
   const existing = await getPatient(deps, accountId, id);
@@ -74,13 +132,22 @@ export async function removePatient(deps: Pick<CoreDeps, 'storage'>, accountId: 
 export async function listPatients(
   deps: Pick<CoreDeps, 'storage'>,
   accountId: string,
-  options: { facilityId?: string; after?: string; limit: number },
+  options: { facilityId?: string; cohortId?: string; after?: string; fromItem?: string; limit: number },
 ): Promise<{ patients: Patient[]; next?: string }> {
   if (options.facilityId && !(await deps.storage.facilities.get(accountId, options.facilityId))) {
     throw new CoreError('FACILITY_NOT_FOUND', 'No facility with this id in your account');
   }
+  // `fromItem` (the public API's paging) starts at that id, inclusive; ids are ordered, so that is the
+  // patient itself when it is on the list, then every patient after it.
+  let first: Patient[] = [];
+  if (options.fromItem !== undefined) {
+    const from = await deps.storage.patients.get(accountId, options.fromItem);
+    if (from && (!options.facilityId || from.facilityIds.includes(options.facilityId)) && (!options.cohortId || from.cohortIds.includes(options.cohortId))) first = [from];
+  }
+  const after = options.fromItem ?? options.after;
   // One extra tells whether another page exists without a count query.
-  const page = await deps.storage.patients.list(accountId, { ...options, limit: options.limit + 1 });
+  const rest = await deps.storage.patients.list(accountId, { facilityId: options.facilityId, cohortId: options.cohortId, ...(after !== undefined ? { after } : {}), limit: options.limit + 1 - first.length });
+  const page = [...first, ...rest];
   const patients = page.slice(0, options.limit);
   return page.length > options.limit ? { patients, next: patients[patients.length - 1]!.id } : { patients };
 }

@@ -1,4 +1,5 @@
 import type { CodeableConcept, Gender, OrganizationIdentifier } from '../domain/types.js';
+import type { NetworkDirectoryEntry } from './data-network.port.js';
 
 /** The demographics a network matches a patient on. */
 export interface HiePatientQuery {
@@ -29,4 +30,6 @@ export interface HieNetworkPort {
   findDocuments(query: HiePatientQuery): Promise<HieDocumentRef[]>;
   /** The bytes of one document; throws a CoreError `DOCUMENT_NOT_FOUND` when the network no longer has it. */
   retrieve(ref: HieDocumentRef): Promise<Uint8Array>;
+  /** The organizations the network reaches (those its documents come from), in a stable order. */
+  directory(): Promise<NetworkDirectoryEntry[]>;
 }

@@ -10,3 +10,4 @@ export type * from './hie.port.js';
 export type * from './ccda.port.js';
 export type * from './search-index.port.js';
 export type * from './renderer.port.js';
+export type * from './data-network.port.js';

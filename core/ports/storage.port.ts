@@ -10,6 +10,7 @@ import type {
   DocumentRecord,
   Facility,
   FhirResourceRecord,
+  NetworkQuery,
   Organization,
   OutboxMessage,
   Patient,
@@ -40,6 +41,7 @@ export interface StoragePort {
   documentQueries: DocumentQueryRepository;
   fhirResources: FhirResourceRepository;
   consolidatedQueries: ConsolidatedQueryRepository;
+  networkQueries: NetworkQueryRepository;
   outbox: OutboxRepository;
 
   /**
@@ -207,6 +209,20 @@ export interface ConsolidatedQueryRepository {
   /** The patient's queries, newest first. */
   listByPatient(accountId: string, patientId: string): Promise<ConsolidatedQuery[]>;
   update(query: ConsolidatedQuery): Promise<ConsolidatedQuery | undefined>;
+}
+
+export interface NetworkQueryRepository {
+  insert(query: NetworkQuery): Promise<void>;
+  get(accountId: string, id: string): Promise<NetworkQuery | undefined>;
+  /** The patient's queries with a source still `processing`, oldest first. */
+  listProcessing(accountId: string, patientId: string): Promise<NetworkQuery[]>;
+  update(query: NetworkQuery): Promise<NetworkQuery | undefined>;
+  /**
+   * Deletes up to `limit` queries of any account whose every source has ended and whose last change
+   * (updatedAt) is before `before`, oldest first; queries still running are never deleted. Returns how many
+   * it deleted: fewer than `limit` means nothing more is due.
+   */
+  pruneFinished(before: string, limit: number): Promise<number>;
 }
 
 /** Who claims outbox messages, and for how long. */

@@ -133,6 +133,26 @@ export const bulkPatientCreateMessageSchema = z.object({
   bulkPatientCreate: bulkPatientCreateSchema,
 });
 
+/**
+ * One source of a network query has ended: the consolidated data (all sources so far) is at
+ * `consolidatedDataUrl`, a pre-signed URL valid 10 minutes.
+ */
+export const networkQueryPayloadSchema = z.object({
+  patientId: z.string().min(1),
+  externalId: z.string().optional(),
+  consolidatedDataUrl: z.string().min(1),
+  source: z.object({
+    type: z.enum(['hie', 'pharmacy', 'lab']),
+    source: z.string().optional(),
+    status: z.enum(['completed', 'failed']),
+    completedAt: isoUtcSchema,
+  }),
+});
+
+export const networkQueryHieMessageSchema = z.object({ meta: metaSchema('network-query.hie'), payload: networkQueryPayloadSchema });
+export const networkQueryPharmacyMessageSchema = z.object({ meta: metaSchema('network-query.pharmacy'), payload: networkQueryPayloadSchema });
+export const networkQueryLabMessageSchema = z.object({ meta: metaSchema('network-query.lab'), payload: networkQueryPayloadSchema });
+
 /** The ping carries no requestId and no data. */
 export const pingMessageSchema = z.object({
   ping: z.string().min(1),
@@ -146,6 +166,7 @@ export type DocumentConversionPatient = z.infer<typeof documentConversionPatient
 export type DocumentBulkDownloadPatient = z.infer<typeof documentBulkDownloadPatientSchema>;
 export type ConsolidatedDataPatient = z.infer<typeof consolidatedDataPatientSchema>;
 export type BulkPatientCreatePayload = z.infer<typeof bulkPatientCreateSchema>;
+export type NetworkQueryPayload = z.infer<typeof networkQueryPayloadSchema>;
 
 export type DocumentDownloadMessage = z.infer<typeof documentDownloadMessageSchema>;
 export type DocumentConversionMessage = z.infer<typeof documentConversionMessageSchema>;
@@ -153,6 +174,9 @@ export type DocumentBulkDownloadUrlsMessage = z.infer<typeof documentBulkDownloa
 export type ConsolidatedDataMessage = z.infer<typeof consolidatedDataMessageSchema>;
 export type BulkPatientCreateMessage = z.infer<typeof bulkPatientCreateMessageSchema>;
 export type PingMessage = z.infer<typeof pingMessageSchema>;
+export type NetworkQueryHieMessage = z.infer<typeof networkQueryHieMessageSchema>;
+export type NetworkQueryPharmacyMessage = z.infer<typeof networkQueryPharmacyMessageSchema>;
+export type NetworkQueryLabMessage = z.infer<typeof networkQueryLabMessageSchema>;
 
 /** Every message the service sends, told apart by `meta.type`. */
 export type WebhookMessage =
@@ -161,6 +185,9 @@ export type WebhookMessage =
   | DocumentBulkDownloadUrlsMessage
   | ConsolidatedDataMessage
   | BulkPatientCreateMessage
+  | NetworkQueryHieMessage
+  | NetworkQueryPharmacyMessage
+  | NetworkQueryLabMessage
   | PingMessage;
 
 export type WebhookMessageOf<T extends WebhookMessageType> = Extract<WebhookMessage, { meta: { type: T } }>;
@@ -171,6 +198,9 @@ export const webhookMessageSchemas = {
   'medical.document-bulk-download-urls': documentBulkDownloadUrlsMessageSchema,
   'medical.consolidated-data': consolidatedDataMessageSchema,
   'medical.bulk-patient-create': bulkPatientCreateMessageSchema,
+  'network-query.hie': networkQueryHieMessageSchema,
+  'network-query.pharmacy': networkQueryPharmacyMessageSchema,
+  'network-query.lab': networkQueryLabMessageSchema,
   ping: pingMessageSchema,
 } as const satisfies Record<WebhookMessageType, z.ZodType>;
 
@@ -183,6 +213,9 @@ export const webhookMessageSchema = z.union([
   documentBulkDownloadUrlsMessageSchema,
   consolidatedDataMessageSchema,
   bulkPatientCreateMessageSchema,
+  networkQueryHieMessageSchema,
+  networkQueryPharmacyMessageSchema,
+  networkQueryLabMessageSchema,
   pingMessageSchema,
 ]);
 
@@ -275,6 +308,15 @@ export function bulkPatientCreateMessage(meta: MessageMetaInput, bulkPatientCrea
   return checked('medical.bulk-patient-create', { meta: buildMeta('medical.bulk-patient-create', meta), bulkPatientCreate });
 }
 
+/** `network-query.<source>`: one source of a network query has ended. */
+export function networkQueryMessage(
+  meta: MessageMetaInput,
+  type: 'network-query.hie' | 'network-query.pharmacy' | 'network-query.lab',
+  payload: NetworkQueryPayload,
+): NetworkQueryHieMessage | NetworkQueryPharmacyMessage | NetworkQueryLabMessage {
+  return checked(type, { meta: buildMeta(type, meta), payload });
+}
+
 /** `{ ping: <random>, meta: { messageId, when, type: 'ping' } }`; the receiver answers `{ pong: <same> }`. */
 export function pingMessage(meta: Pick<MessageMetaInput, 'messageId' | 'when'>, ping: string): PingMessage {
   return checked('ping', { ping, meta: { messageId: meta.messageId, when: meta.when.toISOString(), type: 'ping' } });
@@ -327,5 +369,6 @@ export function streamKeyOf(message: Exclude<WebhookMessage, PingMessage>): stri
     if (patientId !== undefined && meta.requestId !== undefined) return `document:${patientId}:${meta.requestId}`;
   }
   if (isWebhookMessageOfType(message, 'medical.consolidated-data') && meta.requestId !== undefined) return `consolidated:${meta.requestId}`;
+  // The sources of one network query end independently: each message is a stream of its own.
   return `message:${meta.messageId}`;
 }

@@ -143,7 +143,11 @@ describe('authentication on every route, over HTTP', () => {
       const asBob = await driver.call({ method: route.method, path, apiKey: bob.apiKey, query, ...(body !== undefined ? { body } : {}) });
       for (const secret of [...aliceIds, 'Alice']) expect(asBob.text, `${label} leaked ${secret}`).not.toContain(secret);
 
-      // Every route of the wire contract is built: none may answer 501.
+      // Every route of the wire contract is built: none answers 501, but the SDK calls declared not served.
+      if (route.tag === 'Not served') {
+        expect(asBob.status, label).toBe(501);
+        continue;
+      }
       expect(asBob.status, label).not.toBe(501);
       if (namesRecord(route)) {
         // A route this test has no sample input for may refuse the input before any lookup: that reveals nothing either.

@@ -23,6 +23,8 @@ interface Operation {
   pathParams: string[];
   queryParams: string[];
   bodySchema?: JsonSchema;
+  /** The document declares the operation not served: its answer is a 501 problem. */
+  notServed: boolean;
 }
 
 const KNOWN_CODES = new Set(Object.keys(ERROR_CODES));
@@ -34,7 +36,11 @@ function operationsOf(): Operation[] {
   const operations: Operation[] = [];
   for (const [template, item] of Object.entries(document.paths)) {
     for (const [method, raw] of Object.entries(item)) {
-      const operation = raw as { parameters?: { name: string; in: string }[]; requestBody?: { content: Record<string, { schema: JsonSchema }> } };
+      const operation = raw as {
+        parameters?: { name: string; in: string }[];
+        requestBody?: { content: Record<string, { schema: JsonSchema }> };
+        responses?: Record<string, unknown>;
+      };
       const parameters = operation.parameters ?? [];
       const json = operation.requestBody?.content['application/json'];
       operations.push({
@@ -43,6 +49,7 @@ function operationsOf(): Operation[] {
         pathParams: parameters.filter((p) => p.in === 'path').map((p) => p.name),
         queryParams: parameters.filter((p) => p.in === 'query').map((p) => p.name),
         ...(json ? { bodySchema: json.schema } : {}),
+        notServed: operation.responses?.['501'] !== undefined,
       });
     }
   }
@@ -201,8 +208,9 @@ class IdPool {
   }
 }
 
-function expectWellFormed(response: HostResponse, what: string): void {
-  expect(response.status, `${what} -> ${response.status} ${response.text.slice(0, 500)}`).toBeLessThan(500);
+function expectWellFormed(response: HostResponse, what: string, notServed = false): void {
+  if (notServed && response.status === 501) expect(response.body?.code, what).toBe('NOT_IMPLEMENTED');
+  else expect(response.status, `${what} -> ${response.status} ${response.text.slice(0, 500)}`).toBeLessThan(500);
   if (response.status >= 400) {
     expect(response.headers['content-type'], what).toMatch(/^application\/problem\+json/);
     expect(KNOWN_CODES.has(response.body?.code), `${what}: unknown code ${String(response.body?.code)}`).toBe(true);
@@ -272,7 +280,7 @@ export function defineApiFuzzGroup({ describe, test, makeHost, numRuns }: HostSp
               ...(call.contentType && call.body.kind !== 'none' && isSendableHeaderValue(call.contentType) ? { headers: { 'content-type': call.contentType } } : {}),
             };
             const response = await host.call(request);
-            expectWellFormed(response, describeCall(call, path));
+            expectWellFormed(response, describeCall(call, path), call.operation.notServed);
             if (response.status < 300) {
               const before = pool.ids.length;
               for (const field of ['id', 'requestId', 'documentReferenceId']) pool.add(response.body?.[field]);

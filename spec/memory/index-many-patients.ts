@@ -15,6 +15,8 @@ import { SystemClock } from '../../adapters/clock/system.clock.js';
 import { HmacUrlSigner } from '../../adapters/crypto/hmac.url-signer.js';
 import { NodeSecrets } from '../../adapters/crypto/node.secrets.js';
 import { SandboxHieNetwork } from '../../adapters/hie/sandbox.hie.js';
+import { SandboxLabNetwork } from '../../adapters/hie/sandbox.lab.js';
+import { SandboxPharmacyNetwork } from '../../adapters/hie/sandbox.pharmacy.js';
 import { Uuid7Ids } from '../../adapters/ids/uuid7.ids.js';
 import { MemoryQueue } from '../../adapters/queue/memory/memory.queue.js';
 import { QueueRunner } from '../../adapters/queue/runner.js';
@@ -79,6 +81,8 @@ async function main(): Promise<void> {
     secrets: new NodeSecrets(),
     webhookSender: new HttpWebhookSender({ allowPrivate: true }),
     hie: new SandboxHieNetwork({ fixturesDir: sandboxDocumentsDir() }),
+    pharmacy: new SandboxPharmacyNetwork(),
+    lab: new SandboxLabNetwork(),
     ccda: new ConvertOnce(new MedplumCcdaConverter()),
     search,
     renderer: new BundleRenderer(),

@@ -12,6 +12,7 @@ import type {
   DocumentRecord,
   Facility,
   FhirResourceRecord,
+  NetworkQuery,
   Organization,
   OutboxMessage,
   Patient,
@@ -216,6 +217,19 @@ function builders() {
       status: 'processing',
       filters: { resources: 'Condition,Observation', dateFrom: '2020-01-01' },
       conversionType: 'json',
+      createdAt: at(0),
+      updatedAt: at(0),
+      ...overrides,
+    }),
+    networkQuery: (accountId: string, patientId: string, overrides: Partial<NetworkQuery> = {}): NetworkQuery => ({
+      id: id(),
+      accountId,
+      patientId,
+      facilityId: 'f1',
+      sources: [
+        { type: 'hie', status: 'processing', startedAt: at(0), documentQueryId: 'dq1' },
+        { type: 'lab', status: 'completed', startedAt: at(0), completedAt: at(3) },
+      ],
       createdAt: at(0),
       updatedAt: at(0),
       ...overrides,
@@ -935,6 +949,33 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect(ids(await storage.consolidatedQueries.listProcessing(ACCOUNT_A, 'p1'))).toEqual([second.id]);
     expect(await storage.consolidatedQueries.update({ ...failed, accountId: ACCOUNT_B, status: 'processing' })).toBeUndefined();
     expect(await storage.consolidatedQueries.get(ACCOUNT_A, first.id)).toEqual(failed);
+  });
+
+  // ----- network queries
+
+  test('networkQueries: insert, get (scoped), processing oldest first, update, pruneFinished takes only ended ones past the cut, oldest first', async (storage, build) => {
+    const first = build.networkQuery(ACCOUNT_A, 'p1', { createdAt: at(1), metadata: { k: 'v' } });
+    const second = build.networkQuery(ACCOUNT_A, 'p1', { createdAt: at(2) });
+    const ended = build.networkQuery(ACCOUNT_A, 'p1', { sources: [{ type: 'pharmacy', status: 'failed', startedAt: at(0), completedAt: at(1) }], updatedAt: at(1) });
+    const otherPatient = build.networkQuery(ACCOUNT_A, 'p2');
+    for (const query of [ended, second, otherPatient, first]) await storage.networkQueries.insert(query);
+    expect(await storage.networkQueries.get(ACCOUNT_A, first.id)).toEqual(first);
+    expect(await storage.networkQueries.get(ACCOUNT_B, first.id)).toBeUndefined();
+    expect(ids(await storage.networkQueries.listProcessing(ACCOUNT_A, 'p1'))).toEqual([first.id, second.id]);
+    expect(await storage.networkQueries.listProcessing(ACCOUNT_B, 'p1')).toEqual([]);
+
+    const done: NetworkQuery = { ...first, sources: first.sources.map((source) => ({ ...source, status: 'completed', completedAt: at(5) })), updatedAt: at(5) };
+    expect(await storage.networkQueries.update(done)).toEqual(done);
+    expect(ids(await storage.networkQueries.listProcessing(ACCOUNT_A, 'p1'))).toEqual([second.id]);
+    expect(await storage.networkQueries.update({ ...done, accountId: ACCOUNT_B })).toBeUndefined();
+
+    // Ended at 1 and 5; running ones never go.
+    expect(await storage.networkQueries.pruneFinished(at(6), 1)).toBe(1);
+    expect(await storage.networkQueries.get(ACCOUNT_A, ended.id)).toBeUndefined();
+    expect(await storage.networkQueries.pruneFinished(at(5), 10)).toBe(0);
+    expect(await storage.networkQueries.pruneFinished(at(6), 10)).toBe(1);
+    expect(ids(await storage.networkQueries.listProcessing(ACCOUNT_A, 'p1'))).toEqual([second.id]);
+    expect(await storage.networkQueries.get(ACCOUNT_A, otherPatient.id)).toEqual(otherPatient);
   });
 
   // ----- outbox

@@ -39,7 +39,7 @@ export class AccountApi {
   }
 
   call(
-    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     path: string,
     options: { query?: Record<string, string | readonly string[] | undefined>; body?: unknown; jsonText?: string } = {},
   ): Promise<HostResponse> {

@@ -11,7 +11,7 @@ export interface HostResponse {
 }
 
 export interface HostCall {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   /** A parameter given as a list is repeated in the query string. */
   query?: Record<string, string | readonly string[] | undefined>;

@@ -1,4 +1,4 @@
-import { documentQueryState } from '../../../core/domain/types.js';
+import { documentQueryState, networkQueryStatus } from '../../../core/domain/types.js';
 import { CoreError } from '../../../core/errors.js';
 import type {
   BulkQueriesProgress,
@@ -7,6 +7,7 @@ import type {
   BulkRowOutcome,
   Cohort,
   ConsolidatedQuery,
+  NetworkQuery,
   DocumentQuery,
   DocumentRecord,
   Facility,
@@ -22,6 +23,7 @@ import type {
   BulkRowRepository,
   CohortRepository,
   ConsolidatedQueryRepository,
+  NetworkQueryRepository,
   DocumentQueryRepository,
   DocumentRepository,
   FacilityRepository,
@@ -97,6 +99,10 @@ const INDEXES = {
   } satisfies IndexSpec<DocumentQuery>,
   fhirResources: { byPatient } satisfies IndexSpec<FhirResourceRecord>,
   consolidatedQueries: { byPatient } satisfies IndexSpec<ConsolidatedQuery>,
+  networkQueries: {
+    byPatient,
+    byState: (row: NetworkQuery) => [networkQueryStatus(row) === 'processing' ? 'processing' : 'finished'],
+  } satisfies IndexSpec<NetworkQuery>,
   outbox: { byAccount, byStatus: (row: OutboxMessage) => [row.status] } satisfies IndexSpec<OutboxMessage>,
 };
 
@@ -114,6 +120,7 @@ type RowOf = {
   documentQueries: DocumentQuery;
   fhirResources: FhirResourceRecord;
   consolidatedQueries: ConsolidatedQuery;
+  networkQueries: NetworkQuery;
   outbox: OutboxMessage;
 };
 type TableSet = { [N in TableName]: Table<RowOf[N]> };
@@ -488,6 +495,33 @@ function repositories(views: ViewSet, leases: OutboxLeases): Omit<StoragePort, '
     },
   };
 
+  const networkQueries: NetworkQueryRepository = {
+    async insert(query) {
+      insertNew(views.networkQueries, 'network query', query);
+    },
+    async get(accountId, id) {
+      const row = owned(views.networkQueries, accountId, id);
+      return row && copy(row);
+    },
+    async listProcessing(accountId, patientId) {
+      return rowsOf(views.networkQueries, views.networkQueries.keysBy('byPatient', key(accountId, patientId)))
+        .filter((row) => networkQueryStatus(row) === 'processing')
+        .sort(oldestFirst)
+        .map(copy);
+    },
+    async update(query) {
+      return replaceOwned(views.networkQueries, query);
+    },
+    async pruneFinished(before, limit) {
+      const expired = rowsOf(views.networkQueries, views.networkQueries.keysBy('byState', 'finished'))
+        .filter((row) => row.updatedAt < before)
+        .sort((a, b) => (a.updatedAt < b.updatedAt ? -1 : a.updatedAt > b.updatedAt ? 1 : byId(a, b)))
+        .slice(0, limit);
+      for (const row of expired) views.networkQueries.delete(row.id);
+      return expired.length;
+    },
+  };
+
   const deliverableNow = (now: string, limit: number, accountId: string | undefined): OutboxMessage[] => {
     const pending = rowsOf(views.outbox, views.outbox.keysBy('byStatus', 'pending')).filter(
       (row) => accountId === undefined || row.accountId === accountId,
@@ -592,6 +626,7 @@ function repositories(views: ViewSet, leases: OutboxLeases): Omit<StoragePort, '
     documentQueries,
     fhirResources,
     consolidatedQueries,
+    networkQueries,
     outbox,
   };
 }
@@ -625,6 +660,7 @@ export class MemoryStorage implements StoragePort {
   readonly documentQueries!: DocumentQueryRepository;
   readonly fhirResources!: FhirResourceRepository;
   readonly consolidatedQueries!: ConsolidatedQueryRepository;
+  readonly networkQueries!: NetworkQueryRepository;
   readonly outbox!: OutboxRepository;
 
   private readonly engine: Engine;

@@ -1,10 +1,11 @@
-import { documentQueryState } from '../../../core/domain/types.js';
+import { documentQueryState, networkQueryStatus } from '../../../core/domain/types.js';
 import type {
   Account,
   BulkRequest,
   BulkRowOutcome,
   Cohort,
   ConsolidatedQuery,
+  NetworkQuery,
   DocumentQuery,
   DocumentRecord,
   Facility,
@@ -477,6 +478,35 @@ export class RowMapper {
         status: str(row.status) as ConsolidatedQuery['status'],
         filters: this.parse(row.filters),
         conversionType: str(row.conversion_type) as ConsolidatedQuery['conversionType'],
+        createdAt: str(row.created_at),
+        updatedAt: str(row.updated_at),
+      },
+      { metadata: row.metadata === null || row.metadata === undefined ? null : this.parse(row.metadata) },
+    );
+  }
+
+  networkQueryRow(query: NetworkQuery): Row {
+    return {
+      id: query.id,
+      account_id: query.accountId,
+      patient_id: query.patientId,
+      facility_id: query.facilityId,
+      state: networkQueryStatus(query),
+      sources: this.json(query.sources),
+      metadata: this.json(query.metadata),
+      created_at: query.createdAt,
+      updated_at: query.updatedAt,
+    };
+  }
+
+  networkQuery(row: Row): NetworkQuery {
+    return optional<NetworkQuery>(
+      {
+        id: str(row.id),
+        accountId: str(row.account_id),
+        patientId: str(row.patient_id),
+        facilityId: str(row.facility_id),
+        sources: this.parse(row.sources),
         createdAt: str(row.created_at),
         updatedAt: str(row.updated_at),
       },

@@ -22,6 +22,7 @@ export interface StorageModels {
   documentQueries: StorageModel;
   fhirResources: StorageModel;
   consolidatedQueries: StorageModel;
+  networkQueries: StorageModel;
   outbox: StorageModel;
 }
 
@@ -178,6 +179,17 @@ export function defineStorageModels(sequelize: Sequelize): StorageModels {
       status: text(),
       filters: json(),
       conversion_type: text(),
+      metadata: json(true),
+      created_at: text(),
+      updated_at: text(),
+    }),
+    networkQueries: define('NetworkQuery', 'network_queries', {
+      id: key(),
+      account_id: text(),
+      patient_id: text(),
+      facility_id: text(),
+      state: text(),
+      sources: json(),
       metadata: json(true),
       created_at: text(),
       updated_at: text(),

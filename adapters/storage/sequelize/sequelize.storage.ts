@@ -8,6 +8,7 @@ import type {
   BulkRowRepository,
   CohortRepository,
   ConsolidatedQueryRepository,
+  NetworkQueryRepository,
   DocumentQueryRepository,
   DocumentRepository,
   FacilityRepository,
@@ -187,6 +188,7 @@ export class SequelizeStorage implements StoragePort {
   readonly documentQueries: DocumentQueryRepository;
   readonly fhirResources: FhirResourceRepository;
   readonly consolidatedQueries: ConsolidatedQueryRepository;
+  readonly networkQueries: NetworkQueryRepository;
   readonly outbox: OutboxRepository;
 
   /** Opens (or adopts) a Sequelize instance and brings its schema up to date. */
@@ -232,6 +234,7 @@ export class SequelizeStorage implements StoragePort {
     this.documentQueries = guarded(repositories.documentQueries());
     this.fhirResources = guarded(repositories.fhirResources());
     this.consolidatedQueries = guarded(repositories.consolidatedQueries());
+    this.networkQueries = guarded(repositories.networkQueries());
     this.outbox = guarded(repositories.outbox());
   }
 
@@ -808,6 +811,30 @@ class Repositories {
       listByPatient: async (accountId, patientId) =>
         (await this.findAll(model, { account_id: accountId, patient_id: patientId }, NEWEST_FIRST)).map(toQuery),
       update: async (query) => ((await this.replace(model, this.map.consolidatedQueryRow(query))) ? copy(query) : undefined),
+    };
+  }
+
+  networkQueries(): NetworkQueryRepository {
+    const { networkQueries: model } = this.models;
+    const toQuery = (row: Row) => this.map.networkQuery(row);
+    return {
+      insert: (query) => this.insertRows(model, [this.map.networkQueryRow(query)], `network query ${query.id}`),
+      get: async (accountId, id) => {
+        const row = await this.findOne(model, { account_id: accountId, id });
+        return row && toQuery(row);
+      },
+      listProcessing: async (accountId, patientId) =>
+        (await this.findAll(model, { account_id: accountId, patient_id: patientId, state: 'processing' }, OLDEST_FIRST)).map(toQuery),
+      update: async (query) => ((await this.replace(model, this.map.networkQueryRow(query))) ? copy(query) : undefined),
+      pruneFinished: async (before, limit) => {
+        const rows = await this.select(
+          `DELETE FROM network_queries WHERE id IN (
+             SELECT id FROM network_queries WHERE state <> 'processing' AND updated_at < :before ORDER BY updated_at, id LIMIT :limit)
+           RETURNING id`,
+          { before, limit },
+        );
+        return rows.length;
+      },
     };
   }
 

@@ -8,12 +8,21 @@ import {
   startConsolidatedQuery,
   type ConsolidatedFile,
 } from '../../documents/consolidated.js';
+import { addPatientResources, countPatientResources, MAX_RESOURCES_PER_CALL, medicalRecordBlobKey, medicalRecordUrl } from '../../documents/patient-data.js';
 import { searchPatientData, searchResultStream } from '../../documents/search.js';
 import { consolidatedQueryToWire } from '../../documents/wire.js';
 import { CoreError } from '../../errors.js';
 import { defineRoute, json } from '../router.js';
 import { metadataBodySchema, uuidSchema } from '../schemas.js';
-import { consolidatedQueriesResponse, consolidatedQueryResponse, fhirBundleResponse, searchResponse } from '../responses.js';
+import {
+  consolidatedCountResponse,
+  consolidatedQueriesResponse,
+  consolidatedQueryResponse,
+  fhirBundleResponse,
+  searchResponse,
+  transactionResponseBundle,
+  urlResponse,
+} from '../responses.js';
 
 const CONSOLIDATED = '/medical/v1/patient/:id/consolidated';
 const TAG = 'Consolidated';
@@ -94,6 +103,61 @@ success: { status: 200, schema: consolidatedQueryResponse },
 success: { status: 200, schema: fhirBundleResponse },
     async handle({ deps, account, params, query }) {
       return json(200, await getPatientConsolidated(deps, account.id, params.id!, query));
+    },
+  }),
+  defineRoute({
+    method: 'PUT',
+    path: CONSOLIDATED,
+    auth: 'apiKey',
+    tag: TAG,
+    summary: `Add your own FHIR resources (a Bundle of at most ${MAX_RESOURCES_PER_CALL}) to the patient's consolidated data, deduplicated with what documents brought; answers a transaction-response Bundle`,
+    body: z.looseObject({
+      resourceType: z.literal('Bundle'),
+      type: z.string().optional(),
+      entry: z.array(z.looseObject({ resource: z.looseObject({ resourceType: z.string() }) })).min(1).max(MAX_RESOURCES_PER_CALL),
+    }),
+    success: { status: 200, schema: transactionResponseBundle },
+    async handle({ deps, account, params, body }) {
+      return json(200, await addPatientResources(deps, account, params.id!, body), { 'x-metriport-request-id': deps.ids.next() });
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: `${CONSOLIDATED}/count`,
+    auth: 'apiKey',
+    tag: TAG,
+    summary: "How many resources the patient's consolidated data holds per resource type (filters as for the query)",
+    query: filtersQuery,
+    success: { status: 200, schema: consolidatedCountResponse },
+    async handle({ deps, account, params, query }) {
+      return json(200, await countPatientResources(deps, account.id, params.id!, query));
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/medical/v1/patient/:id/medical-record',
+    auth: 'apiKey',
+    tag: TAG,
+    summary: "A URL (valid 10 minutes) to the patient's medical record summary, rendered now from the consolidated data as HTML or PDF",
+    query: z.object({ conversionType: z.string().trim().max(10).optional().describe('html or pdf') }),
+    success: { status: 200, schema: urlResponse },
+    async handle({ deps, account, params, query }) {
+      return json(200, await medicalRecordUrl(deps, account.id, params.id!, query.conversionType));
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/medical/v1/patient/:id/medical-record/:recordId/:file',
+    auth: 'signed',
+    tag: TAG,
+    summary: 'Download a medical record summary (pre-signed URL from medical-record, valid 10 minutes)',
+    success: { status: 200, mediaType: 'text/html' },
+    async handle({ deps, account, params }) {
+      const format = params.file === 'summary.pdf' ? 'pdf' : params.file === 'summary.html' ? 'html' : undefined;
+      if (!format) throw new CoreError('FILE_NOT_FOUND', 'No such file');
+      const stream = await deps.blob.stream(medicalRecordBlobKey(account.id, uuidSchema.parse(params.recordId), format));
+      if (!stream) throw new CoreError('FILE_NOT_FOUND', 'This summary is no longer kept; ask for a new one');
+      return { status: 200, headers: { 'content-type': format === 'pdf' ? 'application/pdf' : 'text/html; charset=utf-8' }, stream };
     },
   }),
   defineRoute({

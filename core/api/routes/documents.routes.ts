@@ -10,7 +10,7 @@ import { acceptDocumentUpload, createDocumentUpload } from '../../documents/uplo
 import { getPatient } from '../../entities/patients.js';
 import { defineRoute, json } from '../router.js';
 import { metadataBodySchema, uuidSchema } from '../schemas.js';
-import { bulkDownloadUrlsResponse, documentQueryResponse, documentUploadResponse, documentUploadedResponse, latestDocumentQueryResponse, urlResponse } from '../responses.js';
+import { bulkDownloadUrlsResponse, documentQueryResponse, documentUploadResponse, documentUploadedResponse, latestDocumentQueryResponse, uploadUrlResponse, urlResponse } from '../responses.js';
 
 const DOCUMENT = '/medical/v1/document';
 const TAG = 'Document';
@@ -176,6 +176,20 @@ success: { status: 200, schema: bulkDownloadUrlsResponse },
 success: { status: 200, schema: documentUploadResponse },
     async handle({ deps, account, query, body }) {
       return json(200, await createDocumentUpload(deps, account, { patientId: query.patientId, documentReference: body }));
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: `${DOCUMENT}/upload-url`,
+    auth: 'apiKey',
+    tag: TAG,
+    deprecated: true,
+    summary: 'As POST /document/upload, answering only the pre-signed upload URL (a JSON string); use /document/upload for the DocumentReference id too',
+    query: patientQuery,
+    success: { status: 200, schema: uploadUrlResponse },
+    async handle({ deps, account, query, body }) {
+      const { uploadUrl } = await createDocumentUpload(deps, account, { patientId: query.patientId, documentReference: body });
+      return json(200, uploadUrl);
     },
   }),
   defineRoute({

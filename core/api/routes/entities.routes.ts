@@ -1,12 +1,17 @@
 import { z } from 'zod';
-import { cohortToWire, createCohort, getCohort, removeCohort, updateCohort } from '../../entities/cohorts.js';
+import { addPatientToCohorts, changeCohortMembers, cohortsOfPatient } from '../../entities/cohort-members.js';
+import { cohortToWire, createCohort, getCohort, patchCohort, removeCohort, updateCohort } from '../../entities/cohorts.js';
 import { createFacility, facilityToWire, getFacility, removeFacility, updateFacility } from '../../entities/facilities.js';
 import { createOrganization, getOrganization, organizationToWire, updateOrganization } from '../../entities/organization.js';
 import {
   createPatient,
   getHieOptOut,
   getPatient,
+  getPatientByExternalId,
+  getPatientFacilities,
   listPatients,
+  matchPatient,
+  setPatientFacilities,
   patientToWire,
   removePatient,
   setHieOptOut,
@@ -15,10 +20,57 @@ import {
 import type { Patient } from '../../domain/types.js';
 import { defineRoute, json, noContent } from '../router.js';
 import { cohortCreateSchema, facilityCreateSchema, organizationCreateSchema, patientCreateSchema, queryBoolean } from '../schemas.js';
-import { cohortListResponse, cohortResponse, facilityListResponse, facilityResponse, hieOptOutResponse, organizationResponse, patientPageResponse, patientResponse } from '../responses.js';
+import {
+  cohortListResponse,
+  cohortResponse,
+  facilityListResponse,
+  facilityResponse,
+  cohortMembersResponse,
+  hieOptOutResponse,
+  organizationResponse,
+  patientFacilitiesResponse,
+  patientPageResponse,
+  patientResponse,
+} from '../responses.js';
+import { CoreError } from '../../errors.js';
 
 const V1 = '/medical/v1';
 const facilityQuery = z.object({ facilityId: z.string().trim().min(1).optional() });
+
+const MAX_PAGE = 500;
+
+/** Paging of patient lists: ours (`cursor`) and the public API's (`fromItem`), `count` per page. */
+const pageQuery = z.object({
+  cursor: z.string().trim().min(1).optional(),
+  fromItem: z.string().trim().min(1).optional().describe("Start at this patient id, inclusive (the public API's paging)"),
+  toItem: z.string().optional().describe('Paging backwards is not served: follow meta.nextPage'),
+  filters: z.string().optional().describe('Full-text filters are not served'),
+  count: z.coerce.number().int().min(1).max(MAX_PAGE).optional().default(50),
+});
+
+function checkPageQuery(query: { toItem?: string | undefined; filters?: string | undefined }): void {
+  if (query.toItem !== undefined) {
+    throw new CoreError('VALIDATION_FAILED', 'toItem: paging backwards is not supported; page forwards with fromItem, cursor or meta.nextPage', { details: { field: 'toItem' } });
+  }
+  if (query.filters !== undefined && query.filters.trim() !== '') {
+    throw new CoreError('VALIDATION_FAILED', 'filters: full-text filtering of the patient list is not supported; get a patient by externalId or match demographics instead', {
+      details: { field: 'filters' },
+    });
+  }
+}
+
+/** `meta.nextPage`: the URL of the page after the one whose last id is `next`. */
+function nextPageUrl(publicUrl: string, path: string, next: string | undefined, count: number, facilityId?: string): string | undefined {
+  if (!next) return undefined;
+  const query = new URLSearchParams({ ...(facilityId ? { facilityId } : {}), cursor: next, count: String(count) });
+  return `${publicUrl}${path}?${query.toString()}`;
+}
+
+const cohortMembersBody = z.object({
+  patientIds: z.array(z.string().trim().min(1).max(100)).max(10_000).optional(),
+  allPatients: z.boolean().optional(),
+});
+
 
 export const organizationRoutes = [
   defineRoute({
@@ -180,9 +232,58 @@ success: { status: 200, schema: cohortResponse },
       return noContent();
     },
   }),
+  defineRoute({
+    method: 'PATCH',
+    path: `${V1}/cohort/:id`,
+    auth: 'apiKey',
+    tag: 'Cohort',
+    summary: 'Update some fields of a cohort (only those given change)',
+    body: z.object({ name: cohortCreateSchema.shape.name.optional(), description: z.string().trim().max(2000).nullable().optional() }),
+    success: { status: 200, schema: cohortResponse },
+    async handle({ deps, account, params, body }) {
+      return json(200, cohortToWire(await patchCohort(deps, account.id, params.id!, body)));
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: `${V1}/cohort/:id/patient`,
+    auth: 'apiKey',
+    tag: 'Cohort',
+    summary: 'Add patients to the cohort (patientIds, or allPatients: true)',
+    body: cohortMembersBody,
+    success: { status: 200, schema: cohortMembersResponse },
+    async handle({ deps, account, params, body }) {
+      return json(200, await changeCohortMembers(deps, account.id, params.id!, body, 'add'));
+    },
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: `${V1}/cohort/:id/patient`,
+    auth: 'apiKey',
+    tag: 'Cohort',
+    summary: 'Remove patients from the cohort (patientIds, or allPatients: true)',
+    body: cohortMembersBody,
+    success: { status: 200, schema: cohortMembersResponse },
+    async handle({ deps, account, params, body }) {
+      return json(200, await changeCohortMembers(deps, account.id, params.id!, body, 'remove'));
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: `${V1}/cohort/:id/patient`,
+    auth: 'apiKey',
+    tag: 'Cohort',
+    summary: 'The patients of the cohort, oldest first, paged like the patient list',
+    query: pageQuery,
+    success: { status: 200, schema: patientPageResponse },
+    async handle({ deps, account, params, query, request }) {
+      const cohort = await getCohort(deps, account.id, params.id!);
+      checkPageQuery(query);
+      const page = await listPatients(deps, account.id, { cohortId: cohort.id, after: query.cursor, fromItem: query.fromItem, limit: query.count });
+      return json(200, patientPageToWire(page.patients, nextPageUrl(deps.config.publicUrl, request.path, page.next, query.count)));
+    },
+  }),
 ];
-
-const MAX_PAGE = 500;
 
 /** A page of `GET /patient`, as the public Metriport API pages: `meta.nextPage` is the URL of the next one. */
 export function patientPageToWire(patients: readonly Patient[], nextPage: string | undefined) {
@@ -211,19 +312,82 @@ export const patientRoutes = [
     auth: 'apiKey',
     tag: 'Patient',
     summary: 'List patients, optionally of one facility, oldest first, paged by cursor',
-    query: facilityQuery.extend({
-      cursor: z.string().trim().min(1).optional(),
-      count: z.coerce.number().int().min(1).max(MAX_PAGE).optional().default(50),
-    }),
-success: { status: 200, schema: patientPageResponse },
+    query: facilityQuery.merge(pageQuery),
+    success: { status: 200, schema: patientPageResponse },
     async handle({ deps, account, query, request }) {
-      const page = await listPatients(deps, account.id, { facilityId: query.facilityId, after: query.cursor, limit: query.count });
-      let nextPage: string | undefined;
-      if (page.next) {
-        const next = new URLSearchParams({ ...(query.facilityId ? { facilityId: query.facilityId } : {}), cursor: page.next, count: String(query.count) });
-        nextPage = `${deps.config.publicUrl}${request.path}?${next.toString()}`;
-      }
-      return json(200, patientPageToWire(page.patients, nextPage));
+      checkPageQuery(query);
+      const page = await listPatients(deps, account.id, { facilityId: query.facilityId, after: query.cursor, fromItem: query.fromItem, limit: query.count });
+      return json(200, patientPageToWire(page.patients, nextPageUrl(deps.config.publicUrl, request.path, page.next, query.count, query.facilityId)));
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: `${V1}/patient/external-id`,
+    auth: 'apiKey',
+    tag: 'Patient',
+    summary: 'Get the patient with this externalId (409 when several patients share it)',
+    query: z.object({ externalId: z.string().trim().min(1).max(200), source: z.string().trim().max(100).optional() }),
+    success: { status: 200, schema: patientResponse },
+    async handle({ deps, account, query }) {
+      return json(200, patientToWire(await getPatientByExternalId(deps, account.id, query.externalId, query.source || undefined)));
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: `${V1}/patient/match`,
+    auth: 'apiKey',
+    tag: 'Patient',
+    summary: 'Find the patient whose demographics match (404 when none does, 409 when several do)',
+    body: patientCreateSchema,
+    success: { status: 200, schema: patientResponse },
+    async handle({ deps, account, body }) {
+      return json(200, patientToWire(await matchPatient(deps, account.id, body)));
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: `${V1}/patient/:id/facility`,
+    auth: 'apiKey',
+    tag: 'Patient',
+    summary: "The patient's facilities",
+    success: { status: 200, schema: patientFacilitiesResponse },
+    async handle({ deps, account, params }) {
+      return json(200, await getPatientFacilities(deps, account.id, params.id!));
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: `${V1}/patient/:id/facility`,
+    auth: 'apiKey',
+    tag: 'Patient',
+    summary: "Replace the patient's facilities with these (at least one)",
+    body: z.object({ facilityIds: z.array(z.string().trim().min(1).max(100)).min(1).max(100) }),
+    success: { status: 200, schema: patientFacilitiesResponse },
+    async handle({ deps, account, params, body }) {
+      return json(200, await setPatientFacilities(deps, account.id, params.id!, body.facilityIds));
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: `${V1}/patient/:id/cohort`,
+    auth: 'apiKey',
+    tag: 'Patient',
+    summary: 'The cohorts the patient is in',
+    success: { status: 200, schema: cohortListResponse },
+    async handle({ deps, account, params }) {
+      return json(200, await cohortsOfPatient(deps, account.id, params.id!));
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: `${V1}/patient/:id/cohort`,
+    auth: 'apiKey',
+    tag: 'Patient',
+    summary: 'Add the patient to these cohorts; answers all the cohorts the patient is in',
+    body: z.object({ cohortIds: z.array(z.string().trim().min(1).max(100)).min(1).max(100) }),
+    success: { status: 200, schema: cohortListResponse },
+    async handle({ deps, account, params, body }) {
+      return json(200, await addPatientToCohorts(deps, account.id, params.id!, body.cohortIds));
     },
   }),
   defineRoute({

@@ -6,6 +6,7 @@ import * as matchKeyHashes from './0002-match-key-hashes.js';
 import * as documentQueryProgress from './0003-document-query-progress.js';
 import * as outboxStreams from './0004-outbox-streams.js';
 import * as outboxLeases from './0005-outbox-leases.js';
+import * as networkQueries from './0006-network-queries.js';
 
 /** What every storage migration receives: DDL goes through `queryInterface` with `{ transaction }`. */
 export interface MigrationContext {
@@ -20,6 +21,7 @@ const MIGRATIONS: { name: string; up: (params: { context: MigrationContext }) =>
   documentQueryProgress,
   outboxStreams,
   outboxLeases,
+  networkQueries,
 ];
 
 /** Where applied migrations are recorded; other adapters on the same database keep their own table. */
