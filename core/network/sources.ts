@@ -35,7 +35,8 @@ export async function endNetworkSource(
   status: 'completed' | 'failed',
   sourceName?: string,
 ): Promise<boolean> {
-  const query = await tx.networkQueries.get(accountId, queryId);
+  // Held until the transaction ends: two sources ending at once must not overwrite each other's status.
+  const query = await tx.networkQueries.getForUpdate(accountId, queryId);
   const source = query?.sources.find((candidate) => candidate.type === type);
   if (!query || !source || source.status !== 'processing') return false;
   const now = nowIso(deps.clock);

@@ -214,6 +214,12 @@ export interface ConsolidatedQueryRepository {
 export interface NetworkQueryRepository {
   insert(query: NetworkQuery): Promise<void>;
   get(accountId: string, id: string): Promise<NetworkQuery | undefined>;
+  /**
+   * `get` that also holds the query until the transaction ends: called inside a transaction before an
+   * update of it, so two sources ending at once (two workers) update it one after the other and neither
+   * change is lost. Undefined when missing or another account's. Outside a transaction, a plain `get`.
+   */
+  getForUpdate(accountId: string, id: string): Promise<NetworkQuery | undefined>;
   /** The patient's queries with a source still `processing`, oldest first. */
   listProcessing(accountId: string, patientId: string): Promise<NetworkQuery[]>;
   update(query: NetworkQuery): Promise<NetworkQuery | undefined>;

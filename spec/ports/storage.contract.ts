@@ -978,6 +978,30 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect(await storage.networkQueries.get(ACCOUNT_A, otherPatient.id)).toEqual(otherPatient);
   });
 
+  test('networkQueries: two sources ending at once in two transactions (getForUpdate, then update) both land', async (storage, build) => {
+    const query = build.networkQuery(ACCOUNT_A, 'p1', {
+      sources: [
+        { type: 'pharmacy', status: 'processing', startedAt: at(1) },
+        { type: 'lab', status: 'processing', startedAt: at(1) },
+      ],
+    });
+    await storage.networkQueries.insert(query);
+    const end = (type: 'pharmacy' | 'lab') =>
+      storage.transaction(async (tx) => {
+        const held = (await tx.networkQueries.getForUpdate(ACCOUNT_A, query.id))!;
+        // Let the other transaction read too, as two workers would, before either writes.
+        await new Promise<void>((resume) => setTimeout(resume, 20));
+        await tx.networkQueries.update({ ...held, sources: held.sources.map((source) => (source.type === type ? { ...source, status: 'completed', completedAt: at(2) } : source)) });
+      });
+    await Promise.all([end('pharmacy'), end('lab')]);
+    const stored = (await storage.networkQueries.get(ACCOUNT_A, query.id))!;
+    expect(stored.sources.map((source) => [source.type, source.status])).toEqual([
+      ['pharmacy', 'completed'],
+      ['lab', 'completed'],
+    ]);
+    expect(await storage.networkQueries.getForUpdate(ACCOUNT_B, query.id)).toBeUndefined();
+  });
+
   // ----- outbox
 
   test('outbox: add, get (scoped), update replaces the delivery fields', async (storage, build) => {

@@ -503,6 +503,11 @@ function repositories(views: ViewSet, leases: OutboxLeases): Omit<StoragePort, '
       const row = owned(views.networkQueries, accountId, id);
       return row && copy(row);
     },
+    // Transactions run one at a time here: a read inside one is already held until it ends.
+    async getForUpdate(accountId, id) {
+      const row = owned(views.networkQueries, accountId, id);
+      return row && copy(row);
+    },
     async listProcessing(accountId, patientId) {
       return rowsOf(views.networkQueries, views.networkQueries.keysBy('byPatient', key(accountId, patientId)))
         .filter((row) => networkQueryStatus(row) === 'processing')

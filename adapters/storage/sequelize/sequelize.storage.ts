@@ -823,6 +823,16 @@ class Repositories {
         const row = await this.findOne(model, { account_id: accountId, id });
         return row && toQuery(row);
       },
+      getForUpdate: async (accountId, id) => {
+        // SQLite runs one transaction at a time on its one connection: a plain read is already held.
+        if (!this.transaction || !this.context.postgres) {
+          const row = await this.findOne(model, { account_id: accountId, id });
+          return row && toQuery(row);
+        }
+        const columns = Object.keys(model.getAttributes()).map((column) => `"${column}"`).join(', ');
+        const [row] = await this.raw.all(this.transaction, `SELECT ${columns} FROM network_queries WHERE account_id = $1 AND id = $2 FOR UPDATE`, [accountId, id]);
+        return row && toQuery(row);
+      },
       listProcessing: async (accountId, patientId) =>
         (await this.findAll(model, { account_id: accountId, patient_id: patientId, state: 'processing' }, OLDEST_FIRST)).map(toQuery),
       update: async (query) => ((await this.replace(model, this.map.networkQueryRow(query))) ? copy(query) : undefined),
