@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { join, resolve } from 'node:path';
 import { Container } from 'inversify';
 import type { Logger } from 'pino';
 import type { Sequelize } from 'sequelize';
@@ -20,7 +19,10 @@ import { storageModule } from '../../adapters/container/storage.module.js';
 import { TOKENS } from '../../adapters/container/tokens.js';
 import { webhookModule } from '../../adapters/container/webhook.module.js';
 import { QueueRunner } from '../../adapters/queue/runner.js';
+import type { S3Connection } from '../../adapters/blob/s3/s3.blob.js';
 import { openDatabase } from '../koa/database.js';
+import { blobStoreFor } from './blob-store.js';
+import { joinInstances } from './instances.js';
 import { urlSigningSecret } from '../koa/settings.js';
 import { describeError } from '../error-facts.js';
 import { noteAccount } from '../koa/request-facts.js';
@@ -44,8 +46,15 @@ export interface CarebridgeOptions {
   dataDir?: string;
   /** Where uploaded CSVs, result files and documents are kept. Default `<dataDir>/blobs`. */
   blobDir?: string;
-  /** Or any blob storage (e.g. in memory for tests). Wins over `blobDir`. */
+  /** Or any blob storage (e.g. in memory for tests). Wins over `blobDir` and `blobUrl`. */
   blob?: BlobPort;
+  /**
+   * `s3://bucket/prefix`: blobs in an S3 (or S3-compatible) bucket, which every instance sharing the
+   * database can reach. Wins over `blobDir`; how to reach the bucket is `s3`.
+   */
+  blobUrl?: string;
+  /** Endpoint, region, path-style addressing and credentials for `blobUrl`; the AWS SDK's defaults otherwise. */
+  s3?: S3Connection;
   /** Secret of the pre-signed URLs; generated once and kept in `dataDir` when absent. */
   urlSigningSecret?: string;
   webhooks?: {
@@ -57,6 +66,11 @@ export interface CarebridgeOptions {
     endpointConcurrency?: number;
     /** At most this many messages a second to each endpoint. Default: no limit. */
     rateLimitPerSecond?: number;
+    /**
+     * How long a delivery pass's claim on its messages lasts; an instance that dies holds its messages
+     * this long. Keep it above the longest pass (about 500 / endpointConcurrency x 4 s). Default 5 minutes.
+     */
+    leaseMs?: number;
   };
   /**
    * Threads converting C-CDA documents, off the thread that serves requests. Default one per core but the
@@ -240,13 +254,16 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
     }));
 
   const container = new Container();
+  let instances: { leave(): Promise<void> } | undefined;
   try {
+    const blobStore = blobStoreFor(options, dataDir);
+    const urlSecret = await urlSigningSecret(dataDir, options.urlSigningSecret);
     const config: CoreConfig = { publicUrl: options.publicUrl.replace(/\/+$/, ''), webhookAllowPrivate: options.webhooks?.allowPrivate ?? false };
     container.bind(TOKENS.config).toConstantValue(config);
     container.load(
       infraModule({
-        urlSecret: await urlSigningSecret(dataDir, options.urlSigningSecret),
-        blob: options.blob ? { kind: 'instance', blob: options.blob } : { kind: 'fs', root: options.blobDir ?? join(resolve(dataDir), 'blobs') },
+        urlSecret,
+        blob: blobStore.module,
         ...(options.clock ? { clock: options.clock } : {}),
         ...(options.ids ? { ids: options.ids } : {}),
       }),
@@ -264,6 +281,13 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
 
     // Unique per process: instances sharing one database tell their job leases and outbox claims apart by it.
     const workerId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    // Before any work is taken: an instance whose settings disagree with the running ones must not start.
+    instances = await joinInstances(sequelize, {
+      ...(options.databaseSchema ? { schema: options.databaseSchema } : {}),
+      identity: { instanceId: workerId, publicUrl: config.publicUrl, urlSigningSecret: urlSecret, blobLocation: blobStore.location },
+      ...(logger ? { logger: logger.child({ component: 'instances' }) } : {}),
+    });
+    const registration = instances;
     const runner = new QueueRunner({
       queue: deps.queue,
       clock: deps.clock,
@@ -298,6 +322,7 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
             workerId,
             ...(endpointConcurrency !== undefined ? { endpointConcurrency } : {}),
             ...(rateLimit ? { rateLimit } : {}),
+            ...(options.webhooks?.leaseMs !== undefined ? { leaseMs: options.webhooks.leaseMs } : {}),
           },
           { limit: DELIVERY_BATCH },
         ),
@@ -363,6 +388,7 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
           await retention.stop();
           await delivery.stop();
           await runner.stop();
+          await registration.leave();
           await container.unbindAllAsync();
           if (!givenSequelize) await sequelize.close();
         })();
@@ -370,6 +396,7 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
       },
     };
   } catch (error) {
+    await instances?.leave();
     await container.unbindAllAsync().catch(() => undefined);
     if (!givenSequelize) await sequelize.close().catch(() => undefined);
     throw error;
