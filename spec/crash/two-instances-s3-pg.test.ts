@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, test } from 'vitest';
 import { generateCsv } from '../../bench/generate.js';
 import { createPgSchema, probePostgres, type PgSchema } from '../support/pg.js';
+import { startBalancer } from '../support/balancer.js';
 import { startS3Server, type TestS3Server } from '../support/s3.js';
 import { startScriptArguments } from '../support/start-command.js';
 
@@ -40,60 +41,10 @@ interface Instance {
   output: () => string;
 }
 
-/** A load balancer on 127.0.0.1: each request goes to the next live backend; a refused connection tries the next. */
-interface Balancer {
-  url: string;
-  backends: string[];
-  close(): Promise<void>;
-}
-
 async function readAll(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
-}
-
-async function startBalancer(): Promise<Balancer> {
-  const backends: string[] = [];
-  let next = 0;
-  const server: Server = createServer(async (req, res) => {
-    const body = await readAll(req);
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (typeof value === 'string' && !['host', 'connection', 'content-length', 'transfer-encoding'].includes(name)) headers[name] = value;
-    }
-    for (let tries = 0; tries < Math.max(1, backends.length); tries++) {
-      const backend = backends[next++ % backends.length];
-      if (!backend) break;
-      try {
-        const response = await fetch(`${backend}${req.url}`, { method: req.method!, headers, ...(body.length > 0 ? { body } : {}), redirect: 'manual' });
-        const answer = Buffer.from(await response.arrayBuffer());
-        const out: Record<string, string> = {};
-        response.headers.forEach((value, name) => {
-          if (!['content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive'].includes(name)) out[name] = value;
-        });
-        res.writeHead(response.status, out).end(answer);
-        return;
-      } catch (error) {
-        // Only a backend that never took the request is skipped; anything else is the caller's to see.
-        if ((error as { cause?: { code?: string } }).cause?.code !== 'ECONNREFUSED') {
-          res.writeHead(502).end(String(error));
-          return;
-        }
-      }
-    }
-    res.writeHead(503).end('no live backend');
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    backends,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 /** Counts every webhook by `webhook-id`, and the requests for a message that arrived while another copy was in flight. */
