@@ -113,7 +113,9 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
       publicUrl,
       ...(settings.urlSigningSecret ? { urlSigningSecret: settings.urlSigningSecret } : {}),
       ccda: { kind: 'pooled', ...(settings.ccdaWorkers !== undefined ? { maxThreads: settings.ccdaWorkers } : {}) },
+      ...(settings.blobUrl !== undefined ? { blobUrl: settings.blobUrl, ...(settings.s3 ? { s3: settings.s3 } : {}) } : {}),
       webhooks: {
+        ...(settings.webhookLeaseSeconds !== undefined ? { leaseMs: settings.webhookLeaseSeconds * 1000 } : {}),
         allowPrivate: settings.webhookAllowPrivate,
         endpointConcurrency: settings.webhookConcurrency,
         ...(settings.webhookRateLimit !== undefined ? { rateLimitPerSecond: settings.webhookRateLimit } : {}),
