@@ -42,4 +42,4 @@ export { deliverDueMessages } from './core/webhooks/deliver.js';
 
 // Webhook messages and their signatures
 export * from './core/webhooks/envelope.js';
-export { signWebhookBody, verifyStandardWebhook, verifyWebhookSignature } from './adapters/webhook/signature.js';
+export { signWebhookBody, verifyStandardWebhook, verifyWebhookSignature } from './contract/signature.js';

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const BENCHES = ['bulk.bench.ts', 'ccda.bench.ts', 'journey.bench.ts', 'search.bench.ts', 'webhooks.bench.ts', 'throughput.bench.ts'];
+const BENCHES = ['bulk.bench.ts', 'ccda.bench.ts', 'journey.bench.ts', 'search.bench.ts', 'webhooks.bench.ts', 'throughput.bench.ts', 'instances.bench.ts'];
 const only = process.argv.slice(2);
 let failed = 0;
 for (const name of BENCHES) {

@@ -1,4 +1,4 @@
-import type { ErrorCode } from '../core/errors.js';
+import type { ErrorCode } from '../contract/errors.js';
 
 /**
  * The stable codes the service answers errors with, and `HTTP_<status>` for an answer that was not the

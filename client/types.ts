@@ -1,71 +1,46 @@
 /*
- * The client's types, derived from what the service itself validates with and answers with: zod input
- * types of the request schemas, and the return types of the functions that build the wire shapes. One
- * source of truth: change a schema or a `*ToWire` and the client's types follow. Type-only imports, so
- * none of the service's code is loaded by the client.
+ * The client's types, all from the wire contract (contract/): the request shapes the service validates
+ * against, and the output types of the response schemas the service's answers are checked against (and
+ * the OpenAPI document publishes). Nothing else of the service is imported, so a change inside the service
+ * cannot change the client's public types; a change of the contract can, and is visible as one.
  */
 import type { z } from 'zod';
-import type { bulkStartToWire, bulkStatusToWire } from '../core/api/routes/bulk.routes.js';
-import type { patientPageToWire } from '../core/api/routes/entities.routes.js';
-import type {
-  cohortCreateSchema,
-  facilityCreateSchema,
-  organizationCreateSchema,
-  patientCreateSchema,
-  settingsUpdateSchema,
-} from '../core/api/schemas.js';
-import type { ConversionType, DocumentRecord } from '../core/domain/types.js';
-import type { getPatientConsolidated } from '../core/documents/consolidated.js';
-import type { addPatientResources, countPatientResources } from '../core/documents/patient-data.js';
-import type { listNetworkEntries, networkQueryToWire } from '../core/network/query.js';
-import type { changeCohortMembers, cohortsOfPatient } from '../core/entities/cohort-members.js';
-import type { BulkUrlRequest } from '../core/documents/downloads.js';
-import type { SearchOutcome } from '../core/documents/search.js';
-import type { CreatedUpload } from '../core/documents/upload.js';
-import type { consolidatedQueryToWire, documentQueryToWire } from '../core/documents/wire.js';
-import type { cohortToWire } from '../core/entities/cohorts.js';
-import type { facilityToWire } from '../core/entities/facilities.js';
-import type { organizationToWire } from '../core/entities/organization.js';
-import type { getHieOptOut, getPatientFacilities, patientToWire, setHieOptOut } from '../core/entities/patients.js';
-import type { FhirResource } from '../core/ports/ccda.port.js';
-import type { settingsToWire } from '../core/settings.js';
-import type { WebhookStatus as CoreWebhookStatus } from '../core/webhooks/deliver.js';
+import type * as wire from '../contract/responses.js';
 
 // Requests: what the service accepts (before its normalisation), so `zip: 62701` or one address object pass.
-export type OrganizationCreate = z.input<typeof organizationCreateSchema>;
-export type FacilityCreate = z.input<typeof facilityCreateSchema>;
-export type CohortCreate = z.input<typeof cohortCreateSchema>;
-export type PatientCreate = z.input<typeof patientCreateSchema>;
-export type SettingsUpdate = z.input<typeof settingsUpdateSchema>;
+export type { CohortCreate, FacilityCreate, OrganizationCreate, PatientCreate, SettingsUpdate } from '../contract/requests.js';
 
 // Responses: what the service sends.
-export type Organization = ReturnType<typeof organizationToWire>;
-export type Facility = ReturnType<typeof facilityToWire>;
-export type Cohort = ReturnType<typeof cohortToWire>;
-export type Patient = ReturnType<typeof patientToWire>;
-export type PatientPage = ReturnType<typeof patientPageToWire>;
-export type HieOptOutUpdate = Awaited<ReturnType<typeof setHieOptOut>>;
-export type HieOptOutStatus = Awaited<ReturnType<typeof getHieOptOut>>;
-export type BulkPatientCreateStart = ReturnType<typeof bulkStartToWire>;
-export type BulkPatientCreate = ReturnType<typeof bulkStatusToWire>;
-export type Settings = ReturnType<typeof settingsToWire>;
-export type WebhookStatus = CoreWebhookStatus;
-export type WebhookRetry = { retried: number };
-export type DocumentQuery = ReturnType<typeof documentQueryToWire>;
-export type ConsolidatedQuery = ReturnType<typeof consolidatedQueryToWire>;
-export type ConsolidatedBundle = Awaited<ReturnType<typeof getPatientConsolidated>>;
-export type BulkDocumentUrlRequest = BulkUrlRequest;
-export type DocumentUpload = CreatedUpload;
-export type ConsolidatedSearch = SearchOutcome;
-export type { ConversionType, FhirResource };
-export type PatientFacilities = Awaited<ReturnType<typeof getPatientFacilities>>['facilities'];
-export type CohortMembersChange = Awaited<ReturnType<typeof changeCohortMembers>>;
-export type PatientCohorts = Awaited<ReturnType<typeof cohortsOfPatient>>['cohorts'];
+export type Organization = z.output<typeof wire.organizationResponse>;
+export type Facility = z.output<typeof wire.facilityResponse>;
+export type Cohort = z.output<typeof wire.cohortResponse>;
+export type Patient = z.output<typeof wire.patientResponse>;
+export type PatientPage = z.output<typeof wire.patientPageResponse>;
+export type HieOptOutUpdate = z.output<typeof wire.hieOptOutResponse>;
+export type HieOptOutStatus = z.output<typeof wire.hieOptOutResponse>;
+export type BulkPatientCreateStart = z.output<typeof wire.bulkStartResponse>;
+export type BulkPatientCreate = z.output<typeof wire.bulkStatusResponse>;
+export type Settings = z.output<typeof wire.settingsResponse>;
+export type WebhookStatus = z.output<typeof wire.webhookStatusResponse>;
+export type WebhookRetry = z.output<typeof wire.webhookRetryResponse>;
+export type DocumentQuery = z.output<typeof wire.documentQueryResponse>;
+export type ConsolidatedQuery = z.output<typeof wire.consolidatedQueryResponse>;
+export type ConsolidatedBundle = z.output<typeof wire.fhirBundleResponse>;
+export type BulkDocumentUrlRequest = z.output<typeof wire.bulkDownloadUrlsResponse>;
+export type DocumentUpload = z.output<typeof wire.documentUploadResponse>;
+export type ConsolidatedSearch = z.output<typeof wire.searchResponse>;
+/** How consolidated data is delivered: FHIR JSON (with a gzip copy), an HTML or a PDF summary. */
+export type ConversionType = 'json' | 'html' | 'pdf';
+/** Any FHIR resource: its type, its id, and the rest as the service sends it. */
+export type FhirResource = { resourceType: string; id?: string } & Record<string, unknown>;
+export type PatientFacilities = z.output<typeof wire.patientFacilitiesResponse>['facilities'];
+export type CohortMembersChange = z.output<typeof wire.cohortMembersResponse>;
+export type PatientCohorts = z.output<typeof wire.cohortListResponse>['cohorts'];
 /** The answer to resources added to the consolidated store (a FHIR transaction-response Bundle). */
-export type AddedResources = Awaited<ReturnType<typeof addPatientResources>>;
-export type ConsolidatedCount = Awaited<ReturnType<typeof countPatientResources>>;
-export type NetworkQuery = ReturnType<typeof networkQueryToWire>;
-export type NetworkEntry = Awaited<ReturnType<typeof listNetworkEntries>>['networkEntries'][number];
+export type AddedResources = z.output<typeof wire.transactionResponseBundle>;
+export type ConsolidatedCount = z.output<typeof wire.consolidatedCountResponse>;
+export type NetworkQuery = z.output<typeof wire.networkQueryResponse>;
+export type NetworkEntry = z.output<typeof wire.networkEntriesResponse>['networkEntries'][number];
 export type NetworkSource = 'hie' | 'pharmacy' | 'lab';
 
 /** One page of the network directory; `nextCursor` (absent on the last page) is the `fromItem` of the next. */
@@ -107,7 +82,16 @@ export interface UploadedDocument {
 }
 
 /** The short form of a document (`output=dto`), as in the public API's `listDocumentsAsDTO`. */
-export type DocumentSummary = Pick<DocumentRecord, 'id' | 'fileName' | 'description' | 'status' | 'indexed' | 'mimeType' | 'size' | 'type'>;
+export interface DocumentSummary {
+  id: string;
+  fileName: string;
+  description: string;
+  status: string;
+  indexed: string;
+  mimeType: string;
+  size: number;
+  type: { coding?: { system?: string; code?: string; display?: string }[]; text?: string };
+}
 
 /** Custom string key-value metadata echoed as `meta.data` of the webhooks (at most 50 pairs). */
 export type WebhookRequestMetadata = Record<string, string>;

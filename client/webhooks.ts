@@ -1,5 +1,5 @@
-import { CoreError } from '../core/errors.js';
-import { isWebhookMessageOfType, parseWebhookMessage, WEBHOOK_MESSAGE_TYPES, type WebhookMessage } from '../core/webhooks/envelope.js';
+import { CoreError } from '../contract/errors.js';
+import { isWebhookMessageOfType, parseWebhookMessage, WEBHOOK_MESSAGE_TYPES, type WebhookMessage } from '../contract/webhooks.js';
 import { CarebridgeWebhookError } from './errors.js';
 
 /*
@@ -28,15 +28,15 @@ export type {
   WebhookDocument,
   WebhookMessage,
   WebhookMessageOf,
-} from '../core/webhooks/envelope.js';
-export type { WebhookMessageType } from '../core/domain/types.js';
+} from '../contract/webhooks.js';
+export type { WebhookMessageType } from '../contract/webhooks.js';
 export {
   signWebhookBody,
   verifyStandardWebhook,
   verifyWebhookSignature,
   type StandardWebhookHeaders,
   type VerifyStandardWebhookOptions,
-} from '../adapters/webhook/signature.js';
+} from '../contract/signature.js';
 export { isWebhookMessageOfType, WEBHOOK_MESSAGE_TYPES };
 
 /** The header carrying the hex HMAC-SHA256 of the raw body (`verifyWebhookSignature`). */

@@ -23,7 +23,9 @@ function coreFiles(dir = CORE): string[] {
 
 /** Packages the pure core may use: validation, CSV, the state machine library. Nothing that does I/O. */
 const ALLOWED_PACKAGES = new Set(['zod', 'csv-parse', 'csv-stringify', 'csv-stringify/sync', 'ts-fsm']);
-const OUTWARD = ['adapters', 'hosts', 'spec', 'client'].map((dir) => resolve(CORE, '..', dir));
+const OUTWARD = ['adapters', 'hosts', 'spec', 'client', 'runtime', 'http'].map((dir) => resolve(CORE, '..', dir));
+/** The wire contract: the one place outside core/ the core may import (it is pure too, checked below). */
+const CONTRACT = resolve(CORE, '..', 'contract');
 const FORBIDDEN_CALLS = [/\bDate\.now\(/, /\bMath\.random\(/, /\brandomUUID\(/, /\bnew Date\(\)/, /\bprocess\.(env|exit|argv|cwd|hrtime|nextTick|stdout|stderr)\b/, /\brequire\(/];
 
 describe('architecture: core is pure and points nowhere outward', () => {
@@ -40,7 +42,7 @@ describe('architecture: core is pure and points nowhere outward', () => {
       for (const specifier of importsOf(source)) {
         if (specifier.startsWith('.')) {
           const target = resolve(file, '..', specifier);
-          expect(target.startsWith(CORE), `${name} imports ${specifier}, outside core/`).toBe(true);
+          expect(target.startsWith(CORE) || target.startsWith(CONTRACT), `${name} imports ${specifier}, outside core/ and contract/`).toBe(true);
           for (const outward of OUTWARD) expect(target.startsWith(outward), `${name} imports ${specifier}`).toBe(false);
         } else {
           expect(ALLOWED_PACKAGES.has(specifier), `${name} imports the package ${specifier}`).toBe(true);
@@ -58,4 +60,28 @@ describe('architecture: core is pure and points nowhere outward', () => {
       'node:fs',
     ]);
   });
+});
+
+describe('architecture: the wire contract is self-contained and pure', () => {
+  const files = coreFiles(CONTRACT);
+
+  test('there are contract files to check', () => {
+    expect(files.map((file) => relative(CONTRACT, file))).toEqual(expect.arrayContaining(['errors.ts', 'requests.ts', 'responses.ts', 'webhooks.ts', 'signature.ts']));
+  });
+
+  for (const file of files) {
+    const name = relative(CONTRACT, file);
+    test(`contract/${name}`, () => {
+      const source = readFileSync(file, 'utf8');
+      for (const specifier of importsOf(source)) {
+        if (specifier.startsWith('.')) expect(resolve(file, '..', specifier).startsWith(CONTRACT), `${name} imports ${specifier}, outside contract/`).toBe(true);
+        // Signatures are HMACs: node:crypto is the one built-in the contract needs.
+        else expect(['zod', 'node:crypto'], `${name} imports the package ${specifier}`).toContain(specifier);
+      }
+      const code = source.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
+      // A webhook receiver checking a signature's timestamp reads its own clock when given none: the
+      // contract may read the time, nothing else of the machine.
+      for (const call of FORBIDDEN_CALLS.filter((pattern) => !/Date/.test(pattern.source))) expect(call.test(code), `${name} uses ${call.source}`).toBe(false);
+    });
+  }
 });

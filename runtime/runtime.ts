@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { join, resolve } from 'node:path';
 import { Container } from 'inversify';
 import type { Logger } from 'pino';
 import type { Sequelize } from 'sequelize';
@@ -15,6 +14,7 @@ import { DEFAULT_RETENTION_DAYS, pruneFinishedWork } from '../core/retention.js'
 import { deliverDueMessages, type EndpointPauses } from '../core/webhooks/deliver.js';
 import { resolveCoreDeps } from '../adapters/container/core-deps.js';
 import { documentsModule } from '../adapters/container/documents.module.js';
+import type { S3Connection } from '../adapters/blob/s3/s3.blob.js';
 import { infraModule, type BlobModuleOptions } from '../adapters/container/infra.module.js';
 import { queueModule } from '../adapters/container/queue.module.js';
 import { storageModule } from '../adapters/container/storage.module.js';
@@ -23,6 +23,8 @@ import { webhookModule } from '../adapters/container/webhook.module.js';
 import { QueueRunner } from '../adapters/queue/runner.js';
 import { noteAccount } from '../http/request-facts.js';
 import { DeliveryLoop, RetentionSweeper } from './background.js';
+import { blobStoreFor } from './blob-store.js';
+import { joinInstances } from './instances.js';
 import { openDatabase } from './database.js';
 import { sandboxDocumentsDir } from './sandbox-documents.js';
 import { urlSigningSecret } from './settings.js';
@@ -50,6 +52,16 @@ export type RuntimeProfile =
       dataDir?: string;
       /** Where uploaded CSVs, result files and documents are kept. Default `<dataDir>/blobs`. */
       blobDir?: string;
+      /** `s3://bucket/prefix`: blobs in an S3 (or S3-compatible) bucket every instance can reach. Wins over `blobDir`. */
+      blobUrl?: string;
+      /** Endpoint, region, path-style addressing and credentials for `blobUrl`. */
+      s3?: S3Connection;
+      /**
+       * Register as an instance of the database and refuse to start when the running ones disagree on the
+       * public URL, the URL signing secret or the blob location. Default true; the CLI's account commands,
+       * which take no work, do not register.
+       */
+      registerInstance?: boolean;
     };
 
 export interface RuntimeOptions {
@@ -69,6 +81,8 @@ export interface RuntimeOptions {
     endpointConcurrency?: number;
     /** At most this many messages a second to each endpoint. Default: no limit. */
     rateLimitPerSecond?: number;
+    /** How long a delivery pass's claim on its messages lasts (a dead instance holds them this long). Default 5 minutes. */
+    leaseMs?: number;
   };
   /**
    * Where C-CDA documents are converted. Default: in process in memory (a sandbox serves one developer and
@@ -150,17 +164,18 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const ownsSequelize = sequelize !== undefined && givenSequelize === undefined;
 
   const container = new Container();
+  let instances: { leave(): Promise<void> } | undefined;
   try {
     const config: CoreConfig = {
       publicUrl: options.publicUrl.replace(/\/+$/, ''),
       webhookAllowPrivate: options.webhooks?.allowPrivate ?? memory,
     };
     container.bind(TOKENS.config).toConstantValue(config);
-    const blob: BlobModuleOptions = options.blob
-      ? { kind: 'instance', blob: options.blob }
-      : profile.kind === 'memory'
-        ? { kind: 'memory' }
-        : { kind: 'fs', root: profile.blobDir ?? join(resolve(dataDir!), 'blobs') };
+    const blobStore: { module: BlobModuleOptions; location: string | undefined } =
+      profile.kind === 'memory'
+        ? { module: options.blob ? { kind: 'instance', blob: options.blob } : { kind: 'memory' }, location: undefined }
+        : blobStoreFor({ ...(options.blob ? { blob: options.blob } : {}), ...profile }, dataDir!);
+    const blob = blobStore.module;
     const urlSecret = options.urlSigningSecret ?? (dataDir === undefined ? randomBytes(32).toString('hex') : await urlSigningSecret(dataDir, undefined));
     container.load(
       infraModule({ urlSecret, blob, ...(options.clock ? { clock: options.clock } : {}), ...(options.ids ? { ids: options.ids } : {}) }),
@@ -182,6 +197,14 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
 
     // Unique per process: instances sharing one database tell their job leases and outbox claims apart by it.
     const workerId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    if (profile.kind === 'sql' && (profile.registerInstance ?? true)) {
+      // Before any work is taken: an instance whose settings disagree with the running ones must not start.
+      instances = await joinInstances(sequelize!, {
+        ...(profile.databaseSchema ? { schema: profile.databaseSchema } : {}),
+        identity: { instanceId: workerId, publicUrl: config.publicUrl, urlSigningSecret: urlSecret, blobLocation: blobStore.location },
+        ...(logger ? { logger: logger.child({ component: 'instances' }) } : {}),
+      });
+    }
     const pollMs = options.pollMs ?? (memory ? 50 : 500);
     const jobConcurrency = options.jobConcurrency ?? (memory ? 1 : 4);
     let running = false;
@@ -219,6 +242,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
             workerId,
             ...(endpointConcurrency !== undefined ? { endpointConcurrency } : {}),
             ...(rateLimit ? { rateLimit } : {}),
+            ...(options.webhooks?.leaseMs !== undefined ? { leaseMs: options.webhooks.leaseMs } : {}),
           },
           { limit: DELIVERY_BATCH },
         ),
@@ -299,6 +323,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       close() {
         closing ??= (async () => {
           await background.stop();
+          await instances?.leave();
           // A storage handed to the memory profile is the runtime's to close; the container closes its own.
           if (profile.kind === 'memory' && profile.storage) await profile.storage.close();
           await container.unbindAllAsync();
@@ -308,6 +333,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       },
     };
   } catch (error) {
+    await instances?.leave().catch(() => undefined);
     await container.unbindAllAsync().catch(() => undefined);
     if (ownsSequelize) await sequelize!.close().catch(() => undefined);
     throw error;

@@ -2,9 +2,10 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { DEFAULT_RETENTION_DAYS } from '../core/retention.js';
+import { blobSettingsFromEnv, type BlobSettings } from './blob-settings.js';
 
 /** What the service reads from its environment. */
-export interface ServiceSettings {
+export interface ServiceSettings extends BlobSettings {
   /** `PORT`, 8080. 0 picks a free port. */
   port: number;
   /** `HOST`: the address to listen on; every interface when absent. */
@@ -25,6 +26,8 @@ export interface ServiceSettings {
   retentionDays: number;
   /** `WEBHOOK_CONCURRENCY`: webhook requests in flight at once per endpoint, 16. */
   webhookConcurrency: number;
+  /** `WEBHOOK_LEASE_SECONDS`: how long an instance's claim on outbox messages lasts, 300 when absent. */
+  webhookLeaseSeconds?: number;
   /** `URL_SIGNING_SECRET`: else generated once and kept in DATA_DIR, so URLs survive restarts. */
   urlSigningSecret?: string;
   /** `LOG_LEVEL`: pino level, `info`. */
@@ -95,6 +98,11 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
   if (webhookRateLimit !== undefined && !(Number.isFinite(webhookRateLimit) && webhookRateLimit >= 1 && webhookRateLimit <= 100_000)) {
     throw new Error(`WEBHOOK_RATE_LIMIT must be a number of messages per second from 1 to 100000, not "${rateText}"`);
   }
+  const leaseText = nonEmpty(env.WEBHOOK_LEASE_SECONDS);
+  const webhookLeaseSeconds = leaseText === undefined ? undefined : Number(leaseText);
+  if (webhookLeaseSeconds !== undefined && !(Number.isInteger(webhookLeaseSeconds) && webhookLeaseSeconds >= 10 && webhookLeaseSeconds <= 3600)) {
+    throw new Error(`WEBHOOK_LEASE_SECONDS must be a whole number of seconds from 10 to 3600, not "${leaseText}"`);
+  }
   const settings: ServiceSettings = {
     port,
     retentionDays,
@@ -113,6 +121,8 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
     urlSigningSecret: nonEmpty(env.URL_SIGNING_SECRET),
     ccdaWorkers,
     webhookRateLimit,
+    webhookLeaseSeconds,
+    ...blobSettingsFromEnv(env),
   };
   for (const [name, value] of Object.entries(optional)) if (value !== undefined) Object.assign(settings, { [name]: value });
   return settings;

@@ -8,7 +8,8 @@ import { describe, expect, test } from 'vitest';
  * - hosts/<name>/ are composition roots: each imports core, adapters, runtime and http, never another host;
  * - runtime/ (putting the service together) and http/ (the one HTTP translation) never import a host;
  * - http/ never imports runtime/: a translation serves any handler, however it was made;
- * - adapters/ never import runtime/, http/ or a host.
+ * - adapters/ never import runtime/, http/ or a host;
+ * - contract/ (the wire contract the client is built on) imports nothing outside itself.
  */
 
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
@@ -42,11 +43,12 @@ function forbidden(from: string, to: string): boolean {
   if (from === 'runtime') return to.startsWith('hosts/');
   if (from === 'http') return to.startsWith('hosts/') || to === 'runtime';
   if (from === 'adapters') return to.startsWith('hosts/') || to === 'runtime' || to === 'http';
+  if (from === 'contract') return to !== 'contract';
   return false;
 }
 
 describe('architecture: hosts are leaves, runtime and http serve them, adapters point inward', () => {
-  const files = ['hosts', 'runtime', 'http', 'adapters'].flatMap((dir) => sourceFiles(join(ROOT, dir)));
+  const files = ['hosts', 'runtime', 'http', 'adapters', 'contract'].flatMap((dir) => sourceFiles(join(ROOT, dir)));
 
   test('there are files in every layer', () => {
     const layers = new Set(files.map((file) => layerOf(relative(ROOT, file))));

@@ -2,6 +2,7 @@ import { ContainerModule } from 'inversify';
 import type { BlobPort, ClockPort, IdsPort, SecretsPort, UrlSignerPort } from '../../core/ports/index.js';
 import { FsBlob } from '../blob/fs/fs.blob.js';
 import { MemoryBlob } from '../blob/memory/memory.blob.js';
+import { createS3Client, S3Blob, type S3BlobTuning, type S3Connection, type S3Location } from '../blob/s3/s3.blob.js';
 import { SystemClock } from '../clock/system.clock.js';
 import { HmacUrlSigner } from '../crypto/hmac.url-signer.js';
 import { NodeSecrets } from '../crypto/node.secrets.js';
@@ -13,6 +14,8 @@ export type BlobModuleOptions =
   | { kind: 'memory' }
   /** Files under `root` (the service: `DATA_DIR/blobs`). */
   | { kind: 'fs'; root: string }
+  /** Objects of an S3 (or S3-compatible) bucket, under a key prefix: several instances share them. */
+  | { kind: 's3'; location: S3Location; connection: S3Connection; tuning?: S3BlobTuning }
   | { kind: 'instance'; blob: BlobPort };
 
 export interface InfraModuleOptions {
@@ -40,12 +43,22 @@ export function infraModule(options: InfraModuleOptions): ContainerModule {
     bind(TOKENS.secrets).toConstantValue(options.secrets ?? new NodeSecrets());
     bind(TOKENS.urlSigner).toConstantValue(urlSigner);
     const blob = options.blob;
+    // The S3 client (its sockets) is made with the blob store and destroyed with it.
+    let s3Client: ReturnType<typeof createS3Client> | undefined;
     bind(TOKENS.blob)
       .toDynamicValue((): BlobPort => {
         if (blob.kind === 'instance') return blob.blob;
+        if (blob.kind === 's3') {
+          s3Client = createS3Client(blob.connection);
+          return new S3Blob(s3Client, blob.location, blob.tuning);
+        }
         return blob.kind === 'fs' ? new FsBlob({ root: blob.root }) : new MemoryBlob();
       })
-      .inSingletonScope();
+      .inSingletonScope()
+      .onDeactivation(() => {
+        s3Client?.destroy();
+        s3Client = undefined;
+      });
   });
 }
 

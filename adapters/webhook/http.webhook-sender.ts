@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
 import type { WebhookDelivery, WebhookDeliveryResult, WebhookSenderPort } from '../../core/ports/webhook-sender.port.js';
 import { isNonPublicAddress, validateWebhookUrl } from '../../core/webhooks/url.js';
-import { signStandardWebhook, signWebhookBody } from './signature.js';
+import { signStandardWebhook, signWebhookBody } from '../../contract/signature.js';
 import { packageVersion as readPackageVersion } from '../package-root.js';
 
 const packageVersion = readPackageVersion();

@@ -6,6 +6,7 @@ import { normaliseSsn, SSN_INVALID } from '../csv/identifiers.js';
 import { CONTROL_CHARACTER, FIELD_MAX_LENGTH, hasControlCharacter, tooLongMessage, type LimitedField } from '../csv/limits.js';
 import { nameProblem } from '../csv/names.js';
 import { isValidNpi } from '../entities/npi.js';
+import type * as wire from '../../contract/requests.js';
 
 /**
  * Wire shapes of the public API, after the public Metriport API so its clients work unchanged. The same schemas validate requests, type the client and generate the OpenAPI document.
@@ -169,3 +170,16 @@ export const bulkStartQuerySchema = z.object({
 export const metadataBodySchema = z.object({ metadata: z.unknown().optional() }).passthrough().optional();
 
 export const settingsUpdateSchema = z.object({ webhookUrl: z.string().trim().max(2048) });
+
+/*
+ * Compile-time check that these schemas take exactly the request shapes of the wire contract, which the
+ * client is typed with: a change to one without the other fails the build.
+ */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? ([keyof A] extends [keyof B] ? ([keyof B] extends [keyof A] ? true : false) : false) : false) : false;
+export const REQUEST_SHAPES_AGREE: [
+  Same<z.input<typeof organizationCreateSchema>, wire.OrganizationCreate>,
+  Same<z.input<typeof facilityCreateSchema>, wire.FacilityCreate>,
+  Same<z.input<typeof cohortCreateSchema>, wire.CohortCreate>,
+  Same<z.input<typeof patientCreateSchema>, wire.PatientCreate>,
+  Same<z.input<typeof settingsUpdateSchema>, wire.SettingsUpdate>,
+] = [true, true, true, true, true];

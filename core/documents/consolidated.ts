@@ -16,7 +16,7 @@ import { issueSignedUrl } from '../signed-urls.js';
 import { MINUTE_MS, nowIso } from '../time.js';
 import { enqueueMessage } from '../webhooks/deliver.js';
 import { consolidatedDataMessage, toWebhookFilters } from '../webhooks/envelope.js';
-import { validateMetadata } from '../webhooks/metadata.js';
+import { validateMetadata } from '../../contract/metadata.js';
 import { filterResources, resourceTypesOf } from './filters.js';
 import { gzip } from './gzip.js';
 import { DOCUMENT_JOB } from './job-types.js';

@@ -11,7 +11,7 @@ import { issueSignedUrl } from '../signed-urls.js';
 import { MINUTE_MS } from '../time.js';
 import { enqueueMessage } from '../webhooks/deliver.js';
 import { documentBulkDownloadUrlsMessage, toWebhookBulkDocument } from '../webhooks/envelope.js';
-import { validateMetadata } from '../webhooks/metadata.js';
+import { validateMetadata } from '../../contract/metadata.js';
 import { adoptDocumentResources } from './consolidate.js';
 import { bundleOf } from './consolidated.js';
 import { isCcdaMediaType } from './document-reference.js';

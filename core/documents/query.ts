@@ -14,7 +14,7 @@ import type { StoragePort } from '../ports/storage.port.js';
 import { nowIso } from '../time.js';
 import { enqueueMessage } from '../webhooks/deliver.js';
 import { documentConversionMessage, documentDownloadMessage, toWebhookDocument, type MessageMetaInput } from '../webhooks/envelope.js';
-import { validateMetadata } from '../webhooks/metadata.js';
+import { validateMetadata } from '../../contract/metadata.js';
 import { convertDocuments } from './convert.js';
 import { documentBlobKey, isCcdaMediaType, networkFileName } from './document-reference.js';
 import { DOCUMENT_JOB } from './job-types.js';

@@ -284,16 +284,8 @@ export function networkQueryStatus(query: Pick<NetworkQuery, 'sources'>): Networ
   return failed === query.sources.length ? 'failed' : 'partial';
 }
 
-export type WebhookMessageType =
-  | 'medical.document-download'
-  | 'medical.document-conversion'
-  | 'medical.document-bulk-download-urls'
-  | 'medical.consolidated-data'
-  | 'medical.bulk-patient-create'
-  | 'network-query.hie'
-  | 'network-query.pharmacy'
-  | 'network-query.lab'
-  | 'ping';
+export type { WebhookMessageType } from '../../contract/webhooks.js';
+import type { WebhookMessageType } from '../../contract/webhooks.js';
 
 export type OutboxStatus = 'pending' | 'delivered' | 'parked';
 

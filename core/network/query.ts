@@ -22,7 +22,7 @@ import { CoreError } from '../errors.js';
 import type { DataNetworkPort } from '../ports/data-network.port.js';
 import type { JsonValue } from '../ports/queue.port.js';
 import { nowIso } from '../time.js';
-import { validateMetadata } from '../webhooks/metadata.js';
+import { validateMetadata } from '../../contract/metadata.js';
 import { endNetworkSource, HIE_SOURCE_NAME } from './sources.js';
 
 export const NETWORK_SOURCES: readonly NetworkSource[] = ['hie', 'pharmacy', 'lab'];

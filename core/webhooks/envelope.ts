@@ -1,252 +1,37 @@
-import { z } from 'zod';
 import type { ConsolidatedFilters, DocumentRecord, WebhookMessageType } from '../domain/types.js';
 import { CoreError } from '../errors.js';
-import { validateMetadata, webhookMetadataSchema, type WebhookMetadata } from './metadata.js';
+import { validateMetadata, type WebhookMetadata } from '../../contract/metadata.js';
+import {
+  isWebhookMessageOfType,
+  webhookMessageSchemas,
+  type NetworkQueryHieMessage,
+  type NetworkQueryLabMessage,
+  type NetworkQueryPharmacyMessage,
+  type WebhookMessage,
+  type BulkPatientCreateMessage,
+  type BulkPatientCreatePayload,
+  type ConsolidatedDataMessage,
+  type ConsolidatedDataPatient,
+  type DocumentBulkDownloadPatient,
+  type DocumentBulkDownloadUrlsMessage,
+  type DocumentConversionMessage,
+  type DocumentConversionPatient,
+  type DocumentDownloadMessage,
+  type DocumentDownloadPatient,
+  type NetworkQueryPayload,
+  type PingMessage,
+  type WebhookBulkDocument,
+  type WebhookDocument,
+  type WebhookMessageOf,
+} from '../../contract/webhooks.js';
 
 /*
- * The webhook messages of the legacy document flow and of bulk patient create (Webhook envelope,
- * Events, Patient entries in webhook messages): `{ meta: {messageId, requestId?, when, type, data?}, ...payload }`.
- * The schemas are exported so the client library parses exactly what the builders produce.
+ * The builders of the webhook messages: each message is checked against its schema in the wire contract
+ * (contract/webhooks.ts) before it is stored, so a receiver validating with the same schemas accepts it.
  */
 
-const isoUtcSchema = z.iso.datetime();
+export * from '../../contract/webhooks.js';
 
-function metaSchema<T extends Exclude<WebhookMessageType, 'ping'>>(type: T) {
-  return z.object({
-    messageId: z.string().min(1),
-    requestId: z.string().min(1).optional(),
-    when: isoUtcSchema,
-    type: z.literal(type),
-    data: webhookMetadataSchema.optional(),
-  });
-}
-
-export const codeableConceptSchema = z.object({
-  coding: z
-    .array(z.object({ system: z.string().optional(), code: z.string().optional(), display: z.string().optional() }))
-    .optional(),
-  text: z.string().optional(),
-});
-
-/** Document reference in `medical.document-download` (size is a string there). */
-export const webhookDocumentSchema = z.object({
-  id: z.string().min(1),
-  fileName: z.string().min(1),
-  description: z.string().optional(),
-  status: z.string().optional(),
-  indexed: z.string().optional(),
-  mimeType: z.string().optional(),
-  size: z.string().optional(),
-  type: codeableConceptSchema.optional(),
-});
-
-export const organizationIdentifierSchema = z.object({
-  name: z.string(),
-  identifierValues: z.array(z.string()),
-});
-
-/** Document reference in `medical.document-bulk-download-urls` (size is a number there, plus url). */
-export const webhookBulkDocumentSchema = webhookDocumentSchema.extend({
-  size: z.number().optional(),
-  url: z.string().min(1),
-  organizationIdentifiers: z.array(organizationIdentifierSchema).optional(),
-});
-
-const patientEntryBaseSchema = z.object({
-  patientId: z.string().min(1),
-  externalId: z.string().optional(),
-  additionalIds: z.record(z.string(), z.array(z.string())).optional(),
-  status: z.enum(['completed', 'failed']),
-});
-
-export const documentDownloadPatientSchema = patientEntryBaseSchema.extend({
-  type: z.literal('document-download'),
-  documents: z.array(webhookDocumentSchema),
-});
-
-export const documentConversionPatientSchema = patientEntryBaseSchema.extend({
-  type: z.literal('document-conversion'),
-});
-
-export const documentBulkDownloadPatientSchema = patientEntryBaseSchema.extend({
-  documents: z.array(webhookBulkDocumentSchema),
-});
-
-export const consolidatedFiltersSchema = z.object({
-  resources: z.string().optional(),
-  dateFrom: z.iso.date().optional(),
-  dateTo: z.iso.date().optional(),
-});
-
-/** A FHIR Bundle of type collection holding one DocumentReference. */
-export const fhirBundleSchema = z.looseObject({
-  resourceType: z.literal('Bundle'),
-  type: z.string(),
-  total: z.number().int().nonnegative().optional(),
-  entry: z.array(z.looseObject({})).optional(),
-});
-
-export const consolidatedDataPatientSchema = patientEntryBaseSchema.extend({
-  filters: consolidatedFiltersSchema,
-  bundle: fhirBundleSchema,
-});
-
-export const bulkPatientCreateSchema = z
-  .object({
-    requestId: z.string().min(1),
-    status: z.enum(['processing', 'failed', 'completed']),
-    reason: z.string().optional(),
-    result: z.string().optional(),
-  })
-  .superRefine((value, ctx) => {
-    // Reason only when failed, result only when completed.
-    if (value.reason !== undefined && value.status !== 'failed') {
-      ctx.addIssue({ code: 'custom', path: ['reason'], message: 'reason is only sent with status failed' });
-    }
-    if (value.result !== undefined && value.status !== 'completed') {
-      ctx.addIssue({ code: 'custom', path: ['result'], message: 'result is only sent with status completed' });
-    }
-  });
-
-export const documentDownloadMessageSchema = z.object({
-  meta: metaSchema('medical.document-download'),
-  patients: z.array(documentDownloadPatientSchema),
-});
-
-export const documentConversionMessageSchema = z.object({
-  meta: metaSchema('medical.document-conversion'),
-  patients: z.array(documentConversionPatientSchema),
-});
-
-export const documentBulkDownloadUrlsMessageSchema = z.object({
-  meta: metaSchema('medical.document-bulk-download-urls'),
-  patients: z.array(documentBulkDownloadPatientSchema),
-});
-
-export const consolidatedDataMessageSchema = z.object({
-  meta: metaSchema('medical.consolidated-data'),
-  patients: z.array(consolidatedDataPatientSchema),
-});
-
-export const bulkPatientCreateMessageSchema = z.object({
-  meta: metaSchema('medical.bulk-patient-create'),
-  bulkPatientCreate: bulkPatientCreateSchema,
-});
-
-/**
- * One source of a network query has ended: the consolidated data (all sources so far) is at
- * `consolidatedDataUrl`, a pre-signed URL valid 10 minutes.
- */
-export const networkQueryPayloadSchema = z.object({
-  patientId: z.string().min(1),
-  externalId: z.string().optional(),
-  consolidatedDataUrl: z.string().min(1),
-  source: z.object({
-    type: z.enum(['hie', 'pharmacy', 'lab']),
-    source: z.string().optional(),
-    status: z.enum(['completed', 'failed']),
-    completedAt: isoUtcSchema,
-  }),
-});
-
-export const networkQueryHieMessageSchema = z.object({ meta: metaSchema('network-query.hie'), payload: networkQueryPayloadSchema });
-export const networkQueryPharmacyMessageSchema = z.object({ meta: metaSchema('network-query.pharmacy'), payload: networkQueryPayloadSchema });
-export const networkQueryLabMessageSchema = z.object({ meta: metaSchema('network-query.lab'), payload: networkQueryPayloadSchema });
-
-/** The ping carries no requestId and no data. */
-export const pingMessageSchema = z.object({
-  ping: z.string().min(1),
-  meta: z.object({ messageId: z.string().min(1), when: isoUtcSchema, type: z.literal('ping') }),
-});
-
-export type WebhookDocument = z.infer<typeof webhookDocumentSchema>;
-export type WebhookBulkDocument = z.infer<typeof webhookBulkDocumentSchema>;
-export type DocumentDownloadPatient = z.infer<typeof documentDownloadPatientSchema>;
-export type DocumentConversionPatient = z.infer<typeof documentConversionPatientSchema>;
-export type DocumentBulkDownloadPatient = z.infer<typeof documentBulkDownloadPatientSchema>;
-export type ConsolidatedDataPatient = z.infer<typeof consolidatedDataPatientSchema>;
-export type BulkPatientCreatePayload = z.infer<typeof bulkPatientCreateSchema>;
-export type NetworkQueryPayload = z.infer<typeof networkQueryPayloadSchema>;
-
-export type DocumentDownloadMessage = z.infer<typeof documentDownloadMessageSchema>;
-export type DocumentConversionMessage = z.infer<typeof documentConversionMessageSchema>;
-export type DocumentBulkDownloadUrlsMessage = z.infer<typeof documentBulkDownloadUrlsMessageSchema>;
-export type ConsolidatedDataMessage = z.infer<typeof consolidatedDataMessageSchema>;
-export type BulkPatientCreateMessage = z.infer<typeof bulkPatientCreateMessageSchema>;
-export type PingMessage = z.infer<typeof pingMessageSchema>;
-export type NetworkQueryHieMessage = z.infer<typeof networkQueryHieMessageSchema>;
-export type NetworkQueryPharmacyMessage = z.infer<typeof networkQueryPharmacyMessageSchema>;
-export type NetworkQueryLabMessage = z.infer<typeof networkQueryLabMessageSchema>;
-
-/** Every message the service sends, told apart by `meta.type`. */
-export type WebhookMessage =
-  | DocumentDownloadMessage
-  | DocumentConversionMessage
-  | DocumentBulkDownloadUrlsMessage
-  | ConsolidatedDataMessage
-  | BulkPatientCreateMessage
-  | NetworkQueryHieMessage
-  | NetworkQueryPharmacyMessage
-  | NetworkQueryLabMessage
-  | PingMessage;
-
-export type WebhookMessageOf<T extends WebhookMessageType> = Extract<WebhookMessage, { meta: { type: T } }>;
-
-export const webhookMessageSchemas = {
-  'medical.document-download': documentDownloadMessageSchema,
-  'medical.document-conversion': documentConversionMessageSchema,
-  'medical.document-bulk-download-urls': documentBulkDownloadUrlsMessageSchema,
-  'medical.consolidated-data': consolidatedDataMessageSchema,
-  'medical.bulk-patient-create': bulkPatientCreateMessageSchema,
-  'network-query.hie': networkQueryHieMessageSchema,
-  'network-query.pharmacy': networkQueryPharmacyMessageSchema,
-  'network-query.lab': networkQueryLabMessageSchema,
-  ping: pingMessageSchema,
-} as const satisfies Record<WebhookMessageType, z.ZodType>;
-
-export const WEBHOOK_MESSAGE_TYPES = Object.keys(webhookMessageSchemas) as WebhookMessageType[];
-
-/** Any message; prefer `parseWebhookMessage`, whose errors name the part of the one matching type that is wrong. */
-export const webhookMessageSchema = z.union([
-  documentDownloadMessageSchema,
-  documentConversionMessageSchema,
-  documentBulkDownloadUrlsMessageSchema,
-  consolidatedDataMessageSchema,
-  bulkPatientCreateMessageSchema,
-  networkQueryHieMessageSchema,
-  networkQueryPharmacyMessageSchema,
-  networkQueryLabMessageSchema,
-  pingMessageSchema,
-]);
-
-/**
- * Narrows a message by its type. TypeScript does not narrow a union through a nested discriminant
- * (`msg.meta.type`), hence the guard.
- */
-export function isWebhookMessageOfType<T extends WebhookMessageType>(message: WebhookMessage, type: T): message is WebhookMessageOf<T> {
-  return message.meta.type === type;
-}
-
-/**
- * Parses a received body (already JSON-decoded) into a typed message, choosing the schema by `meta.type`.
- * @throws CoreError `VALIDATION_FAILED` naming the type and the first problem when it is not a valid message.
- */
-export function parseWebhookMessage(input: unknown): WebhookMessage {
-  const type = (input as { meta?: { type?: unknown } } | null)?.meta?.type;
-  if (typeof type !== 'string' || !(type in webhookMessageSchemas)) {
-    throw new CoreError('VALIDATION_FAILED', `not a webhook message: unknown meta.type ${JSON.stringify(type)}`);
-  }
-  const schema: z.ZodType<WebhookMessage> = webhookMessageSchemas[type as WebhookMessageType];
-  const parsed = schema.safeParse(input);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue && issue.path.length > 0 ? issue.path.join('.') : 'message';
-    throw new CoreError('VALIDATION_FAILED', `invalid ${type} message: ${where}: ${issue?.message ?? 'invalid'}`, { cause: parsed.error });
-  }
-  return parsed.data;
-}
-
-/** What the caller supplies for `meta`; `type` is set by the builder. */
 export interface MessageMetaInput {
   /** From the ids port; the same on every delivery attempt. */
   messageId: string;

@@ -1,5 +1,5 @@
 export * from './envelope.js';
-export * from './metadata.js';
+export * from '../../contract/metadata.js';
 export * from './retry-schedule.js';
 export * from './url.js';
 export * from './deliver.js';

@@ -2,6 +2,7 @@ import type { Sequelize } from 'sequelize';
 import type { ApiHandler } from '../../core/api/handler.js';
 import type { CoreDeps } from '../../core/deps.js';
 import type { BlobPort, ClockPort, IdsPort, WebhookSenderPort } from '../../core/ports/index.js';
+import type { S3Connection } from '../../adapters/blob/s3/s3.blob.js';
 import type { Logger } from 'pino';
 import { createRuntime } from '../../runtime/runtime.js';
 
@@ -23,8 +24,15 @@ export interface CarebridgeOptions {
   dataDir?: string;
   /** Where uploaded CSVs, result files and documents are kept. Default `<dataDir>/blobs`. */
   blobDir?: string;
-  /** Or any blob storage (e.g. in memory for tests). Wins over `blobDir`. */
+  /** Or any blob storage (e.g. in memory for tests). Wins over `blobDir` and `blobUrl`. */
   blob?: BlobPort;
+  /**
+   * `s3://bucket/prefix`: blobs in an S3 (or S3-compatible) bucket, which every instance sharing the
+   * database can reach. Wins over `blobDir`; how to reach the bucket is `s3`.
+   */
+  blobUrl?: string;
+  /** Endpoint, region, path-style addressing and credentials for `blobUrl`; the AWS SDK's defaults otherwise. */
+  s3?: S3Connection;
   /** Secret of the pre-signed URLs; generated once and kept in `dataDir` when absent. */
   urlSigningSecret?: string;
   webhooks?: {
@@ -36,6 +44,11 @@ export interface CarebridgeOptions {
     endpointConcurrency?: number;
     /** At most this many messages a second to each endpoint. Default: no limit. */
     rateLimitPerSecond?: number;
+    /**
+     * How long a delivery pass's claim on its messages lasts; an instance that dies holds its messages
+     * this long. Keep it above the longest pass (about 500 / endpointConcurrency x 4 s). Default 5 minutes.
+     */
+    leaseMs?: number;
   };
   /**
    * Threads converting C-CDA documents, off the thread that serves requests. Default one per core but the
@@ -104,6 +117,7 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
       ...(options.database !== undefined ? { database: options.database } : {}),
       ...(options.databaseSchema ? { databaseSchema: options.databaseSchema } : {}),
       ...(options.blobDir ? { blobDir: options.blobDir } : {}),
+      ...(options.blobUrl !== undefined ? { blobUrl: options.blobUrl, ...(options.s3 ? { s3: options.s3 } : {}) } : {}),
     },
     publicUrl: options.publicUrl,
     ...(options.blob ? { blob: options.blob } : {}),

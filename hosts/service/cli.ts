@@ -124,6 +124,7 @@ async function accountCommand(args: string[], io: CliIo): Promise<number> {
       dataDir: settings.dataDir,
       ...(settings.databaseUrl ? { database: settings.databaseUrl } : {}),
       ...(settings.databaseSchema ? { databaseSchema: settings.databaseSchema } : {}),
+      registerInstance: false,
     },
     publicUrl: settings.publicUrl ?? 'http://localhost',
     ...(settings.urlSigningSecret ? { urlSigningSecret: settings.urlSigningSecret } : {}),

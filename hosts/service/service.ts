@@ -109,11 +109,13 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
         dataDir: settings.dataDir,
         ...(settings.databaseUrl ? { database: settings.databaseUrl } : {}),
         ...(settings.databaseSchema ? { databaseSchema: settings.databaseSchema } : {}),
+        ...(settings.blobUrl !== undefined ? { blobUrl: settings.blobUrl, ...(settings.s3 ? { s3: settings.s3 } : {}) } : {}),
       },
       publicUrl,
       ...(settings.urlSigningSecret ? { urlSigningSecret: settings.urlSigningSecret } : {}),
       ccda: { kind: 'pooled', ...(settings.ccdaWorkers !== undefined ? { maxThreads: settings.ccdaWorkers } : {}) },
       webhooks: {
+        ...(settings.webhookLeaseSeconds !== undefined ? { leaseMs: settings.webhookLeaseSeconds * 1000 } : {}),
         allowPrivate: settings.webhookAllowPrivate,
         endpointConcurrency: settings.webhookConcurrency,
         ...(settings.webhookRateLimit !== undefined ? { rateLimitPerSecond: settings.webhookRateLimit } : {}),

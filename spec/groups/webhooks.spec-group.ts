@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { verifyStandardWebhook, verifyWebhookSignature } from '../../adapters/webhook/signature.js';
+import { verifyStandardWebhook, verifyWebhookSignature } from '../../contract/signature.js';
 import type { HostSpecOptions } from '../host.suite.js';
 import { withHost } from '../host.suite.js';
 import { AccountApi, csvOf, personRow } from '../support/api.js';

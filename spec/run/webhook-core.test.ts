@@ -15,7 +15,7 @@ import {
   toWebhookDocument,
   webhookMessageSchema,
 } from '../../core/webhooks/envelope.js';
-import { validateMetadata, webhookMetadataSchema } from '../../core/webhooks/metadata.js';
+import { validateMetadata, webhookMetadataSchema } from '../../contract/metadata.js';
 import { createRetrySchedule, DEFAULT_RETRY_DELAYS_MS, nextAttemptAt } from '../../core/webhooks/retry-schedule.js';
 import { isNonPublicAddress, validateWebhookUrl } from '../../core/webhooks/url.js';
 import type { DocumentRecord } from '../../core/domain/types.js';

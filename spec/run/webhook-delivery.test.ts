@@ -4,7 +4,7 @@ import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import { MemoryStorage } from '../../adapters/storage/memory/memory.storage.js';
 import { HttpWebhookSender } from '../../adapters/webhook/http.webhook-sender.js';
-import { verifyStandardWebhook, verifyWebhookSignature } from '../../adapters/webhook/signature.js';
+import { verifyStandardWebhook, verifyWebhookSignature } from '../../contract/signature.js';
 import type { OutboxMessage, WebhookSettings } from '../../core/domain/types.js';
 import type { WebhookDelivery, WebhookSenderPort } from '../../core/ports/webhook-sender.port.js';
 import {

@@ -8,7 +8,7 @@ import {
   signWebhookBody,
   verifyStandardWebhook,
   verifyWebhookSignature,
-} from '../../adapters/webhook/signature.js';
+} from '../../contract/signature.js';
 import { defineWebhookSenderContract } from '../ports/webhook-sender.contract.js';
 import { startReceiver } from '../support/receiver.js';
 

@@ -124,8 +124,11 @@ describe.skipIf(!pg.available)('two service processes on one PostgreSQL database
     });
     await storage.close();
 
-    const dataDirs = [mkdtempSync(join(tmpdir(), 'carebridge-two-a-')), mkdtempSync(join(tmpdir(), 'carebridge-two-b-'))];
-    cleanups.push(() => dataDirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+    // One data directory for both, as instances keeping blobs on disk must share it (they refuse to start
+    // on one database with different blob locations).
+    const dataDir = mkdtempSync(join(tmpdir(), 'carebridge-two-'));
+    const dataDirs = [dataDir, dataDir];
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
     const services = await Promise.all(dataDirs.map((dir) => startService(schema, dir)));
     cleanups.push(async () => {
       for (const service of services) {

@@ -6,7 +6,7 @@ import type { BulkQueriesProgress, BulkRequest } from '../../domain/types.js';
 import { CoreError } from '../../errors.js';
 import { defineRoute, json } from '../router.js';
 import { bulkStartQuerySchema } from '../schemas.js';
-import { bulkStartResponse, bulkStatusResponse } from '../responses.js';
+import { bulkStartResponse, bulkStatusResponse } from '../../../contract/responses.js';
 
 const BULK = '/medical/v1/patient/bulk';
 

@@ -22,7 +22,7 @@ import {
   searchResponse,
   transactionResponseBundle,
   urlResponse,
-} from '../responses.js';
+} from '../../../contract/responses.js';
 
 const CONSOLIDATED = '/medical/v1/patient/:id/consolidated';
 const TAG = 'Consolidated';

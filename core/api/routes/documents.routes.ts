@@ -10,7 +10,7 @@ import { acceptDocumentUpload, createDocumentUpload } from '../../documents/uplo
 import { getPatient } from '../../entities/patients.js';
 import { defineRoute, json } from '../router.js';
 import { metadataBodySchema, uuidSchema } from '../schemas.js';
-import { bulkDownloadUrlsResponse, documentQueryResponse, documentUploadResponse, documentUploadedResponse, latestDocumentQueryResponse, uploadUrlResponse, urlResponse } from '../responses.js';
+import { bulkDownloadUrlsResponse, documentQueryResponse, documentUploadResponse, documentUploadedResponse, latestDocumentQueryResponse, uploadUrlResponse, urlResponse } from '../../../contract/responses.js';
 
 const DOCUMENT = '/medical/v1/document';
 const TAG = 'Document';

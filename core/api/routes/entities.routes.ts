@@ -31,7 +31,7 @@ import {
   patientFacilitiesResponse,
   patientPageResponse,
   patientResponse,
-} from '../responses.js';
+} from '../../../contract/responses.js';
 import { CoreError } from '../../errors.js';
 
 const V1 = '/medical/v1';

@@ -4,7 +4,7 @@ import { getPatient } from '../../entities/patients.js';
 import { getNetworkQuery, listNetworkEntries, networkQueryToWire, startNetworkQuery } from '../../network/query.js';
 import { defineRoute, json } from '../router.js';
 import { queryBoolean } from '../schemas.js';
-import { fhirBundleResponse, networkEntriesResponse, networkQueryResponse } from '../responses.js';
+import { fhirBundleResponse, networkEntriesResponse, networkQueryResponse } from '../../../contract/responses.js';
 
 const V1 = '/medical/v1';
 const TAG = 'Network';

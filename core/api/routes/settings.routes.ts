@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { getSettings, getWebhookStatus, retryWebhookMessages, settingsToWire, updateSettings } from '../../settings.js';
 import { defineRoute, json } from '../router.js';
 import { settingsUpdateSchema } from '../schemas.js';
-import { parkedMessagesResponse, settingsResponse, webhookRetryResponse, webhookStatusResponse } from '../responses.js';
+import { parkedMessagesResponse, settingsResponse, webhookRetryResponse, webhookStatusResponse } from '../../../contract/responses.js';
 
 /** Parked messages listed at once, at most: support needs the oldest first, not all of them. */
 const PARKED_PAGE_MAX = 100;

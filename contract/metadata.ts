@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CoreError } from '../errors.js';
+import { CoreError } from './errors.js';
 
 /** `meta.data` holds at most 50 pairs, keys <= 40 chars, values <= 500 chars. */
 export const METADATA_MAX_PAIRS = 50;
