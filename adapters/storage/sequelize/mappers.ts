@@ -17,46 +17,23 @@ import type {
 } from '../../../core/domain/types.js';
 import type { Row } from './models.js';
 import type { MatchKeyHasher } from './match-key-hash.js';
+import { columnsOf, type ColumnKind, type TableName } from './schema.js';
 
-/** How a column's value travels in the JSON of a batch statement (see `RawSql.insertFromJson`). */
-export type ColumnKind = 'text' | 'json' | 'boolean' | 'integer' | 'bigint';
+export type { ColumnKind } from './schema.js';
 export type Columns = readonly (readonly [name: string, kind: ColumnKind])[];
 
+function columnList(table: TableName): Columns {
+  return columnsOf(table).map((column) => [column.name, column.kind] as const);
+}
+
 /** Columns of `patients`, in the order of `RowMapper.pushPatientValues`. */
-export const PATIENT_COLUMNS: Columns = [
-  ['id', 'text'],
-  ['account_id', 'text'],
-  ['facility_ids', 'json'],
-  ['cohort_ids', 'json'],
-  ['external_id', 'text'],
-  ['first_name', 'text'],
-  ['last_name', 'text'],
-  ['dob', 'text'],
-  ['gender_at_birth', 'text'],
-  ['address', 'json'],
-  ['contact', 'json'],
-  ['personal_identifiers', 'json'],
-  ['hie_opt_out', 'boolean'],
-  ['match_keys', 'json'],
-  ['created_at', 'text'],
-  ['updated_at', 'text'],
-];
+export const PATIENT_COLUMNS: Columns = columnList('patients');
 
 /** Columns of `patient_key_hashes`, in the order of `RowMapper.keyHashValues`. */
-export const KEY_HASH_COLUMNS: Columns = [
-  ['key_hash', 'bigint'],
-  ['patient_id', 'text'],
-];
+export const KEY_HASH_COLUMNS: Columns = columnList('patient_key_hashes');
 
 /** Columns of `bulk_rows`, in the order of `RowMapper.bulkRowValues`. */
-export const BULK_ROW_COLUMNS: Columns = [
-  ['request_id', 'text'],
-  ['row_index', 'integer'],
-  ['status', 'text'],
-  ['action', 'text'],
-  ['patient_id', 'text'],
-  ['reason', 'text'],
-];
+export const BULK_ROW_COLUMNS: Columns = columnList('bulk_rows');
 
 /**
  * Domain record <-> table row. Optional fields are NULL in a row and absent (not `undefined`) in a record,
