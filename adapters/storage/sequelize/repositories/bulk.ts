@@ -1,0 +1,60 @@
+import { Op } from 'sequelize';
+import type { BulkRowOutcome } from '../../../../core/domain/types.js';
+import type { BulkRequestRepository, BulkRowRepository } from '../../../../core/ports/storage.port.js';
+import { BULK_ROW_COLUMNS } from '../mappers.js';
+import type { Row } from '../models.js';
+import { BULK_ROW_UPSERT, NEWEST_FIRST, OLDEST_FIRST, copy, lastByKey, type SqlAccess } from '../sql-access.js';
+
+/* Bulk requests and the outcome of each of their rows. */
+
+export function bulkRequestsRepository(db: SqlAccess): BulkRequestRepository {
+  const { bulkRequests: model } = db.models;
+  const toRequest = (row: Row) => db.map.bulkRequest(row);
+  return {
+    insert: (request) => db.insertRows(model, [db.map.bulkRequestRow(request)], `bulk request ${request.id}`),
+    get: async (accountId, id) => {
+      const row = await db.findOne(model, { account_id: accountId, id });
+      return row && toRequest(row);
+    },
+    getById: async (id) => {
+      const row = await db.findOne(model, { id });
+      return row && toRequest(row);
+    },
+    update: async (request) => ((await db.replace(model, db.map.bulkRequestRow(request))) ? copy(request) : undefined),
+    // One UPDATE ... WHERE status = expected: the database decides which of two racing callers wins.
+    updateIfStatus: async (request, expected) =>
+      (await db.replace(model, db.map.bulkRequestRow(request), { status: expected })) ? copy(request) : undefined,
+    listByStatus: async (status, limit) => (await db.findAll(model, { status }, OLDEST_FIRST, limit)).map(toRequest),
+    list: async (accountId, limit) => (await db.findAll(model, { account_id: accountId }, NEWEST_FIRST, limit)).map(toRequest),
+  };
+}
+
+export function bulkRowsRepository(db: SqlAccess): BulkRowRepository {
+  const { bulkRows: model } = db.models;
+  return {
+    putMany: async (outcomes) => {
+      if (outcomes.length === 0) return;
+      const tuples = lastByKey(outcomes, (outcome: BulkRowOutcome) => `${outcome.requestId}\u0000${outcome.rowIndex}`).map((outcome) =>
+        db.map.bulkRowValues(outcome),
+      );
+      await db.atomic((transaction) => db.insertJsonRows(transaction, 'bulk_rows', BULK_ROW_COLUMNS, tuples, 'bulk row', BULK_ROW_UPSERT));
+    },
+    range: async (requestId, from, to) =>
+      (await db.findAll(model, { request_id: requestId, row_index: { [Op.gte]: from, [Op.lt]: to } }, [['row_index', 'ASC']])).map((row) =>
+        db.map.bulkRow(row),
+      ),
+    counts: async (requestId) => {
+      const [row] = await db.select(
+        `SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0) AS failed
+           FROM bulk_rows WHERE request_id = :requestId`,
+        { requestId },
+      );
+      // PostgreSQL returns COUNT and SUM as strings.
+      return { total: Number(row?.total ?? 0), failed: Number(row?.failed ?? 0) };
+    },
+    nextRowIndex: async (requestId) => {
+      const [row] = await db.select(`SELECT MAX(row_index) AS last FROM bulk_rows WHERE request_id = :requestId`, { requestId });
+      return row?.last === null || row?.last === undefined ? 0 : Number(row.last) + 1;
+    },
+  };
+}

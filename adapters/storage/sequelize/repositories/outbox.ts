@@ -1,0 +1,107 @@
+import { Op, type WhereOptions } from 'sequelize';
+import type { OutboxMessage } from '../../../../core/domain/types.js';
+import type { OutboxRepository } from '../../../../core/ports/storage.port.js';
+import type { Row } from '../models.js';
+import { OLDEST_FIRST, OUTBOX_CLAIM_LOCK, ROWS_PER_STATEMENT, chunks, type SqlAccess } from '../sql-access.js';
+
+/* The webhook outbox: messages, their claims by delivery passes, their retention. */
+
+export function outboxRepository(db: SqlAccess): OutboxRepository {
+  const { outbox: model } = db.models;
+  const toMessage = (row: Row) => db.map.outbox(row);
+  return {
+    add: (message) => db.insertRows(model, [db.map.outboxRow(message)], `outbox message ${message.id}`),
+    get: async (accountId, id) => {
+      const row = await db.findOne(model, { account_id: accountId, id });
+      return row && toMessage(row);
+    },
+    due: async (now, limit, accountId) => {
+      const where: WhereOptions = { status: 'pending', next_attempt_at: { [Op.lte]: now } };
+      if (accountId !== undefined) where.account_id = accountId;
+      return (await db.findAll(model, where, OLDEST_FIRST, limit)).map(toMessage);
+    },
+    deliverable: async (now, limit, accountId) => {
+      const rows = await db.select(
+        `SELECT o.* FROM outbox o
+         WHERE o.status = 'pending' AND o.next_attempt_at <= :now${accountId === undefined ? '' : ' AND o.account_id = :accountId'}
+           AND NOT EXISTS (
+             SELECT 1 FROM outbox w
+             WHERE w.account_id = o.account_id AND w.stream_key = o.stream_key AND w.status = 'pending'
+               AND w.next_attempt_at > :now
+               AND (w.created_at < o.created_at OR (w.created_at = o.created_at AND w.id < o.id)))
+         ORDER BY o.created_at, o.id
+         LIMIT :limit`,
+        { now, limit, accountId: accountId ?? null },
+      );
+      return rows.map(toMessage);
+    },
+    claim: (now, limit, lease) =>
+      db.atomic(async (transaction) => {
+        // Claims queue up behind one lock: a claim must see the streams the previous one took, which row
+        // locks alone (SKIP LOCKED) would hide from it until that claim commits. Claims are short.
+        if (db.context.postgres) await db.select('SELECT pg_advisory_xact_lock(:key)', { key: OUTBOX_CLAIM_LOCK }, transaction);
+        const rows = await db.select(
+          `UPDATE outbox SET lease_until = :leaseUntil, lease_owner = :owner
+           WHERE id IN (
+             SELECT o.id FROM outbox o
+             WHERE o.status = 'pending' AND o.next_attempt_at <= :now${lease.accountId === undefined ? '' : ' AND o.account_id = :accountId'}
+               AND NOT EXISTS (
+                 SELECT 1 FROM outbox w
+                 WHERE w.account_id = o.account_id AND w.stream_key = o.stream_key AND w.status = 'pending'
+                   AND ((w.next_attempt_at > :now AND (w.created_at < o.created_at OR (w.created_at = o.created_at AND w.id < o.id)))
+                     OR w.lease_until > :now))
+             ORDER BY o.created_at, o.id
+             LIMIT :limit)
+           RETURNING *`,
+          { now, limit, accountId: lease.accountId ?? null, owner: lease.owner, leaseUntil: new Date(Date.parse(now) + lease.leaseMs).toISOString() },
+          transaction,
+        );
+        return rows.map(toMessage).sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      }),
+    releaseClaims: async (owner) => {
+      await db.sequelize.query('UPDATE outbox SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = :owner', {
+        replacements: { owner },
+        transaction: db.transaction,
+      });
+    },
+    update: async (message) => {
+      await db.replace(model, db.map.outboxRow(message));
+    },
+    updateMany: async (messages) => {
+      if (messages.length === 0) return;
+      const sql = db.context.postgres
+        ? `UPDATE outbox SET status = j.value ->> 2, attempts = CAST(j.value ->> 3 AS integer), next_attempt_at = j.value ->> 4,
+             last_error = j.value ->> 5, delivered_at = j.value ->> 6, lease_until = NULL, lease_owner = NULL
+           FROM json_array_elements(CAST($1 AS json)) AS j(value)
+           WHERE outbox.id = j.value ->> 0 AND outbox.account_id = j.value ->> 1`
+        : `UPDATE outbox SET status = j.value ->> 2, attempts = j.value ->> 3, next_attempt_at = j.value ->> 4,
+             last_error = j.value ->> 5, delivered_at = j.value ->> 6, lease_until = NULL, lease_owner = NULL
+           FROM json_each(?) AS j
+           WHERE outbox.id = j.value ->> 0 AND outbox.account_id = j.value ->> 1`;
+      const rows = messages.map((m) => [m.id, m.accountId, m.status, m.attempts, m.nextAttemptAt, m.lastError ?? null, m.deliveredAt ?? null]);
+      await db.atomic(async (transaction) => {
+        for (const chunk of chunks(rows, ROWS_PER_STATEMENT)) await db.raw.run(transaction, sql, [JSON.stringify(chunk)], 'outbox message');
+      });
+    },
+    pruneDelivered: async (before, limit) => {
+      const rows = await db.select(
+        `DELETE FROM outbox WHERE id IN (
+           SELECT id FROM outbox WHERE status = 'delivered' AND delivered_at < :before ORDER BY delivered_at, id LIMIT :limit)
+         RETURNING id`,
+        { before, limit },
+      );
+      return rows.length;
+    },
+    list: async (accountId, status, limit) => {
+      const where: WhereOptions = { account_id: accountId };
+      if (status !== undefined) where.status = status;
+      return (await db.findAll(model, where, OLDEST_FIRST, limit)).map(toMessage);
+    },
+    counts: async (accountId) => {
+      const rows = await db.select(`SELECT status, COUNT(*) AS n FROM outbox WHERE account_id = :accountId GROUP BY status`, { accountId });
+      const counts: Record<OutboxMessage['status'], number> = { pending: 0, delivered: 0, parked: 0 };
+      for (const row of rows) counts[String(row.status) as OutboxMessage['status']] = Number(row.n);
+      return counts;
+    },
+  };
+}
