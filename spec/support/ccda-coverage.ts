@@ -109,7 +109,7 @@ export function codedEntriesOf(xml: string): CodedEntry[] {
     }
     return low + 1;
   };
-  const metadata = XMLParser.getMetaDataSymbol();
+  const metadata = XMLParser.getMetaDataSymbol() as unknown as symbol;
   const found: CodedEntry[] = [];
   const visit = (value: unknown) => {
     if (Array.isArray(value)) {
