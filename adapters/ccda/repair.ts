@@ -1,4 +1,17 @@
 import type { FhirResource } from '../../core/ports/ccda.port.js';
+import type { CcdaNode } from './ccda-nodes.js';
+import {
+  conditionCategory,
+  doseUnits,
+  droppedDatesRestored,
+  encounterClass,
+  entryIdentifiers,
+  medicationHistoryIsAStatement,
+  nullFlavorValues,
+  partialDatesKeepPrecision,
+  referenceRanges,
+  refusedImmunizationsNotDone,
+} from './source-repairs.js';
 
 /**
  * Repairs of @medplum/ccda's output, one named rule per known defect, each applied to every resource the
@@ -14,10 +27,21 @@ export const CVX = 'http://hl7.org/fhir/sid/cvx';
 /** What the converter writes for CVX: the HL7 code system OID's old home, not the FHIR URI. */
 const CONVERTER_CVX = 'http://nucc.org/cvx';
 
+/** What a rule may read besides the resource: the C-CDA element it was made of. */
+export interface RepairContext {
+  /** The C-CDA element (a clinical statement) the resource was made of; undefined when it was not made of one. */
+  sourceOf(resource: FhirResource): CcdaNode | undefined;
+  /** An element's ids as the document wrote them. */
+  idsOf(element: CcdaNode): CcdaNode[];
+}
+
 export interface RepairRule {
   name: string;
-  /** Repairs the resource in place; returns whether it changed anything. */
-  apply(resource: FhirResource): boolean;
+  /**
+   * Repairs the resource in place; returns whether it changed anything. It may change the resource's type
+   * (keeping its id): references to it are then rewritten by repairConvertedResources.
+   */
+  apply(resource: FhirResource, context?: RepairContext): boolean;
 }
 
 /**
@@ -57,24 +81,28 @@ export const cvxSystem: RepairRule = {
   },
 };
 
-/** Replaces, in place, every string of the resource (at any depth) by what `replace` makes of it; whether any changed. */
-function mapStrings(resource: FhirResource, replace: (text: string) => string): boolean {
+/**
+ * Replaces, in place, every string of the resource (at any depth; only under keys `only` accepts, when
+ * given) by what `replace` makes of it; whether any changed.
+ */
+function mapStrings(resource: FhirResource, replace: (text: string) => string, only?: (key: string) => boolean): boolean {
   let changed = false;
-  const visit = (value: unknown): unknown => {
+  const visit = (value: unknown, key: string): unknown => {
     if (typeof value === 'string') {
+      if (only && !only(key)) return value;
       const replaced = replace(value);
       if (replaced !== value) changed = true;
       return replaced;
     }
     if (Array.isArray(value)) {
-      for (let i = 0; i < value.length; i++) value[i] = visit(value[i]);
+      for (let i = 0; i < value.length; i++) value[i] = visit(value[i], key);
     } else if (value !== null && typeof value === 'object') {
       const record = value as Record<string, unknown>;
-      for (const key of Object.keys(record)) record[key] = visit(record[key]);
+      for (const child of Object.keys(record)) record[child] = visit(record[child], child);
     }
     return value;
   };
-  visit(resource);
+  visit(resource, '');
   return changed;
 }
 
@@ -135,15 +163,119 @@ export const abatedConditionIsResolved: RepairRule = {
   },
 };
 
-export const REPAIR_RULES: readonly RepairRule[] = [drugAllergyIsMedication, cvxSystem, zonedTimestamps, impossibleDatesCutToValidPrecision, abatedConditionIsResolved];
+/**
+ * A practitioner's qualification is a `{code}` element; the converter writes the author's code (a
+ * taxonomy code, say) as the qualification itself, which is invalid FHIR and hides it from readers.
+ */
+export const practitionerQualification: RepairRule = {
+  name: 'practitioner qualification',
+  apply(resource) {
+    if (resource.resourceType !== 'Practitioner' || !Array.isArray(resource.qualification)) return false;
+    let changed = false;
+    resource.qualification = (resource.qualification as Record<string, unknown>[]).map((qualification) => {
+      if (qualification.code !== undefined || (qualification.coding === undefined && qualification.text === undefined)) return qualification;
+      changed = true;
+      const { coding, text, ...rest } = qualification;
+      return { ...rest, code: { ...(coding !== undefined ? { coding } : {}), ...(text !== undefined ? { text } : {}) } };
+    });
+    return changed;
+  },
+};
 
-/** Applies every rule to every resource; returns how many resources each rule changed, by rule name. */
-export function repairConvertedResources(resources: readonly FhirResource[], rules: readonly RepairRule[] = REPAIR_RULES): Record<string, number> {
+/**
+ * A lot number the document does not know (`<lotNumberText nullFlavor="UNK"/>`) comes out of the converter
+ * as the parsed XML element, not a string: it is removed (a lot number is text or absent), and one written
+ * as an element with text keeps its text.
+ */
+export const lotNumberIsText: RepairRule = {
+  name: 'lot number is text',
+  apply(resource) {
+    if (resource.resourceType !== 'Immunization' || resource.lotNumber === undefined || typeof resource.lotNumber === 'string') return false;
+    const text = (resource.lotNumber as { '#text'?: unknown } | null)?.['#text'];
+    if (typeof text === 'string' && text.trim() !== '') resource.lotNumber = text.trim();
+    else delete resource.lotNumber;
+    return true;
+  },
+};
+
+/** Whether a JSON value holds nothing: an empty string, object or list, or one holding only such. */
+function pruneEmpty(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    const items = value.map(pruneEmpty).filter((item) => item !== undefined);
+    return items.length > 0 ? items : undefined;
+  }
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .map(([key, child]) => [key, pruneEmpty(child)] as const)
+      .filter(([, child]) => child !== undefined);
+    return entries.length > 0 ? Object.fromEntries(entries) : undefined;
+  }
+  if (value === '' || value === null || value === undefined) return undefined;
+  return value;
+}
+
+/**
+ * FHIR elements are never empty: the converter writes empty ones where the document had a nullFlavor (a
+ * coding with no code, a goal target with no measure, a reference range with nothing in it), which FHIR
+ * forbids and readers show as blanks. They are removed, at any depth.
+ */
+export const emptyElementsPruned: RepairRule = {
+  name: 'empty elements pruned',
+  apply(resource) {
+    const pruned = pruneEmpty(resource) as Record<string, unknown>;
+    if (JSON.stringify(pruned) === JSON.stringify(resource)) return false;
+    for (const key of Object.keys(resource)) if (!(key in pruned)) delete resource[key];
+    Object.assign(resource, pruned);
+    return true;
+  },
+};
+
+export const REPAIR_RULES: readonly RepairRule[] = [
+  drugAllergyIsMedication,
+  cvxSystem,
+  entryIdentifiers,
+  doseUnits,
+  medicationHistoryIsAStatement,
+  partialDatesKeepPrecision,
+  droppedDatesRestored,
+  zonedTimestamps,
+  impossibleDatesCutToValidPrecision,
+  abatedConditionIsResolved,
+  encounterClass,
+  referenceRanges,
+  nullFlavorValues,
+  conditionCategory,
+  refusedImmunizationsNotDone,
+  practitionerQualification,
+  lotNumberIsText,
+  emptyElementsPruned,
+];
+
+/**
+ * Applies every rule to every resource; returns how many resources each rule changed, by rule name. When a
+ * rule changed a resource's type, every reference to it (`Type/id`, at any depth of any resource) follows.
+ */
+export function repairConvertedResources(
+  resources: readonly FhirResource[],
+  rules: readonly RepairRule[] = REPAIR_RULES,
+  context?: RepairContext,
+): Record<string, number> {
   const changed: Record<string, number> = {};
+  const retyped = new Map<string, string>();
   for (const rule of rules) {
     let count = 0;
-    for (const resource of resources) if (rule.apply(resource)) count++;
+    for (const resource of resources) {
+      const before = resource.resourceType;
+      if (!rule.apply(resource, context)) continue;
+      count++;
+      if (resource.resourceType !== before) retyped.set(`${before}/${resource.id}`, `${resource.resourceType}/${resource.id}`);
+    }
     changed[rule.name] = count;
+  }
+  if (retyped.size > 0) {
+    for (const resource of resources) {
+      mapStrings(resource, (text) => retyped.get(text) ?? text, (key) => key === 'reference');
+    }
   }
   return changed;
 }

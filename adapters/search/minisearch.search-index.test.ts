@@ -124,11 +124,12 @@ describe('MiniSearchIndex over the converted HL7 examples', () => {
   const textsOf = (keys: string[]) => keys.filter((key) => resources.has(key)).map((key) => searchTextOf(resources.get(key)!));
 
   test('a misspelt medication is found (atenlol, albuteral)', async () => {
+    // The examples list them as medication history (moodCode EVN): statements of use, not orders.
     for (const [typo, drug] of [['atenlol', 'atenolol'], ['albuteral', 'albuterol']] as const) {
       const found = await index.search(A, P, typo);
-      const requests = found.filter((key) => key.startsWith('MedicationRequest/'));
-      expect(requests).toHaveLength(1);
-      expect(textsOf(requests)[0]!.toLowerCase()).toContain(drug);
+      const statements = found.filter((key) => key.startsWith('MedicationStatement/'));
+      expect(statements).toHaveLength(1);
+      expect(textsOf(statements)[0]!.toLowerCase()).toContain(drug);
     }
   });
 
@@ -152,7 +153,7 @@ describe('MiniSearchIndex over the converted HL7 examples', () => {
     expect(atenolol.length).toBeGreaterThan(0);
     expect(atenolol.length).toBeLessThan(tablet.length);
     expect(atenolol.every((key) => tablet.includes(key))).toBe(true);
-    expect(typesOf(atenolol)).toContain('MedicationRequest');
+    expect(typesOf(atenolol)).toContain('MedicationStatement');
   });
 
   test('an unrelated word finds nothing', async () => {

@@ -142,7 +142,7 @@ describe('consolidate (fixtures)', () => {
     const first = consolidate({ accountId: ACCOUNT, patientId: PATIENT, now: 't1', existing: [], incoming: { documentId: 'ccd', resources: resourcesOf(ccd) } });
     const second = consolidate({ accountId: ACCOUNT, patientId: PATIENT, now: 't2', existing: first.records, incoming: { documentId: 'hp', resources: resourcesOf(hp) } });
 
-    const albuterol = second.records.filter((r) => r.resourceType === 'MedicationRequest' && JSON.stringify(r.resource).includes('573621'));
+    const albuterol = second.records.filter((r) => r.resourceType === 'MedicationStatement' && JSON.stringify(r.resource).includes('573621'));
     expect(albuterol).toHaveLength(1);
     expect(albuterol[0]!.sourceDocumentIds).toEqual(['ccd', 'hp']);
     // ccd-1 alone names pneumonia in three entries: one survives.

@@ -4,8 +4,8 @@
  * its repairs), every entry of the templates below is listed wherever it sits, and each must be matched by
  * a resource of the type its template and mood call for that carries the entry's id as an identifier.
  *
- * Identifiers follow FHIR's rules for HL7 v3 ids: `root` + `extension` is `{system: urn:oid:<root>, value:
- * <extension>}` (a few well-known roots have a URI of their own); a `root` alone is `{system:
+ * Identifiers follow FHIR's rules for HL7 v3 ids: `root` + `extension` is `{system: urn:oid:<root> (or
+ * urn:uuid:<root>), value: <extension>}` (a few well-known roots have a URI of their own); a `root` alone is `{system:
  * urn:ietf:rfc:3986, value: urn:uuid:<root> | urn:oid:<root>}`. Each resource matches at most one entry,
  * except a FamilyMemberHistory, which holds all of one relative's observations.
  */
@@ -90,7 +90,7 @@ function identifiersOf(node: Node): string[] {
     const root = typeof id['@_root'] === 'string' ? id['@_root'].trim() : '';
     const extension = typeof id['@_extension'] === 'string' ? id['@_extension'].trim() : '';
     if (!root || id['@_nullFlavor'] !== undefined) return [];
-    if (extension) return [`${KNOWN_ROOTS[root] ?? `urn:oid:${root}`}|${extension}`];
+    if (extension) return [`${KNOWN_ROOTS[root] ?? (UUID.test(root) ? `urn:uuid:${root.toLowerCase()}` : `urn:oid:${root}`)}|${extension}`];
     return [`urn:ietf:rfc:3986|${UUID.test(root) ? `urn:uuid:${root.toLowerCase()}` : `urn:oid:${root}`}`];
   });
 }
