@@ -2,6 +2,7 @@ import type { FhirBundle, FhirResource } from '../../core/ports/ccda.port.js';
 import { uuidFromSeed } from './stable-ids.js';
 import { attributeOf, hasTemplate, isCcdaNode, listOf, type CcdaNode } from './ccda-nodes.js';
 import { identifierOf } from './source-repairs.js';
+import { sectionsOf } from './tree-rules.js';
 
 /**
  * Family history, read from the C-CDA itself. @medplum/ccda turns each Family History Organizer into an
@@ -15,6 +16,7 @@ const FAMILY_HISTORY_ORGANIZER = '2.16.840.1.113883.10.20.22.4.45';
 const FAMILY_HISTORY_OBSERVATION = '2.16.840.1.113883.10.20.22.4.46';
 const FAMILY_HISTORY_DEATH = '2.16.840.1.113883.10.20.22.4.47';
 const FAMILY_HISTORY_SECTION_LOINC = '10157-6';
+const FAMILY_HISTORY_SECTION = '2.16.840.1.113883.10.20.22.2.15';
 
 /** C-CDA code systems (OIDs) the family history uses, as FHIR system URIs. */
 const SYSTEMS: Record<string, string> = {
@@ -102,7 +104,11 @@ function familyMemberHistory(organizer: CcdaNode, index: number, patientReferenc
  * wrote them. Returns how many relatives it wrote.
  */
 export function repairFamilyHistory(parsedDocument: unknown, bundle: FhirBundle, seed: string, idsOf: (element: CcdaNode) => unknown[] = (element) => listOf(element.id)): number {
-  const organizers = nodesWithTemplate(parsedDocument, FAMILY_HISTORY_ORGANIZER);
+  // Organizers belong to the family history section; only that section is searched.
+  const familySections = isCcdaNode(parsedDocument)
+    ? sectionsOf(parsedDocument).filter((section) => hasTemplate(section, FAMILY_HISTORY_SECTION) || attributeOf(section.code, 'code') === FAMILY_HISTORY_SECTION_LOINC)
+    : [];
+  const organizers = nodesWithTemplate(familySections, FAMILY_HISTORY_ORGANIZER);
   const entries = bundle.entry ?? [];
   const composition = entries.find((entry) => entry.resource?.resourceType === 'Composition')?.resource as
     | { subject?: unknown; section?: { code?: { coding?: { code?: string }[] }; entry?: { reference?: string }[] }[] }

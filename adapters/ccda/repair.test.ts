@@ -11,6 +11,7 @@ import {
   impossibleDatesCutToValidPrecision,
   lotNumberIsText,
   practitionerQualification,
+  repairConvertedResources,
   RXNORM,
   zonedTimestamps,
 } from './repair.js';
@@ -85,6 +86,26 @@ describe('repair rules', () => {
     expect(abatedConditionIsResolved.apply(over)).toBe(false);
     expect(abatedConditionIsResolved.apply(current)).toBe(false);
     expect(JSON.stringify(current.clinicalStatus)).toContain('"active"');
+  });
+
+  test('date rules in a row share one walk, with the same outcome and counts as one after the other', () => {
+    const make = (): FhirResource[] => [
+      { resourceType: 'Observation', id: 'a', effectiveDateTime: '2012-09-25T11:30:-0500', issued: '2001-30-31T00:00:00Z' },
+      { resourceType: 'Observation', id: 'b', effectiveDateTime: '2012-09-25', note: [{ text: '2012-13-01 is text' }] },
+      { resourceType: 'Condition', id: 'c', onsetDateTime: '2014-13-01T10:00:-0500' },
+    ];
+    const together = make();
+    const counts = repairConvertedResources(together, [zonedTimestamps, impossibleDatesCutToValidPrecision]);
+    const apart = make();
+    const apartCounts = { 'zoned timestamps': 0, 'impossible dates': 0 };
+    for (const resource of apart) {
+      if (zonedTimestamps.apply(resource)) apartCounts['zoned timestamps']++;
+      if (impossibleDatesCutToValidPrecision.apply(resource)) apartCounts['impossible dates']++;
+    }
+    expect(together).toEqual(apart);
+    expect(counts).toEqual(apartCounts);
+    expect(together[2]!.onsetDateTime).toBe('2014');
+    expect(counts).toEqual({ 'zoned timestamps': 2, 'impossible dates': 2 });
   });
 
   test('practitioner qualification: the converter’s bare concept becomes the qualification’s code', () => {

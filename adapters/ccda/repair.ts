@@ -1,5 +1,6 @@
 import type { FhirResource } from '../../core/ports/ccda.port.js';
-import type { CcdaNode } from './ccda-nodes.js';
+import { rewriteDates } from './date-slots.js';
+import { dateRule, type DateRepairRule, type RepairContext, type RepairRule } from './repair-rule.js';
 import {
   conditionCategory,
   doseUnits,
@@ -27,22 +28,8 @@ export const CVX = 'http://hl7.org/fhir/sid/cvx';
 /** What the converter writes for CVX: the HL7 code system OID's old home, not the FHIR URI. */
 const CONVERTER_CVX = 'http://nucc.org/cvx';
 
-/** What a rule may read besides the resource: the C-CDA element it was made of. */
-export interface RepairContext {
-  /** The C-CDA element (a clinical statement) the resource was made of; undefined when it was not made of one. */
-  sourceOf(resource: FhirResource): CcdaNode | undefined;
-  /** An element's ids as the document wrote them. */
-  idsOf(element: CcdaNode): CcdaNode[];
-}
-
-export interface RepairRule {
-  name: string;
-  /**
-   * Repairs the resource in place; returns whether it changed anything. It may change the resource's type
-   * (keeping its id): references to it are then rewritten by repairConvertedResources.
-   */
-  apply(resource: FhirResource, context?: RepairContext): boolean;
-}
+export type { DateRepairRule, RepairContext, RepairRule } from './repair-rule.js';
+const isDateRule = (rule: RepairRule): rule is DateRepairRule => typeof (rule as Partial<DateRepairRule>).rewriteFor === 'function';
 
 /**
  * An allergy whose substance is coded in RxNorm or NDC is an allergy to a medication. The converter files
@@ -81,31 +68,6 @@ export const cvxSystem: RepairRule = {
   },
 };
 
-/**
- * Replaces, in place, every string of the resource (at any depth; only under keys `only` accepts, when
- * given) by what `replace` makes of it; whether any changed.
- */
-function mapStrings(resource: FhirResource, replace: (text: string) => string, only?: (key: string) => boolean): boolean {
-  let changed = false;
-  const visit = (value: unknown, key: string): unknown => {
-    if (typeof value === 'string') {
-      if (only && !only(key)) return value;
-      const replaced = replace(value);
-      if (replaced !== value) changed = true;
-      return replaced;
-    }
-    if (Array.isArray(value)) {
-      for (let i = 0; i < value.length; i++) value[i] = visit(value[i], key);
-    } else if (value !== null && typeof value === 'object') {
-      const record = value as Record<string, unknown>;
-      for (const child of Object.keys(record)) record[child] = visit(record[child], child);
-    }
-    return value;
-  };
-  visit(resource, '');
-  return changed;
-}
-
 /** The converter's rendering of an HL7 timestamp with a zone: seconds dropped or kept, the zone without its colon. */
 const MANGLED_INSTANT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}):(\d{2})?([+-])(\d{2})(\d{2})$/;
 
@@ -114,15 +76,11 @@ const MANGLED_INSTANT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}):(\d{2})?([+-])(\d{2})(
  * which is not a FHIR dateTime (and is dropped or misread by FHIR readers). Written back as
  * `2012-09-25T11:30:00-05:00`: the same instant, valid.
  */
-export const zonedTimestamps: RepairRule = {
-  name: 'zoned timestamps',
-  apply(resource) {
-    return mapStrings(resource, (text) => {
-      const match = MANGLED_INSTANT.exec(text);
-      return match ? `${match[1]}:${match[2] ?? '00'}${match[3]}${match[4]}:${match[5]}` : text;
-    });
-  },
+const unmangleInstant = (text: string) => {
+  const match = MANGLED_INSTANT.exec(text);
+  return match ? `${match[1]}:${match[2] ?? '00'}${match[3]}${match[4]}:${match[5]}` : text;
 };
+export const zonedTimestamps = dateRule('zoned timestamps', () => unmangleInstant);
 
 /** FHIR R4's dateTime: a time needs its zone. */
 const FHIR_DATE_TIME =
@@ -133,15 +91,11 @@ const DATE_SHAPED = /^\d{4}-\d{2}(-\d{2})?(T.*)?$/;
  * A source timestamp that is no date at all (`200130311`: month 30) comes out as `2001-30-31T00:00:00Z`.
  * It is cut back to the precision that is valid (`2001`): what the source does say, and nothing more.
  */
-export const impossibleDatesCutToValidPrecision: RepairRule = {
-  name: 'impossible dates',
-  apply(resource) {
-    return mapStrings(resource, (text) => {
-      if (!DATE_SHAPED.test(text) || FHIR_DATE_TIME.test(text)) return text;
-      return [text.slice(0, 10), text.slice(0, 7), text.slice(0, 4)].find((prefix) => FHIR_DATE_TIME.test(prefix)) ?? text;
-    });
-  },
+const cutToValidPrecision = (text: string) => {
+  if (!DATE_SHAPED.test(text) || FHIR_DATE_TIME.test(text)) return text;
+  return [text.slice(0, 10), text.slice(0, 7), text.slice(0, 4)].find((prefix) => FHIR_DATE_TIME.test(prefix)) ?? text;
 };
+export const impossibleDatesCutToValidPrecision = dateRule('impossible dates', () => cutToValidPrecision);
 
 const CONDITION_CLINICAL = 'http://terminology.hl7.org/CodeSystem/condition-clinical';
 
@@ -198,35 +152,60 @@ export const lotNumberIsText: RepairRule = {
   },
 };
 
-/** Whether a JSON value holds nothing: an empty string, object or list, or one holding only such. */
-function pruneEmpty(value: unknown): unknown {
+/** Whether a JSON value holds nothing: an empty string, object or list (after `prune`), null or undefined. */
+const isEmptyLeaf = (value: unknown) => value === '' || value === null || value === undefined;
+
+/**
+ * Removes, in place, whatever holds nothing: empty strings, objects and lists, or ones holding only such.
+ * Returns whether `value` itself is left empty, and reports through `removed` whether anything went.
+ */
+function prune(value: unknown, removed: { any: boolean }): boolean {
   if (Array.isArray(value)) {
-    const items = value.map(pruneEmpty).filter((item) => item !== undefined);
-    return items.length > 0 ? items : undefined;
+    let write = 0;
+    for (let read = 0; read < value.length; read++) {
+      const item = value[read];
+      if (isEmptyLeaf(item) || (typeof item === 'object' && prune(item, removed))) {
+        removed.any = true;
+        continue;
+      }
+      value[write++] = item;
+    }
+    value.length = write;
+    return write === 0;
   }
   if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .map(([key, child]) => [key, pruneEmpty(child)] as const)
-      .filter(([, child]) => child !== undefined);
-    return entries.length > 0 ? Object.fromEntries(entries) : undefined;
+    let kept = 0;
+    const record = value as Record<string, unknown>;
+    for (const key in record) {
+      const child = record[key];
+      if (isEmptyLeaf(child) || (typeof child === 'object' && prune(child, removed))) {
+        delete record[key];
+        removed.any = true;
+      } else kept++;
+    }
+    return kept === 0;
   }
-  if (value === '' || value === null || value === undefined) return undefined;
-  return value;
+  return false;
 }
 
 /**
  * FHIR elements are never empty: the converter writes empty ones where the document had a nullFlavor (a
- * coding with no code, a goal target with no measure, a reference range with nothing in it), which FHIR
- * forbids and readers show as blanks. They are removed, at any depth.
+ * coding with no code, a goal target with no measure, a reference range with nothing in it, a section
+ * with no entries), which FHIR forbids and readers show as blanks. They are removed, at any depth.
  */
 export const emptyElementsPruned: RepairRule = {
   name: 'empty elements pruned',
   apply(resource) {
-    const pruned = pruneEmpty(resource) as Record<string, unknown>;
-    if (JSON.stringify(pruned) === JSON.stringify(resource)) return false;
-    for (const key of Object.keys(resource)) if (!(key in pruned)) delete resource[key];
-    Object.assign(resource, pruned);
-    return true;
+    const removed = { any: false };
+    for (const key in resource) {
+      if (key === 'resourceType') continue;
+      const value = resource[key];
+      if (isEmptyLeaf(value) || (typeof value === 'object' && prune(value, removed))) {
+        delete resource[key];
+        removed.any = true;
+      }
+    }
+    return removed.any;
   },
 };
 
@@ -236,10 +215,11 @@ export const REPAIR_RULES: readonly RepairRule[] = [
   entryIdentifiers,
   doseUnits,
   medicationHistoryIsAStatement,
+  // The three date rules in a row share one walk of each resource.
   partialDatesKeepPrecision,
-  droppedDatesRestored,
   zonedTimestamps,
   impossibleDatesCutToValidPrecision,
+  droppedDatesRestored,
   abatedConditionIsResolved,
   encounterClass,
   referenceRanges,
@@ -262,7 +242,23 @@ export function repairConvertedResources(
 ): Record<string, number> {
   const changed: Record<string, number> = {};
   const retyped = new Map<string, string>();
-  for (const rule of rules) {
+  for (let index = 0; index < rules.length; ) {
+    // Date rules in a row: each resource's dates are walked once for all of them.
+    const batch: DateRepairRule[] = [];
+    while (index < rules.length && isDateRule(rules[index]!)) batch.push(rules[index++] as DateRepairRule);
+    if (batch.length > 0) {
+      const counts = batch.map(() => 0);
+      for (const resource of resources) {
+        const rewrites = batch.map((rule) => rule.rewriteFor(resource, context));
+        if (rewrites.every((rewrite) => rewrite === undefined)) continue;
+        const identity = (text: string) => text;
+        const hits = rewriteDates(resource, rewrites.map((rewrite) => rewrite ?? identity));
+        hits.forEach((hit, i) => hit && counts[i]!++);
+      }
+      batch.forEach((rule, i) => (changed[rule.name] = counts[i]!));
+      continue;
+    }
+    const rule = rules[index++]!;
     let count = 0;
     for (const resource of resources) {
       const before = resource.resourceType;
@@ -272,10 +268,23 @@ export function repairConvertedResources(
     }
     changed[rule.name] = count;
   }
-  if (retyped.size > 0) {
-    for (const resource of resources) {
-      mapStrings(resource, (text) => retyped.get(text) ?? text, (key) => key === 'reference');
+  if (retyped.size > 0) for (const resource of resources) retarget(resource, retyped);
+  return changed;
+}
+
+/** Rewrites, in place, each `reference` (at any depth) found in `map`. */
+function retarget(value: unknown, map: ReadonlyMap<string, string>): void {
+  if (Array.isArray(value)) {
+    for (const item of value) if (typeof item === 'object' && item !== null) retarget(item, map);
+    return;
+  }
+  const record = value as Record<string, unknown>;
+  for (const key in record) {
+    const child = record[key];
+    if (typeof child === 'object' && child !== null) retarget(child, map);
+    else if (key === 'reference' && typeof child === 'string') {
+      const target = map.get(child);
+      if (target !== undefined) record[key] = target;
     }
   }
-  return changed;
 }

@@ -6,7 +6,7 @@
 import type { FhirResource } from '../../core/ports/ccda.port.js';
 import { attributeOf, hasTemplate, isCcdaNode, listOf, type CcdaNode } from './ccda-nodes.js';
 import { converterRenderings, fhirDateTimeOf } from './hl7-time.js';
-import type { RepairRule } from './repair.js';
+import { dateRule, type RepairRule } from './repair-rule.js';
 import { HEALTH_CONCERN_ACT, RISK_CONCERN_ACT, wrappingConcerns } from './tree-rules.js';
 
 type Json = Record<string, unknown>;
@@ -58,6 +58,7 @@ export const entryIdentifiers: RepairRule = {
   apply(resource, context) {
     const source = context?.sourceOf(resource);
     const current = Array.isArray(resource.identifier) ? (resource.identifier as Identifier[]) : [];
+    if (!source && current.every((id) => typeof id.value === 'string' && id.value !== '' && typeof id.system === 'string' && !id.system.startsWith('urn:oid:'))) return false;
     // The converter names every root `urn:oid:`, a UUID root included.
     const valid = current
       .filter((id) => typeof id.value === 'string' && id.value !== '' && typeof id.system === 'string')
@@ -75,7 +76,7 @@ export const entryIdentifiers: RepairRule = {
       seen.add(key);
       return true;
     });
-    if (JSON.stringify(identifiers) === JSON.stringify(current)) return false;
+    if (identifiers.length === current.length && identifiers.every((id, i) => id === current[i])) return false;
     if (identifiers.length > 0) resource.identifier = identifiers;
     else delete resource.identifier;
     return true;
@@ -167,15 +168,23 @@ export const doseUnits: RepairRule = {
   },
 };
 
-/** Every timestamp of an element and what it holds, in document order. */
+const TIME_ELEMENTS = new Set(['effectiveTime', 'low', 'high', 'center', 'time', 'birthTime']);
+
+/** Every timestamp of an element (not of the statements nested in it), in document order. */
 function timestampsIn(node: unknown, found: string[] = [], key = ''): string[] {
-  if (Array.isArray(node)) for (const item of node) timestampsIn(item, found, key);
-  else if (isCcdaNode(node)) {
-    if (['effectiveTime', 'low', 'high', 'center', 'time', 'birthTime'].includes(key)) {
-      const value = attributeOf(node, 'value');
-      if (value) found.push(value);
+  if (Array.isArray(node)) {
+    for (const item of node) timestampsIn(item, found, key);
+  } else if (typeof node === 'object' && node !== null) {
+    const record = node as Record<string, unknown>;
+    if (TIME_ELEMENTS.has(key)) {
+      const value = record['@_value'];
+      if (typeof value === 'string' && value !== '') found.push(value);
     }
-    for (const [childKey, child] of Object.entries(node)) if (!childKey.startsWith('@_')) timestampsIn(child, found, childKey);
+    for (const child in record) {
+      const value = record[child];
+      // Nested statements (entry relationships, components) are resources of their own, with their own dates.
+      if (typeof value === 'object' && value !== null && child.charCodeAt(0) !== 64 && child !== 'entryRelationship' && child !== 'component') timestampsIn(value, found, child);
+    }
   }
   return found;
 }
@@ -187,48 +196,39 @@ function timestampsIn(node: unknown, found: string[] = [], key = ''): string[] {
  * (or `2011-02-03`), unless a timestamp of the same element with a time also renders as the same text
  * (then the value is left, as it cannot be told apart).
  */
-export const partialDatesKeepPrecision: RepairRule = {
-  name: 'partial dates keep their precision',
-  apply(resource, context) {
-    const source = context?.sourceOf(resource);
-    if (!source) return false;
-    const partial = new Map<string, string>();
-    const full = new Set<string>();
-    for (const ts of timestampsIn(source)) {
-      const { dateTime, date } = converterRenderings(ts);
-      if (/^\d{4}(\d{2}(\d{2})?)?$/.test(ts)) {
-        const precise = fhirDateTimeOf(ts);
-        if (precise) partial.set(dateTime, precise).set(date, precise);
-      } else full.add(dateTime).add(date);
-    }
-    for (const rendering of full) partial.delete(rendering);
-    if (partial.size === 0) return false;
-    return mapStrings(resource, (text) => partial.get(text) ?? text);
-  },
-};
-
-/** Replaces, in place, every string of `value` (at any depth) by what `replace` makes of it; whether any changed. */
-function mapStrings(value: unknown, replace: (text: string) => string): boolean {
-  let changed = false;
-  const visit = (node: unknown) => {
-    if (Array.isArray(node)) {
-      for (let i = 0; i < node.length; i++) {
-        if (typeof node[i] === 'string') {
-          const next = replace(node[i]);
-          if (next !== node[i]) (node[i] = next), (changed = true);
-        } else visit(node[i]);
-      }
-    } else if (isCcdaNode(node)) {
-      for (const [key, child] of Object.entries(node)) {
-        if (typeof child === 'string') {
-          const next = replace(child);
-          if (next !== child) (node[key] = next), (changed = true);
-        } else visit(child);
-      }
-    }
+export const partialDatesKeepPrecision = dateRule('partial dates keep their precision', (resource, context) => {
+  const source = context?.sourceOf(resource);
+  if (!source) return undefined;
+  let partial: Map<string, string> | undefined;
+  // Built on the first date that may be such a rendering (most dates are not): a midnight in UTC, or a first of January.
+  return (text) => {
+    if (!text.endsWith('T00:00:00Z') && !(text.length === 10 && text.endsWith('-01-01'))) return text;
+    partial ??= partialRenderings(source);
+    return partial.get(text) ?? text;
   };
-  visit(value);
-  return changed;
+});
+
+/** What the converter wrote for each of the entry's timestamps shorter than a time, and what it means. */
+function partialRenderings(source: CcdaNode): Map<string, string> {
+  // The entry's own timestamps, and for a concern its subject observation's (the problem it holds).
+  const subject = subjectOf(source);
+  const timestamps = timestampsIn(source, subject ? timestampsIn(subject) : []);
+  const isPartial = (ts: string) => (ts.length === 4 || ts.length === 6 || ts.length === 8) && /^\d+$/.test(ts);
+  const partial = new Map<string, string>();
+  for (const ts of timestamps) {
+    if (!isPartial(ts)) continue;
+    const { dateTime, date } = converterRenderings(ts);
+    const precise = fhirDateTimeOf(ts);
+    if (precise) partial.set(dateTime, precise).set(date, precise);
+  }
+  if (partial.size === 0) return partial;
+  for (const ts of timestamps) {
+    if (isPartial(ts)) continue;
+    const { dateTime, date } = converterRenderings(ts);
+    partial.delete(dateTime);
+    partial.delete(date);
+  }
+  return partial;
 }
 
 /**

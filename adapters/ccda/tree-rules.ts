@@ -48,6 +48,7 @@ export const procedureObservationsAreProcedures: TreeRule = {
   apply(section) {
     let changed = 0;
     for (const entry of entriesOf(section)) {
+      if (entry.observation === undefined) continue;
       const observations = listOf(entry.observation).filter(isCcdaNode);
       const procedures = observations.filter((observation) => hasTemplate(observation, PROCEDURE_ACTIVITY_OBSERVATION));
       if (procedures.length === 0) continue;
@@ -71,6 +72,7 @@ export const everyObservationOfAConcern: TreeRule = {
   apply(section) {
     let changed = 0;
     for (const entry of entriesOf(section)) {
+      if (entry.act === undefined) continue;
       const acts = listOf(entry.act).filter(isCcdaNode);
       const split = acts.flatMap((act) => {
         const subjects = listOf(act.entryRelationship)
@@ -182,17 +184,11 @@ export const healthConcernsFollowed: TreeRule = {
 
 export const TREE_RULES: readonly TreeRule[] = [procedureObservationsAreProcedures, problemsOutsideProblemSections, healthConcernsFollowed, everyObservationOfAConcern];
 
-/** Every section of the document, nested ones included, in document order. */
-export function sectionsOf(tree: unknown, found: CcdaNode[] = []): CcdaNode[] {
-  if (Array.isArray(tree)) for (const item of tree) sectionsOf(item, found);
-  else if (isCcdaNode(tree)) {
-    for (const [key, value] of Object.entries(tree)) {
-      if (key.startsWith('@_')) continue;
-      if (key === 'section') for (const section of listOf(value)) if (isCcdaNode(section)) found.push(section);
-      sectionsOf(value, found);
-    }
-  }
-  return found;
+/** The sections the converter reads: those of the body's components, in document order (not nested ones). */
+export function sectionsOf(document: CcdaNode): CcdaNode[] {
+  const body = isCcdaNode(document.component) ? document.component.structuredBody : undefined;
+  if (!isCcdaNode(body)) return [];
+  return listOf(body.component).flatMap((component) => (isCcdaNode(component) ? listOf(component.section).filter(isCcdaNode) : []));
 }
 
 /** Applies every rule to every section of `document`; returns how many entries each rule changed, by name. */
