@@ -101,14 +101,21 @@ export function rewriteReferences<T>(value: T, map: ReadonlyMap<string, string>)
   return copy as T;
 }
 
+/** JSON.stringify's replacer that writes each object's keys in sorted order. */
+function sortedKeys(_key: string, value: unknown): unknown {
+  if (!isObject(value)) return value;
+  const keys = Object.keys(value);
+  let sorted = true;
+  for (let i = 1; i < keys.length; i++) if (keys[i - 1]! > keys[i]!) sorted = false;
+  if (sorted) return value;
+  const copy: Json = {};
+  for (const key of keys.sort()) copy[key] = value[key];
+  return copy;
+}
+
 /** JSON with object keys sorted, so equal content gives equal text whatever the key order. */
 export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (isObject(value)) {
-    const keys = Object.keys(value).filter((key) => value[key] !== undefined).sort();
-    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(value[key])}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
+  return JSON.stringify(value, sortedKeys) ?? 'null';
 }
 
 function amountOfData(value: unknown): number {
@@ -435,14 +442,12 @@ function merged(members: FhirResource[]): FhirResource {
   // Identifiers of every member, survivor's first, the rest in a fixed order.
   const identifiers = members.flatMap((m) => (Array.isArray(m.identifier) ? m.identifier : []));
   if (identifiers.length > 0) {
-    const seen = new Set<string>();
-    const unique = identifiers.filter((identifier) => {
+    const byText = new Map<string, unknown>();
+    for (const identifier of identifiers) {
       const key = canonicalJson(identifier);
-      if (seen.has(key)) return false;
-      seen.add(key);
-      return true;
-    });
-    result.identifier = [...unique].sort((a, b) => (canonicalJson(a) < canonicalJson(b) ? -1 : 1));
+      if (!byText.has(key)) byText.set(key, identifier);
+    }
+    result.identifier = [...byText.keys()].sort().map((key) => structuredClone(byText.get(key)));
   }
   // Each date element any member has, at its earliest value among them (written as that member wrote it):
   // a merged resource loses no date, and the choice does not depend on which member survived. A
@@ -508,7 +513,9 @@ function mergePass(resources: readonly FhirResource[], byKey: ReadonlyMap<string
     kept.push(merged(members));
     for (const other of members.slice(1)) replaced.set(resourceKey(other), resourceKey(members[0]!));
   }
-  return { resources: kept.map((resource) => rewriteReferences(resource, replaced)), replaced };
+  // Only what names a merged resource is rewritten (a copy); the rest is passed on as it is.
+  const rewritten = replaced.size === 0 ? kept : kept.map((resource) => (referencesIn(resource).some((reference) => replaced.has(reference)) ? rewriteReferences(resource, replaced) : resource));
+  return { resources: rewritten, replaced };
 }
 
 export function dedupeResources(resources: readonly FhirResource[]): DedupeResult {
@@ -525,15 +532,13 @@ export function dedupeResources(resources: readonly FhirResource[]): DedupeResul
   // A merge rewrites references, which may make two resources' content agree: merge until nothing does.
   for (;;) {
     const pass = mergePass(current, new Map(current.map((r) => [resourceKey(r), r])));
-    if (pass.replaced.size === 0) {
-      // Copies even when nothing merged: callers may change the result without touching their input.
-      if (replaced.size === 0) current = current.map((resource) => rewriteReferences(resource, replaced));
-      break;
-    }
+    if (pass.replaced.size === 0) break;
     for (const [from, to] of replaced) replaced.set(from, pass.replaced.get(to) ?? to);
     for (const [from, to] of pass.replaced) replaced.set(from, to);
     current = pass.resources;
   }
+  // Copies, whether merged or not: callers may change the result without touching their input.
+  current = current.map((resource) => rewriteReferences(resource, replaced));
   const sortedReplaced = new Map([...replaced].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   return { resources: current.sort(byTypeThenId), replaced: sortedReplaced };
 }
