@@ -4,8 +4,11 @@
  * pool of `BENCH_CCDA_THREADS` worker threads (PooledCcdaConverter, default 2, twice as many conversions in
  * flight as threads), in `BENCH_ROUNDS` alternating rounds (default 4). Both are warmed up first, untimed
  * (for the pool, its threads load the converter). Also the main thread's worst event-loop delay (p99 and
- * max of each round): what a request arriving meanwhile would wait. Prints one JSON object; compare the
- * ratio, measured in the same run.
+ * max of each round): what a request arriving meanwhile would wait. And what the repairs cost: the same
+ * conversions in process without them (`repairs: false`: the converter and what keeps it from crashing),
+ * in rounds alternating with the repaired ones, as milliseconds per document (elapsed, and the process's
+ * CPU time, which other work on the machine sways less). Prints one JSON object;
+ * compare the ratios, measured in the same run.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -30,6 +33,8 @@ interface Tally {
   conversions: number;
   resources: number;
   ms: number;
+  /** The process's CPU time meanwhile (user + system): less swayed than `ms` by other work on the machine. */
+  cpuMs: number;
   delays: number[];
 }
 
@@ -41,6 +46,7 @@ async function run(converter: CcdaConverterPort, inFlight: number, count: number
   const delay = monitorEventLoopDelay({ resolution: 5 });
   delay.enable();
   let next = 0;
+  const cpu = process.cpuUsage();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: inFlight }, async () => {
@@ -53,6 +59,8 @@ async function run(converter: CcdaConverterPort, inFlight: number, count: number
     }),
   );
   tally.ms += performance.now() - started;
+  const used = process.cpuUsage(cpu);
+  tally.cpuMs += (used.user + used.system) / 1000;
   tally.conversions += count;
   delay.disable();
   if (delay.count > 0) tally.delays.push(delay.percentile(99) / 1e6, delay.max / 1e6);
@@ -70,24 +78,34 @@ function report(tally: Tally) {
 }
 
 const inProcessConverter = new MedplumCcdaConverter();
+const unrepairedConverter = new MedplumCcdaConverter({ repairs: false });
 const pool = new PooledCcdaConverter({ maxThreads: THREADS });
-const inProcess: Tally = { conversions: 0, resources: 0, ms: 0, delays: [] };
-const pooled: Tally = { conversions: 0, resources: 0, ms: 0, delays: [] };
+const inProcess: Tally = { conversions: 0, resources: 0, ms: 0, cpuMs: 0, delays: [] };
+const withRepairs: Tally = { conversions: 0, resources: 0, ms: 0, cpuMs: 0, delays: [] };
+const unrepaired: Tally = { conversions: 0, resources: 0, ms: 0, cpuMs: 0, delays: [] };
+const pooled: Tally = { conversions: 0, resources: 0, ms: 0, cpuMs: 0, delays: [] };
 try {
-  // Warm-up, untimed: JIT for both, and the pool's threads load the converter.
+  // Warm-up, untimed: JIT for all, and the pool's threads load the converter.
   await Promise.all(documents.map((xml) => inProcessConverter.convert(xml)));
+  await Promise.all(documents.map((xml) => unrepairedConverter.convert(xml)));
   await Promise.all([...documents, ...documents].map((xml) => pool.convert(xml)));
-  // Rounds alternate which goes first, so a change in the machine's load meanwhile falls on both alike.
+  // Rounds alternate which goes first, so a change in the machine's load meanwhile falls on all alike.
   for (let round = 0; round < ROUNDS; round++) {
     const count = Math.floor(CONVERSIONS / ROUNDS) + (round < CONVERSIONS % ROUNDS ? 1 : 0);
     const sides = [() => run(inProcessConverter, 1, count, inProcess), () => run(pool, THREADS * 2, count, pooled)];
     for (const side of round % 2 === 0 ? sides : sides.reverse()) await side();
+    // With and without the repairs back to back, in alternating order: the pool's threads never run just before one of them only.
+    const repairs = [() => run(inProcessConverter, 1, count, withRepairs), () => run(unrepairedConverter, 1, count, unrepaired)];
+    for (const side of round % 2 === 0 ? repairs : repairs.reverse()) await side();
   }
 } finally {
   await pool.close();
 }
 const inProcessReport = report(inProcess);
+const unrepairedReport = report(unrepaired);
 const pooledReport = report(pooled);
+const msPerDocument = (tally: Tally) => Math.round((tally.ms / tally.conversions) * 100) / 100;
+const cpuMsPerDocument = (tally: Tally) => Math.round((tally.cpuMs / tally.conversions) * 100) / 100;
 
 process.stdout.write(
   `${JSON.stringify({
@@ -97,6 +115,16 @@ process.stdout.write(
     inProcess: inProcessReport,
     pooled: pooledReport,
     pooledOverInProcess: Math.round((pooledReport.conversionsPerSecond / inProcessReport.conversionsPerSecond) * 100) / 100,
+    repairs: {
+      msPerDocument: msPerDocument(withRepairs),
+      msPerDocumentWithout: msPerDocument(unrepaired),
+      resourcesWithout: unrepairedReport.resources,
+      // What the repairs add to a conversion, as a share of the conversion without them.
+      cost: Math.round((msPerDocument(withRepairs) / msPerDocument(unrepaired) - 1) * 1000) / 1000,
+      cpuMsPerDocument: cpuMsPerDocument(withRepairs),
+      cpuMsPerDocumentWithout: cpuMsPerDocument(unrepaired),
+      cpuCost: Math.round((cpuMsPerDocument(withRepairs) / cpuMsPerDocument(unrepaired) - 1) * 1000) / 1000,
+    },
     cpus: availableParallelism(),
     node: process.version,
   })}\n`,

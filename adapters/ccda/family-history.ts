@@ -1,6 +1,8 @@
 import type { FhirBundle, FhirResource } from '../../core/ports/ccda.port.js';
 import { uuidFromSeed } from './stable-ids.js';
 import { attributeOf, hasTemplate, isCcdaNode, listOf, type CcdaNode } from './ccda-nodes.js';
+import { identifierOf } from './source-repairs.js';
+import { sectionsOf } from './tree-rules.js';
 
 /**
  * Family history, read from the C-CDA itself. @medplum/ccda turns each Family History Organizer into an
@@ -14,6 +16,7 @@ const FAMILY_HISTORY_ORGANIZER = '2.16.840.1.113883.10.20.22.4.45';
 const FAMILY_HISTORY_OBSERVATION = '2.16.840.1.113883.10.20.22.4.46';
 const FAMILY_HISTORY_DEATH = '2.16.840.1.113883.10.20.22.4.47';
 const FAMILY_HISTORY_SECTION_LOINC = '10157-6';
+const FAMILY_HISTORY_SECTION = '2.16.840.1.113883.10.20.22.2.15';
 
 /** C-CDA code systems (OIDs) the family history uses, as FHIR system URIs. */
 const SYSTEMS: Record<string, string> = {
@@ -60,14 +63,7 @@ function fhirDate(ts: string | undefined): string | undefined {
   return [year, month, day].filter(Boolean).join('-');
 }
 
-function identifierOf(id: unknown): { system: string; value: string } | undefined {
-  const root = attributeOf(id, 'root');
-  if (!root) return undefined;
-  const extension = attributeOf(id, 'extension');
-  return extension ? { system: `urn:oid:${root}`, value: extension } : { system: 'urn:ietf:rfc:3986', value: /^[0-9a-f-]{36}$/i.test(root) ? `urn:uuid:${root}` : `urn:oid:${root}` };
-}
-
-function familyMemberHistory(organizer: CcdaNode, index: number, patientReference: unknown, seed: string): FhirResource {
+function familyMemberHistory(organizer: CcdaNode, index: number, patientReference: unknown, seed: string, idsOf: (element: CcdaNode) => unknown[]): FhirResource {
   const related = isCcdaNode(organizer.subject) && isCcdaNode(organizer.subject.relatedSubject) ? organizer.subject.relatedSubject : undefined;
   const person = related && isCcdaNode(related.subject) ? related.subject : undefined;
   const sexCode = attributeOf(person?.administrativeGenderCode, 'code');
@@ -85,7 +81,7 @@ function familyMemberHistory(organizer: CcdaNode, index: number, patientReferenc
       );
       return [{ code, ...(onset ? { onsetPeriod: { start: onset } } : {}), ...(causedDeath ? { contributedToDeath: true } : {}) }];
     });
-  const identifiers = [...listOf(organizer.id), ...observations.flatMap((observation) => listOf(observation.id))].map(identifierOf).filter((value) => value !== undefined);
+  const identifiers = [...idsOf(organizer), ...observations.flatMap(idsOf)].map(identifierOf).filter((value) => value !== undefined);
   const relationship = codeableConcept(related?.code);
   return {
     resourceType: 'FamilyMemberHistory',
@@ -104,10 +100,15 @@ function familyMemberHistory(organizer: CcdaNode, index: number, patientReferenc
 
 /**
  * Replaces, in place, the converter's reading of the document's family history by FamilyMemberHistory
- * resources built from `parsedDocument` (the parsed C-CDA). Returns how many relatives it wrote.
+ * resources built from `parsedDocument` (the parsed C-CDA); `idsOf` gives an element's ids as the document
+ * wrote them. Returns how many relatives it wrote.
  */
-export function repairFamilyHistory(parsedDocument: unknown, bundle: FhirBundle, seed: string): number {
-  const organizers = nodesWithTemplate(parsedDocument, FAMILY_HISTORY_ORGANIZER);
+export function repairFamilyHistory(parsedDocument: unknown, bundle: FhirBundle, seed: string, idsOf: (element: CcdaNode) => unknown[] = (element) => listOf(element.id)): number {
+  // Organizers belong to the family history section; only that section is searched.
+  const familySections = isCcdaNode(parsedDocument)
+    ? sectionsOf(parsedDocument).filter((section) => hasTemplate(section, FAMILY_HISTORY_SECTION) || attributeOf(section.code, 'code') === FAMILY_HISTORY_SECTION_LOINC)
+    : [];
+  const organizers = nodesWithTemplate(familySections, FAMILY_HISTORY_ORGANIZER);
   const entries = bundle.entry ?? [];
   const composition = entries.find((entry) => entry.resource?.resourceType === 'Composition')?.resource as
     | { subject?: unknown; section?: { code?: { coding?: { code?: string }[] }; entry?: { reference?: string }[] }[] }
@@ -129,7 +130,7 @@ export function repairFamilyHistory(parsedDocument: unknown, bundle: FhirBundle,
   const subject = isCcdaNode(composition?.subject) && typeof composition.subject.reference === 'string' ? composition.subject.reference : undefined;
   const patient = entries.find((entry) => entry.resource?.resourceType === 'Patient')?.resource;
   const patientReference = { reference: subject ?? `Patient/${patient?.id ?? 'unknown'}` };
-  const relatives = organizers.map((organizer, index) => familyMemberHistory(organizer, index, patientReference, seed));
+  const relatives = organizers.map((organizer, index) => familyMemberHistory(organizer, index, patientReference, seed, idsOf));
   bundle.entry = [
     ...entries.filter((entry) => !entry.resource || !wrong.has(`${entry.resource.resourceType}/${entry.resource.id}`)),
     ...relatives.map((resource) => ({ fullUrl: `urn:uuid:${resource.id}`, resource })),

@@ -11,15 +11,17 @@ async function resourcesOf(name: string): Promise<FhirResource[]> {
 }
 
 type Quantity = { value?: number; unit?: string; code?: string; system?: string };
+/** The first dose of a request (dosageInstruction) or a statement (dosage). */
 const doseOf = (resource: FhirResource) =>
-  (resource.dosageInstruction as { doseAndRate?: { doseQuantity?: Quantity }[] }[] | undefined)?.[0]?.doseAndRate?.[0]?.doseQuantity;
+  ((resource.dosageInstruction ?? resource.dosage) as { doseAndRate?: { doseQuantity?: Quantity }[] }[] | undefined)?.[0]?.doseAndRate?.[0]?.doseQuantity;
+const isMedication = (resource: FhirResource) => resource.resourceType === 'MedicationRequest' || resource.resourceType === 'MedicationStatement';
 
 describe('medication doses', () => {
   test('a dose keeps the document’s unit (propofol 20 mg/mL, not 20 [IU]); a dose without one is a count with no unit', async () => {
-    const propofol = (await resourcesOf('procedure-note.xml')).find((resource) => resource.resourceType === 'MedicationRequest')!;
+    const propofol = (await resourcesOf('procedure-note.xml')).find(isMedication)!;
     expect(doseOf(propofol)).toEqual({ value: 20, unit: 'mg/mL', code: 'mg/mL', system: 'http://unitsofmeasure.org' });
     // ccd-1: `<doseQuantity value="2"/>` (albuterol puffs) and `value="1"` (an atenolol tablet).
-    const ccd = (await resourcesOf('ccd-1.xml')).filter((resource) => resource.resourceType === 'MedicationRequest');
+    const ccd = (await resourcesOf('ccd-1.xml')).filter(isMedication);
     expect(ccd.map(doseOf)).toEqual([{ value: 2 }, { value: 1 }]);
   });
 
@@ -27,7 +29,7 @@ describe('medication doses', () => {
     let doses = 0;
     for (const name of WITH_MEDICATIONS) {
       for (const resource of await resourcesOf(name)) {
-        if (resource.resourceType !== 'MedicationRequest') continue;
+        if (!isMedication(resource)) continue;
         if (doseOf(resource)) doses++;
         expect(JSON.stringify(resource), name).not.toContain('[IU]');
       }

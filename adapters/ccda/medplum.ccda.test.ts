@@ -17,7 +17,7 @@ function firstDisplay(resource: FhirResource, field: string): string | undefined
   const concept = resource[field] as { coding?: { display?: string }[] } | undefined;
   return concept?.coding?.[0]?.display;
 }
-/** The drug of a MedicationRequest: inline, or a contained Medication when the entry names a manufacturer. */
+/** The drug of a MedicationRequest or MedicationStatement: inline, or a contained Medication when the entry names a manufacturer. */
 function medicationName(request: FhirResource): string | undefined {
   const contained = (request.contained as FhirResource[] | undefined)?.find((r) => r.resourceType === 'Medication');
   return firstDisplay(request, 'medicationCodeableConcept') ?? (contained && firstDisplay(contained, 'code'));
@@ -57,7 +57,7 @@ describe('normaliseParsedCcda', () => {
 describe('MedplumCcdaConverter on the HL7 examples', () => {
   test('medications of an entries-optional section are converted (progress note)', async () => {
     const bundle = await converter.convert(fixture('progress-note.xml'));
-    const names = ofType(bundle, 'MedicationRequest').map(medicationName);
+    const names = ofType(bundle, 'MedicationStatement').map(medicationName);
     expect(names.sort()).toEqual(['albuterol 0.09 MG/ACTUAT [Proventil]', 'atenolol 25 MG Oral Tablet']);
   });
 

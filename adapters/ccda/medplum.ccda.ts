@@ -4,19 +4,34 @@ import { CoreError } from '../../core/errors.js';
 import type { CcdaConverterPort, FhirBundle, FhirResource } from '../../core/ports/ccda.port.js';
 import { isNode, normaliseParsedCcda } from './normalise-ccda.js';
 import { repairFamilyHistory } from './family-history.js';
-import { repairMedications } from './medications.js';
-import { repairConvertedResources } from './repair.js';
+import { repairConvertedResources, type RepairContext } from './repair.js';
 import { replaceRandomUuids, sha256Hex, uuidFromSeed, uuidsIn } from './stable-ids.js';
+
+export interface MedplumCcdaOptions {
+  /**
+   * Whether the converter's output is repaired (default true): the tree rules before it (tree-rules.ts) and
+   * the rules after it (family-history.ts, repair.ts). Without them only what keeps the converter from
+   * crashing is done; benchmarks use that to measure what the repairs cost.
+   */
+  repairs?: boolean;
+}
 
 /**
  * C-CDA to FHIR R4 with @medplum/ccda 4.5: validate the XML, parse it with the library, repair the tree
- * where the converter would crash or lose entries (see normalise-ccda.ts), convert, then make every id
- * stable so converting the same document twice yields the same bundle.
+ * where the converter would crash or lose entries (see normalise-ccda.ts, tree-rules.ts), convert, make
+ * every id stable so converting the same document twice yields the same bundle, then repair what the
+ * converter got wrong, reading each resource's source element (family-history.ts, repair.ts).
  *
  * Entries of sections the converter does not know are skipped (`ignoreUnsupportedSections`); their
  * narrative stays in the Composition section text, so the document is never dropped for them.
  */
 export class MedplumCcdaConverter implements CcdaConverterPort {
+  private readonly repairs: boolean;
+
+  constructor(options: MedplumCcdaOptions = {}) {
+    this.repairs = options.repairs ?? true;
+  }
+
   async convert(xml: string): Promise<FhirBundle> {
     if (typeof xml !== 'string' || xml.trim() === '') throw invalid('the document is empty');
     // Entity declarations are no part of C-CDA and are the way to blow a parser up.
@@ -35,7 +50,7 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
     if (!isNode(patientRole)) throw invalid('the document has no recordTarget/patientRole');
 
     const seed = sha256Hex(xml);
-    const { document, assignedUuids } = normaliseParsedCcda(parsed, { seed });
+    const { document, assignedUuids, links } = normaliseParsedCcda(parsed, { seed, treeRules: this.repairs });
 
     let converted: { entry?: { resource?: unknown }[] };
     try {
@@ -47,9 +62,10 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
     const keep = new Set([...uuidsIn(xml), ...assignedUuids]);
     const stable = JSON.parse(replaceRandomUuids(JSON.stringify(converted), keep, seed)) as typeof converted;
     const bundle = toBundle(stable.entry ?? [], seed);
-    repairFamilyHistory(parsed, bundle, seed);
-    repairMedications(parsed, bundle);
-    repairConvertedResources((bundle.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : [])));
+    if (!this.repairs) return bundle;
+    repairFamilyHistory(parsed, bundle, seed, links.idsOf);
+    const context: RepairContext = { sourceOf: (resource) => links.elementOf(resource.id), idsOf: links.idsOf };
+    repairConvertedResources((bundle.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : [])), undefined, context);
     return bundle;
   }
 }

@@ -18,7 +18,13 @@
  * - C-CDA ids that are a bare UUID become the FHIR id, but the HL7 examples reuse one UUID for several
  *   entries, which would give several resources one id. Each such id occurrence gets its own UUID derived
  *   from the document, so ids are unique and stable.
+ * - Every clinical statement (act, observation, substance administration, supply, encounter, procedure,
+ *   organizer) gets a link: a UUID derived from the document, put first among its ids. The converter takes
+ *   the first bare-UUID id as the resource id and never writes it as an identifier, so each resource made
+ *   of a statement has the link as its id, and the repairs find the statement it came from (see
+ *   SourceLinks). The statement's own ids stay as the document wrote them.
  */
+import { applyTreeRules } from './tree-rules.js';
 import { isUuid, uuidFromSeed } from './stable-ids.js';
 
 type Node = Record<string, unknown>;
@@ -91,13 +97,27 @@ function rootsOf(templateIds: unknown): string[] {
 export interface NormaliseOptions {
   /** Seed for the per-occurrence ids (the document's hash): the same document gets the same ids. */
   seed: string;
+  /** Whether to apply the tree rules (tree-rules.ts) too; default true. */
+  treeRules?: boolean;
+}
+
+/** The elements of the document that converted resources were made of. */
+export interface SourceLinks {
+  /** The clinical statement a resource was made of, by the resource's id; undefined for anything else. */
+  elementOf(resourceId: string | undefined): Node | undefined;
+  /** The element's ids as the document wrote them (its link left out). */
+  idsOf(element: Node): Node[];
 }
 
 /** The UUIDs given to bare-UUID C-CDA ids, so later passes can tell them from the converter's random ones. */
 export interface NormaliseResult {
   document: Node;
   assignedUuids: Set<string>;
+  links: SourceLinks;
 }
+
+/** The elements the converter turns into resources, by the name they hang under. */
+const STATEMENTS = new Set(['act', 'observation', 'substanceAdministration', 'supply', 'encounter', 'procedure', 'organizer']);
 
 /** Mutates and returns `document` (the `ClinicalDocument` node). */
 export function normaliseParsedCcda(document: Node, options: NormaliseOptions): NormaliseResult {
@@ -125,21 +145,45 @@ export function normaliseParsedCcda(document: Node, options: NormaliseOptions): 
     }
   }
 
+  if (options.treeRules ?? true) applyTreeRules(document);
+
   const assignedUuids = new Set<string>();
+  const linked = new Map<string, Node>();
+  const linkIds = new WeakSet<Node>();
+  // A statement's own ids stay as written: its link, not they, becomes the resource id.
+  const statementIds = new WeakSet<Node>();
   let occurrence = 0;
+  let links = 0;
   walk(document, (node, key) => {
     if (key === 'observation' && !isNode(node.statusCode)) node.statusCode = {};
     if ((key === 'observation' || key === 'section') && rootsOf(node.templateId).length === 0) {
       node.templateId = [{}];
     }
-    if (key === 'id' && typeof node['@_root'] === 'string' && !node['@_extension'] && isUuid(node['@_root'])) {
+    if (STATEMENTS.has(key)) {
+      const ids = asList(node.id).filter(isNode);
+      for (const id of ids) statementIds.add(id);
+      const uuid = uuidFromSeed(`${options.seed}:source:${links++}`);
+      const link = { '@_root': uuid };
+      linkIds.add(link);
+      node.id = [link, ...ids];
+      linked.set(uuid, node);
+      assignedUuids.add(uuid);
+    }
+    if (key === 'id' && !linkIds.has(node) && !statementIds.has(node) && typeof node['@_root'] === 'string' && !node['@_extension'] && isUuid(node['@_root'])) {
       const uuid = uuidFromSeed(`${options.seed}:id:${occurrence++}`);
       node['@_root'] = uuid;
       assignedUuids.add(uuid);
     }
   });
 
-  return { document, assignedUuids };
+  return {
+    document,
+    assignedUuids,
+    links: {
+      elementOf: (resourceId) => (resourceId === undefined ? undefined : linked.get(resourceId)),
+      idsOf: (element) => asList(element.id).filter((id): id is Node => isNode(id) && !linkIds.has(id)),
+    },
+  };
 }
 
 function normaliseSection(section: Node): void {

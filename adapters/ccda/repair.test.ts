@@ -2,7 +2,19 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import type { FhirResource } from '../../core/ports/ccda.port.js';
 import { MedplumCcdaConverter } from './medplum.ccda.js';
-import { abatedConditionIsResolved, CVX, cvxSystem, drugAllergyIsMedication, impossibleDatesCutToValidPrecision, RXNORM, zonedTimestamps } from './repair.js';
+import {
+  abatedConditionIsResolved,
+  CVX,
+  cvxSystem,
+  drugAllergyIsMedication,
+  emptyElementsPruned,
+  impossibleDatesCutToValidPrecision,
+  lotNumberIsText,
+  practitionerQualification,
+  repairConvertedResources,
+  RXNORM,
+  zonedTimestamps,
+} from './repair.js';
 
 /** FHIR R4's dateTime (a time needs its zone). */
 const FHIR_DATE_TIME =
@@ -74,6 +86,57 @@ describe('repair rules', () => {
     expect(abatedConditionIsResolved.apply(over)).toBe(false);
     expect(abatedConditionIsResolved.apply(current)).toBe(false);
     expect(JSON.stringify(current.clinicalStatus)).toContain('"active"');
+  });
+
+  test('date rules in a row share one walk, with the same outcome and counts as one after the other', () => {
+    const make = (): FhirResource[] => [
+      { resourceType: 'Observation', id: 'a', effectiveDateTime: '2012-09-25T11:30:-0500', issued: '2001-30-31T00:00:00Z' },
+      { resourceType: 'Observation', id: 'b', effectiveDateTime: '2012-09-25', note: [{ text: '2012-13-01 is text' }] },
+      { resourceType: 'Condition', id: 'c', onsetDateTime: '2014-13-01T10:00:-0500' },
+    ];
+    const together = make();
+    const counts = repairConvertedResources(together, [zonedTimestamps, impossibleDatesCutToValidPrecision]);
+    const apart = make();
+    const apartCounts = { 'zoned timestamps': 0, 'impossible dates': 0 };
+    for (const resource of apart) {
+      if (zonedTimestamps.apply(resource)) apartCounts['zoned timestamps']++;
+      if (impossibleDatesCutToValidPrecision.apply(resource)) apartCounts['impossible dates']++;
+    }
+    expect(together).toEqual(apart);
+    expect(counts).toEqual(apartCounts);
+    expect(together[2]!.onsetDateTime).toBe('2014');
+    expect(counts).toEqual({ 'zoned timestamps': 2, 'impossible dates': 2 });
+  });
+
+  test('practitioner qualification: the converter’s bare concept becomes the qualification’s code', () => {
+    const nurse: FhirResource = { resourceType: 'Practitioner', id: 'p', qualification: [{ coding: [{ code: '163W00000X' }], text: 'RN' }, { code: { text: 'MD' } }] };
+    expect(practitionerQualification.apply(nurse)).toBe(true);
+    expect(nurse.qualification).toEqual([{ code: { coding: [{ code: '163W00000X' }], text: 'RN' } }, { code: { text: 'MD' } }]);
+    expect(practitionerQualification.apply(nurse)).toBe(false);
+  });
+
+  test('lot number is text: a parsed element keeps its text, a null-flavored one goes', () => {
+    const unknown: FhirResource = { resourceType: 'Immunization', id: 'u', lotNumber: { '@_nullFlavor': 'UNK' } };
+    const written: FhirResource = { resourceType: 'Immunization', id: 'w', lotNumber: { '#text': ' 1 ' } };
+    const plain: FhirResource = { resourceType: 'Immunization', id: 'p', lotNumber: 'A1' };
+    expect([unknown, written, plain].map((r) => lotNumberIsText.apply(r))).toEqual([true, true, false]);
+    expect([unknown.lotNumber, written.lotNumber, plain.lotNumber]).toEqual([undefined, '1', 'A1']);
+  });
+
+  test('empty elements pruned at any depth; zeros, false and content stay', () => {
+    const goal: FhirResource = {
+      resourceType: 'Goal',
+      id: 'g',
+      target: [{ measure: { coding: [{}] } }, { dueDate: '2013' }],
+      description: { text: '' , coding: [{ code: 'x' }] },
+      extension: [],
+      priority: { coding: [{ system: 's', code: '0' }] },
+      count: 0,
+      flag: false,
+    };
+    expect(emptyElementsPruned.apply(goal)).toBe(true);
+    expect(goal).toEqual({ resourceType: 'Goal', id: 'g', target: [{ dueDate: '2013' }], description: { coding: [{ code: 'x' }] }, priority: { coding: [{ system: 's', code: '0' }] }, count: 0, flag: false });
+    expect(emptyElementsPruned.apply(goal)).toBe(false);
   });
 
   test('on the sandbox documents: every date is a valid FHIR dateTime, and no abated problem is active', async () => {

@@ -1,4 +1,18 @@
 import type { FhirResource } from '../../core/ports/ccda.port.js';
+import { rewriteDates } from './date-slots.js';
+import { dateRule, type DateRepairRule, type RepairContext, type RepairRule } from './repair-rule.js';
+import {
+  conditionCategory,
+  doseUnits,
+  droppedDatesRestored,
+  encounterClass,
+  entryIdentifiers,
+  medicationHistoryIsAStatement,
+  nullFlavorValues,
+  partialDatesKeepPrecision,
+  referenceRanges,
+  refusedImmunizationsNotDone,
+} from './source-repairs.js';
 
 /**
  * Repairs of @medplum/ccda's output, one named rule per known defect, each applied to every resource the
@@ -14,11 +28,8 @@ export const CVX = 'http://hl7.org/fhir/sid/cvx';
 /** What the converter writes for CVX: the HL7 code system OID's old home, not the FHIR URI. */
 const CONVERTER_CVX = 'http://nucc.org/cvx';
 
-export interface RepairRule {
-  name: string;
-  /** Repairs the resource in place; returns whether it changed anything. */
-  apply(resource: FhirResource): boolean;
-}
+export type { DateRepairRule, RepairContext, RepairRule } from './repair-rule.js';
+const isDateRule = (rule: RepairRule): rule is DateRepairRule => typeof (rule as Partial<DateRepairRule>).rewriteFor === 'function';
 
 /**
  * An allergy whose substance is coded in RxNorm or NDC is an allergy to a medication. The converter files
@@ -57,27 +68,6 @@ export const cvxSystem: RepairRule = {
   },
 };
 
-/** Replaces, in place, every string of the resource (at any depth) by what `replace` makes of it; whether any changed. */
-function mapStrings(resource: FhirResource, replace: (text: string) => string): boolean {
-  let changed = false;
-  const visit = (value: unknown): unknown => {
-    if (typeof value === 'string') {
-      const replaced = replace(value);
-      if (replaced !== value) changed = true;
-      return replaced;
-    }
-    if (Array.isArray(value)) {
-      for (let i = 0; i < value.length; i++) value[i] = visit(value[i]);
-    } else if (value !== null && typeof value === 'object') {
-      const record = value as Record<string, unknown>;
-      for (const key of Object.keys(record)) record[key] = visit(record[key]);
-    }
-    return value;
-  };
-  visit(resource);
-  return changed;
-}
-
 /** The converter's rendering of an HL7 timestamp with a zone: seconds dropped or kept, the zone without its colon. */
 const MANGLED_INSTANT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}):(\d{2})?([+-])(\d{2})(\d{2})$/;
 
@@ -86,15 +76,11 @@ const MANGLED_INSTANT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}):(\d{2})?([+-])(\d{2})(
  * which is not a FHIR dateTime (and is dropped or misread by FHIR readers). Written back as
  * `2012-09-25T11:30:00-05:00`: the same instant, valid.
  */
-export const zonedTimestamps: RepairRule = {
-  name: 'zoned timestamps',
-  apply(resource) {
-    return mapStrings(resource, (text) => {
-      const match = MANGLED_INSTANT.exec(text);
-      return match ? `${match[1]}:${match[2] ?? '00'}${match[3]}${match[4]}:${match[5]}` : text;
-    });
-  },
+const unmangleInstant = (text: string) => {
+  const match = MANGLED_INSTANT.exec(text);
+  return match ? `${match[1]}:${match[2] ?? '00'}${match[3]}${match[4]}:${match[5]}` : text;
 };
+export const zonedTimestamps = dateRule('zoned timestamps', () => unmangleInstant);
 
 /** FHIR R4's dateTime: a time needs its zone. */
 const FHIR_DATE_TIME =
@@ -105,15 +91,11 @@ const DATE_SHAPED = /^\d{4}-\d{2}(-\d{2})?(T.*)?$/;
  * A source timestamp that is no date at all (`200130311`: month 30) comes out as `2001-30-31T00:00:00Z`.
  * It is cut back to the precision that is valid (`2001`): what the source does say, and nothing more.
  */
-export const impossibleDatesCutToValidPrecision: RepairRule = {
-  name: 'impossible dates',
-  apply(resource) {
-    return mapStrings(resource, (text) => {
-      if (!DATE_SHAPED.test(text) || FHIR_DATE_TIME.test(text)) return text;
-      return [text.slice(0, 10), text.slice(0, 7), text.slice(0, 4)].find((prefix) => FHIR_DATE_TIME.test(prefix)) ?? text;
-    });
-  },
+const cutToValidPrecision = (text: string) => {
+  if (!DATE_SHAPED.test(text) || FHIR_DATE_TIME.test(text)) return text;
+  return [text.slice(0, 10), text.slice(0, 7), text.slice(0, 4)].find((prefix) => FHIR_DATE_TIME.test(prefix)) ?? text;
 };
+export const impossibleDatesCutToValidPrecision = dateRule('impossible dates', () => cutToValidPrecision);
 
 const CONDITION_CLINICAL = 'http://terminology.hl7.org/CodeSystem/condition-clinical';
 
@@ -135,15 +117,174 @@ export const abatedConditionIsResolved: RepairRule = {
   },
 };
 
-export const REPAIR_RULES: readonly RepairRule[] = [drugAllergyIsMedication, cvxSystem, zonedTimestamps, impossibleDatesCutToValidPrecision, abatedConditionIsResolved];
+/**
+ * A practitioner's qualification is a `{code}` element; the converter writes the author's code (a
+ * taxonomy code, say) as the qualification itself, which is invalid FHIR and hides it from readers.
+ */
+export const practitionerQualification: RepairRule = {
+  name: 'practitioner qualification',
+  apply(resource) {
+    if (resource.resourceType !== 'Practitioner' || !Array.isArray(resource.qualification)) return false;
+    let changed = false;
+    resource.qualification = (resource.qualification as Record<string, unknown>[]).map((qualification) => {
+      if (qualification.code !== undefined || (qualification.coding === undefined && qualification.text === undefined)) return qualification;
+      changed = true;
+      const { coding, text, ...rest } = qualification;
+      return { ...rest, code: { ...(coding !== undefined ? { coding } : {}), ...(text !== undefined ? { text } : {}) } };
+    });
+    return changed;
+  },
+};
 
-/** Applies every rule to every resource; returns how many resources each rule changed, by rule name. */
-export function repairConvertedResources(resources: readonly FhirResource[], rules: readonly RepairRule[] = REPAIR_RULES): Record<string, number> {
+/**
+ * A lot number the document does not know (`<lotNumberText nullFlavor="UNK"/>`) comes out of the converter
+ * as the parsed XML element, not a string: it is removed (a lot number is text or absent), and one written
+ * as an element with text keeps its text.
+ */
+export const lotNumberIsText: RepairRule = {
+  name: 'lot number is text',
+  apply(resource) {
+    if (resource.resourceType !== 'Immunization' || resource.lotNumber === undefined || typeof resource.lotNumber === 'string') return false;
+    const text = (resource.lotNumber as { '#text'?: unknown } | null)?.['#text'];
+    if (typeof text === 'string' && text.trim() !== '') resource.lotNumber = text.trim();
+    else delete resource.lotNumber;
+    return true;
+  },
+};
+
+/** Whether a JSON value holds nothing: an empty string, object or list (after `prune`), null or undefined. */
+const isEmptyLeaf = (value: unknown) => value === '' || value === null || value === undefined;
+
+/**
+ * Removes, in place, whatever holds nothing: empty strings, objects and lists, or ones holding only such.
+ * Returns whether `value` itself is left empty, and reports through `removed` whether anything went.
+ */
+function prune(value: unknown, removed: { any: boolean }): boolean {
+  if (Array.isArray(value)) {
+    let write = 0;
+    for (let read = 0; read < value.length; read++) {
+      const item = value[read];
+      if (isEmptyLeaf(item) || (typeof item === 'object' && prune(item, removed))) {
+        removed.any = true;
+        continue;
+      }
+      value[write++] = item;
+    }
+    value.length = write;
+    return write === 0;
+  }
+  if (value !== null && typeof value === 'object') {
+    let kept = 0;
+    const record = value as Record<string, unknown>;
+    for (const key in record) {
+      const child = record[key];
+      if (isEmptyLeaf(child) || (typeof child === 'object' && prune(child, removed))) {
+        delete record[key];
+        removed.any = true;
+      } else kept++;
+    }
+    return kept === 0;
+  }
+  return false;
+}
+
+/**
+ * FHIR elements are never empty: the converter writes empty ones where the document had a nullFlavor (a
+ * coding with no code, a goal target with no measure, a reference range with nothing in it, a section
+ * with no entries), which FHIR forbids and readers show as blanks. They are removed, at any depth.
+ */
+export const emptyElementsPruned: RepairRule = {
+  name: 'empty elements pruned',
+  apply(resource) {
+    const removed = { any: false };
+    for (const key in resource) {
+      if (key === 'resourceType') continue;
+      const value = resource[key];
+      if (isEmptyLeaf(value) || (typeof value === 'object' && prune(value, removed))) {
+        delete resource[key];
+        removed.any = true;
+      }
+    }
+    return removed.any;
+  },
+};
+
+export const REPAIR_RULES: readonly RepairRule[] = [
+  drugAllergyIsMedication,
+  cvxSystem,
+  entryIdentifiers,
+  doseUnits,
+  medicationHistoryIsAStatement,
+  // The three date rules in a row share one walk of each resource.
+  partialDatesKeepPrecision,
+  zonedTimestamps,
+  impossibleDatesCutToValidPrecision,
+  droppedDatesRestored,
+  abatedConditionIsResolved,
+  encounterClass,
+  referenceRanges,
+  nullFlavorValues,
+  conditionCategory,
+  refusedImmunizationsNotDone,
+  practitionerQualification,
+  lotNumberIsText,
+  emptyElementsPruned,
+];
+
+/**
+ * Applies every rule to every resource; returns how many resources each rule changed, by rule name. When a
+ * rule changed a resource's type, every reference to it (`Type/id`, at any depth of any resource) follows.
+ */
+export function repairConvertedResources(
+  resources: readonly FhirResource[],
+  rules: readonly RepairRule[] = REPAIR_RULES,
+  context?: RepairContext,
+): Record<string, number> {
   const changed: Record<string, number> = {};
-  for (const rule of rules) {
+  const retyped = new Map<string, string>();
+  for (let index = 0; index < rules.length; ) {
+    // Date rules in a row: each resource's dates are walked once for all of them.
+    const batch: DateRepairRule[] = [];
+    while (index < rules.length && isDateRule(rules[index]!)) batch.push(rules[index++] as DateRepairRule);
+    if (batch.length > 0) {
+      const counts = batch.map(() => 0);
+      for (const resource of resources) {
+        const rewrites = batch.map((rule) => rule.rewriteFor(resource, context));
+        if (rewrites.every((rewrite) => rewrite === undefined)) continue;
+        const identity = (text: string) => text;
+        const hits = rewriteDates(resource, rewrites.map((rewrite) => rewrite ?? identity));
+        hits.forEach((hit, i) => hit && counts[i]!++);
+      }
+      batch.forEach((rule, i) => (changed[rule.name] = counts[i]!));
+      continue;
+    }
+    const rule = rules[index++]!;
     let count = 0;
-    for (const resource of resources) if (rule.apply(resource)) count++;
+    for (const resource of resources) {
+      const before = resource.resourceType;
+      if (!rule.apply(resource, context)) continue;
+      count++;
+      if (resource.resourceType !== before) retyped.set(`${before}/${resource.id}`, `${resource.resourceType}/${resource.id}`);
+    }
     changed[rule.name] = count;
   }
+  if (retyped.size > 0) for (const resource of resources) retarget(resource, retyped);
   return changed;
+}
+
+/** Rewrites, in place, each `reference` (at any depth) found in `map`. */
+function retarget(value: unknown, map: ReadonlyMap<string, string>): void {
+  if (Array.isArray(value)) {
+    for (const item of value) if (typeof item === 'object' && item !== null) retarget(item, map);
+    return;
+  }
+  const record = value as Record<string, unknown>;
+  for (const key in record) {
+    const child = record[key];
+    if (typeof child === 'object' && child !== null) retarget(child, map);
+    else if (key === 'reference' && typeof child === 'string') {
+      const target = map.get(child);
+      if (target !== undefined) record[key] = target;
+    }
+  }
 }

@@ -124,19 +124,28 @@ describe('MiniSearchIndex over the converted HL7 examples', () => {
   const textsOf = (keys: string[]) => keys.filter((key) => resources.has(key)).map((key) => searchTextOf(resources.get(key)!));
 
   test('a misspelt medication is found (atenlol, albuteral)', async () => {
-    for (const [typo, drug] of [['atenlol', 'atenolol'], ['albuteral', 'albuterol']] as const) {
+    // The examples list them as medication history (moodCode EVN): statements of use, not orders. Atenolol
+    // is one tablet in every document; albuterol is two puffs in three and 1 mg/actuat in another: two
+    // statements, one per dose.
+    for (const [typo, drug, statementCount] of [['atenlol', 'atenolol', 1], ['albuteral', 'albuterol', 2]] as const) {
       const found = await index.search(A, P, typo);
-      const requests = found.filter((key) => key.startsWith('MedicationRequest/'));
-      expect(requests).toHaveLength(1);
-      expect(textsOf(requests)[0]!.toLowerCase()).toContain(drug);
+      const statements = found.filter((key) => key.startsWith('MedicationStatement/'));
+      expect(statements).toHaveLength(statementCount);
+      for (const text of textsOf(statements)) expect(text.toLowerCase()).toContain(drug);
     }
   });
 
-  test('a misspelt problem is found once, deduplicated across documents (pnuemonia)', async () => {
+  test('a misspelt problem is found once per episode, deduplicated across documents (pnuemonia)', async () => {
     const found = await index.search(A, P, 'pnuemonia');
     const conditions = found.filter((key) => key.startsWith('Condition/'));
-    expect(conditions).toHaveLength(1);
-    expect(textsOf(conditions)[0]).toContain('Pneumonia');
+    // The documents give pneumonia several episodes (1998, 2012, 2013...): each once.
+    const episodes = conditions.map((key) => {
+      const condition = resources.get(key)!;
+      return `${String(condition.onsetDateTime).slice(0, 10)} ${String(condition.abatementDateTime ?? '').slice(0, 10)}`;
+    });
+    expect(conditions.length).toBeGreaterThan(1);
+    expect(new Set(episodes).size).toBe(conditions.length);
+    for (const text of textsOf(conditions)) expect(text).toContain('Pneumonia');
     expect(found).toEqual(expect.arrayContaining(['DocumentReference/ccd-1.xml', 'DocumentReference/progress-note.xml']));
   });
 
@@ -152,7 +161,7 @@ describe('MiniSearchIndex over the converted HL7 examples', () => {
     expect(atenolol.length).toBeGreaterThan(0);
     expect(atenolol.length).toBeLessThan(tablet.length);
     expect(atenolol.every((key) => tablet.includes(key))).toBe(true);
-    expect(typesOf(atenolol)).toContain('MedicationRequest');
+    expect(typesOf(atenolol)).toContain('MedicationStatement');
   });
 
   test('an unrelated word finds nothing', async () => {

@@ -6,7 +6,7 @@ import { MedplumCcdaConverter } from '../../adapters/ccda/medplum.ccda.js';
 import { patientResourcesArb } from '../../spec/arbitraries/fhir.js';
 import type { FhirResourceRecord } from '../domain/types.js';
 import type { FhirResource } from '../ports/ccda.port.js';
-import { adoptDocumentResources, consolidate } from './consolidate.js';
+import { adoptDocumentResources, consolidate, SOURCE_DOCUMENT_EXTENSION, withoutProvenance } from './consolidate.js';
 import { dedupeResources, referencesIn, resourceKey, rewriteReferences } from './dedupe.js';
 
 const ACCOUNT = 'acct-1';
@@ -58,7 +58,7 @@ describe('consolidate (properties)', () => {
         const adopted = docs.map((doc) => ({ ...doc, resources: adoptDocumentResources(doc.resources, PATIENT) }));
         const all = dedupeResources(adopted.flatMap((doc) => doc.resources));
         const records = fold(docs);
-        expect(records.map((r) => r.resource)).toEqual(all.resources);
+        expect(records.map((r) => withoutProvenance(r.resource as FhirResource))).toEqual(all.resources);
 
         // Sources: a survivor lists each document that held it or a resource merged into it.
         const survivorOf = (key: string) => all.replaced.get(key) ?? key;
@@ -71,6 +71,9 @@ describe('consolidate (properties)', () => {
         }
         for (const record of records) {
           expect(record.sourceDocumentIds).toEqual([...expected.get(`${record.resourceType}/${record.id}`)!].sort());
+          // The resource names the same documents.
+          const named = ((record.resource.extension as { url: string; valueString: string }[] | undefined) ?? []).filter((e) => e.url === SOURCE_DOCUMENT_EXTENSION);
+          expect(named.map((e) => e.valueString)).toEqual(record.sourceDocumentIds);
         }
       }),
       { numRuns: 60 },
@@ -135,20 +138,71 @@ describe('consolidate (properties)', () => {
 describe('consolidate (fixtures)', () => {
   const converter = new MedplumCcdaConverter();
   const fixture = (name: string) => readFileSync(fileURLToPath(new URL(`../../sandbox-data/ccda/${name}`, import.meta.url)), 'utf8');
+  const FIXTURES = ['care-plan.xml', 'ccd-1.xml', 'ccd-2.xml', 'consultation-note.xml', 'discharge-summary.xml', 'history-and-physical.xml', 'procedure-note.xml', 'progress-note.xml'];
+  const countByType = (records: readonly FhirResourceRecord[]) => {
+    const counts: Record<string, number> = {};
+    for (const record of records) counts[record.resourceType] = (counts[record.resourceType] ?? 0) + 1;
+    return counts;
+  };
+
+  test('a document re-issued under a new id adds no resource but its Composition; each resource names both documents', async () => {
+    for (const name of FIXTURES) {
+      const xml = fixture(name);
+      // The same document with another document id: every converted resource gets another id.
+      const reissued = xml.replace(/(<ClinicalDocument[\s\S]*?<id )[^>]*\/>/, '$1root="2.16.840.1.113883.19.5.99999.1" extension="REISSUED"/>');
+      expect(reissued, name).not.toBe(xml);
+      const [original, again] = await Promise.all([converter.convert(xml), converter.convert(reissued)]);
+      const originalIds = new Set((original.entry ?? []).map((entry) => entry.resource!.id));
+      expect((again.entry ?? []).filter((entry) => originalIds.has(entry.resource!.id)).map((entry) => entry.resource!.resourceType), name).toEqual([]);
+
+      const first = consolidate({ accountId: ACCOUNT, patientId: PATIENT, now: 't1', existing: [], incoming: { documentId: 'first', resources: (original.entry ?? []).map((e) => e.resource!) } });
+      const second = consolidate({ accountId: ACCOUNT, patientId: PATIENT, now: 't2', existing: first.records, incoming: { documentId: 'again', resources: (again.entry ?? []).map((e) => e.resource!) } });
+      expect(countByType(second.records), name).toEqual({ ...countByType(first.records), Composition: 2 });
+      for (const record of second.records) {
+        if (record.resourceType !== 'Composition') expect(record.sourceDocumentIds, `${name} ${record.resourceType}`).toEqual(['again', 'first']);
+      }
+    }
+  });
+
+  test('distinct episodes of one condition stay distinct across documents', async () => {
+    let records: FhirResourceRecord[] = [];
+    for (const name of ['ccd-1.xml', 'care-plan.xml', 'ccd-1.xml']) {
+      const bundle = await converter.convert(fixture(name));
+      records = consolidate({ accountId: ACCOUNT, patientId: PATIENT, now: name, existing: records, incoming: { documentId: name, resources: (bundle.entry ?? []).map((e) => e.resource!) } }).records;
+    }
+    const onsets = records
+      .filter((r) => r.resourceType === 'Condition' && JSON.stringify(r.resource.code).includes('"233604007"'))
+      .map((r) => String(r.resource.onsetDateTime).slice(0, 10))
+      .sort();
+    // ccd-1: 1998 (ended), 2012 (at the encounter), 2013; the care plan's health concern: 2013-06-16.
+    expect(onsets).toEqual(['1998-03-10', '2012-09-25', '2013-06-16', '2013-07-03']);
+  });
 
   test('the same medication from two documents is stored once, sourced from both; unchanged records keep their time', async () => {
-    const [ccd, hp] = await Promise.all([converter.convert(fixture('ccd-1.xml')), converter.convert(fixture('history-and-physical.xml'))]);
+    const [ccd, consultation] = await Promise.all([converter.convert(fixture('ccd-1.xml')), converter.convert(fixture('consultation-note.xml'))]);
     const resourcesOf = (bundle: typeof ccd) => (bundle.entry ?? []).map((entry) => entry.resource!);
     const first = consolidate({ accountId: ACCOUNT, patientId: PATIENT, now: 't1', existing: [], incoming: { documentId: 'ccd', resources: resourcesOf(ccd) } });
-    const second = consolidate({ accountId: ACCOUNT, patientId: PATIENT, now: 't2', existing: first.records, incoming: { documentId: 'hp', resources: resourcesOf(hp) } });
+    const second = consolidate({ accountId: ACCOUNT, patientId: PATIENT, now: 't2', existing: first.records, incoming: { documentId: 'consultation', resources: resourcesOf(consultation) } });
 
-    const albuterol = second.records.filter((r) => r.resourceType === 'MedicationRequest' && JSON.stringify(r.resource).includes('573621'));
+    // Atenolol 1 tablet from 2012-03-18 in both: one statement, naming both documents.
+    const atenolol = second.records.filter((r) => r.resourceType === 'MedicationStatement' && JSON.stringify(r.resource).includes('197380'));
+    expect(atenolol).toHaveLength(1);
+    expect(atenolol[0]!.sourceDocumentIds).toEqual(['ccd', 'consultation']);
+    expect(JSON.stringify(atenolol[0]!.resource.extension)).toContain('"consultation"');
+    // Albuterol 2 puffs from 2011 (ccd-1, ongoing) and from 2013 (the consultation): the periods overlap,
+    // so one statement whose period covers both.
+    const albuterol = second.records.filter((r) => r.resourceType === 'MedicationStatement' && JSON.stringify(r.resource).includes('573621'));
     expect(albuterol).toHaveLength(1);
-    expect(albuterol[0]!.sourceDocumentIds).toEqual(['ccd', 'hp']);
-    // ccd-1 alone names pneumonia in three entries: one survives.
-    expect(first.records.filter((r) => r.resourceType === 'Condition' && JSON.stringify(r.resource).includes('233604007'))).toHaveLength(1);
+    expect(albuterol[0]!.resource.effectivePeriod).toEqual({ start: '2011-01-03' });
+    // ccd-1 names pneumonia three times, three episodes (onset 1998, onset 2012 at the encounter, onset 2013):
+    // they stay three.
+    expect(first.records.filter((r) => r.resourceType === 'Condition' && JSON.stringify(r.resource).includes('233604007'))).toHaveLength(3);
     expect(second.records.some((r) => r.resourceType === 'Patient')).toBe(false);
     const untouched = second.records.filter((r) => r.updatedAt === 't1');
+    // The history and physical's albuterol is 1 mg/actuat from 2007 to 2012: another dose, another statement.
+    const hp = await converter.convert(fixture('history-and-physical.xml'));
+    const third = consolidate({ accountId: ACCOUNT, patientId: PATIENT, now: 't3', existing: second.records, incoming: { documentId: 'hp', resources: resourcesOf(hp) } });
+    expect(third.records.filter((r) => r.resourceType === 'MedicationStatement' && JSON.stringify(r.resource).includes('573621'))).toHaveLength(2);
     expect(untouched.length).toBeGreaterThan(0);
     expect(untouched.length + second.changed.length).toBe(second.records.length);
   });

@@ -6,17 +6,20 @@
  *    it points to our patient (the documents describe the patient we queried for; its FHIR Patient is made
  *    from our record, see patient-resource.ts).
  * 2. The adopted resources join everything stored for the patient, and the whole set is deduplicated
- *    with the rule of dedupe.ts (same coded condition, allergy, medication, immunization or observation
- *    appears once; the richest survives; references are rewritten to survivors). A key already stored
- *    (the same document converted again) is replaced by its new copy.
- * 3. A survivor's `sourceDocumentIds` is the union of those of every resource merged into it.
+ *    with the rules of dedupe.ts (the same fact appears once, episode by episode; the richest survives,
+ *    completed with the others' identifiers and dates; references are rewritten to survivors). A key
+ *    already stored (the same document converted again) is replaced by its new copy, completed with what
+ *    the stored one gained by merging, so converting a document again takes nothing back.
+ * 3. A survivor's `sourceDocumentIds` is the union of those of every resource merged into it, and the
+ *    resource itself names them: one `source-document` extension per document (see withProvenance), so
+ *    whoever reads a merged resource sees every document it came from.
  *
  * Folding documents one at a time gives the same set as deduplicating all of them at once, in any order,
  * and folding a document twice changes nothing (see consolidate.test.ts), so a retried job is harmless.
  */
 import type { FhirResourceRecord } from '../domain/types.js';
 import type { FhirResource } from '../ports/ccda.port.js';
-import { canonicalJson, dedupeResources, resourceKey, rewriteReferences } from './dedupe.js';
+import { canonicalJson, completeWith, dedupeResources, resourceKey, rewriteReferences } from './dedupe.js';
 import { patientReference } from './patient-resource.js';
 
 export interface ConsolidationInput {
@@ -68,6 +71,28 @@ function pointPatientReferencesTo<T>(value: T, ours: string): T {
   return copy as T;
 }
 
+/** The extension naming a document a consolidated resource came from (`valueString`: the document's id). */
+export const SOURCE_DOCUMENT_EXTENSION = 'urn:carebridge:source-document';
+
+const isSourceDocument = (extension: unknown) =>
+  typeof extension === 'object' && extension !== null && (extension as { url?: unknown }).url === SOURCE_DOCUMENT_EXTENSION;
+
+/** The resource without its source-document extensions (as the converter made it, or as merged). */
+export function withoutProvenance(resource: FhirResource): FhirResource {
+  if (!Array.isArray(resource.extension) || !resource.extension.some(isSourceDocument)) return resource;
+  const { extension, ...rest } = resource;
+  const others = (extension as unknown[]).filter((item) => !isSourceDocument(item));
+  return others.length > 0 ? { ...rest, extension: others } : rest;
+}
+
+/** The resource naming each of `documentIds` (sorted) in a source-document extension, after its own extensions. */
+export function withProvenance(resource: FhirResource, documentIds: readonly string[]): FhirResource {
+  const bare = withoutProvenance(resource);
+  if (documentIds.length === 0) return bare;
+  const own = Array.isArray(bare.extension) ? bare.extension : [];
+  return { ...bare, extension: [...own, ...[...documentIds].sort().map((id) => ({ url: SOURCE_DOCUMENT_EXTENSION, valueString: id }))] };
+}
+
 function union(a: readonly string[], b: readonly string[]): string[] {
   return [...new Set([...a, ...b])].sort();
 }
@@ -82,13 +107,16 @@ export function consolidate(input: ConsolidationInput): ConsolidationResult {
     const key = `${record.resourceType}/${record.id}`;
     stored.set(key, record);
     sources.set(key, [...record.sourceDocumentIds]);
-    candidates.set(key, record.resource as FhirResource);
+    // Deduplication sees resources as documents gave them: provenance is the store's, written back below.
+    candidates.set(key, withoutProvenance(record.resource as FhirResource));
   }
   for (const resource of adoptDocumentResources(input.incoming.resources, patientId)) {
     const key = resourceKey(resource);
     sources.set(key, union(sources.get(key) ?? [], [input.incoming.documentId]));
-    // The new copy of a key replaces the stored one: converting a document again is the same document.
-    candidates.set(key, resource);
+    // The new copy of a key replaces the stored one (converting a document again is the same document),
+    // keeping what the stored one gained from resources merged into it.
+    const before = candidates.get(key);
+    candidates.set(key, before ? completeWith(resource, before) : resource);
   }
 
   const { resources, replaced } = dedupeResources([...candidates.values()]);
@@ -97,10 +125,11 @@ export function consolidate(input: ConsolidationInput): ConsolidationResult {
   const records: FhirResourceRecord[] = [];
   const changed: FhirResourceRecord[] = [];
   const kept = new Set<string>();
-  for (const resource of resources) {
-    const key = resourceKey(resource);
+  for (const deduplicated of resources) {
+    const key = resourceKey(deduplicated);
     kept.add(key);
     const sourceDocumentIds = union([], sources.get(key) ?? []);
+    const resource = withProvenance(deduplicated, sourceDocumentIds);
     const before = stored.get(key);
     const same =
       before !== undefined &&

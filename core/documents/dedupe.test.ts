@@ -48,7 +48,8 @@ describe('dedupeResources (properties)', () => {
     );
   });
 
-  test('never merges resources of different types or codes, and merges only the five families', () => {
+  test('never merges resources of different types or codes; coded families only on a shared primary code, others only on equal content', () => {
+    const coded = ['Condition', 'AllergyIntolerance', 'Immunization', 'Observation', 'MedicationRequest', 'MedicationStatement', 'Medication'];
     fc.assert(
       fc.property(patientResourcesArb(), (resources) => {
         const all = keysOf(resources);
@@ -57,12 +58,25 @@ describe('dedupeResources (properties)', () => {
           const loser = all.get(from)!;
           const survivor = all.get(to)!;
           expect(survivor.resourceType).toBe(loser.resourceType);
-          expect(['Condition', 'AllergyIntolerance', 'Immunization', 'Observation', 'MedicationRequest', 'MedicationStatement', 'Medication']).toContain(
-            loser.resourceType,
-          );
-          const code = codeOf(loser, all);
-          expect(code).toBeDefined();
-          expect(codeOf(survivor, all)).toBe(code);
+          expect(loser.resourceType).not.toBe('Patient');
+          if (coded.includes(loser.resourceType)) {
+            const code = codeOf(loser, all);
+            expect(code).toBeDefined();
+            expect(codeOf(survivor, all)).toBe(code);
+          }
+        }
+      }),
+      { numRuns },
+    );
+  });
+
+  test('never merges two Conditions of different onsets', () => {
+    fc.assert(
+      fc.property(patientResourcesArb(), (resources) => {
+        const all = keysOf(resources);
+        for (const [from, to] of dedupeResources(resources).replaced) {
+          const [loser, survivor] = [all.get(from)!, all.get(to)!];
+          if (loser.resourceType === 'Condition') expect(loser.onsetDateTime?.toString().slice(0, 10)).toBe(survivor.onsetDateTime?.toString().slice(0, 10));
         }
       }),
       { numRuns },
@@ -118,8 +132,8 @@ describe('dedupeResources (examples)', () => {
   const patient: FhirResource = { resourceType: 'Patient', id: 'p' };
 
   test('the same condition from two documents appears once; the richer survives; references follow it', () => {
-    const a: FhirResource = { resourceType: 'Condition', id: 'b-from-doc1', code: pneumonia, subject: { reference: 'Patient/p' } };
-    const b: FhirResource = { resourceType: 'Condition', id: 'a-from-doc2', code: pneumonia, onsetDateTime: '2012-08-06', subject: { reference: 'Patient/p' } };
+    const a: FhirResource = { resourceType: 'Condition', id: 'b-from-doc1', code: pneumonia, onsetDateTime: '2012-08-06', subject: { reference: 'Patient/p' } };
+    const b: FhirResource = { resourceType: 'Condition', id: 'a-from-doc2', code: pneumonia, onsetDateTime: '2012-08-06T10:30:00-05:00', note: [{ text: 'x-ray' }], subject: { reference: 'Patient/p' } };
     const encounter: FhirResource = { resourceType: 'Encounter', id: 'e', diagnosis: [{ condition: { reference: 'Condition/b-from-doc1' } }] };
     const { resources, replaced } = dedupeResources([a, encounter, patient, b]);
     expect(replaced).toEqual(new Map([['Condition/b-from-doc1', 'Condition/a-from-doc2']]));
@@ -165,6 +179,86 @@ describe('dedupeResources (examples)', () => {
     const statement: FhirResource = { resourceType: 'MedicationStatement', id: 's', medicationCodeableConcept: atenolol };
     const { resources } = dedupeResources([inline, contained, medication, referenced, statement]);
     expect(resources.map(resourceKey)).toEqual(['Medication/med', 'MedicationRequest/contained', 'MedicationStatement/s']);
+  });
+
+  test('episodes: the same problem in 1998 and in 2012 stays two; the same episode from two documents is one, with every date', () => {
+    const condition = (id: string, extra: Record<string, unknown>): FhirResource => ({ resourceType: 'Condition', id, code: pneumonia, ...extra });
+    const resolved = { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-clinical', code: 'resolved' }] };
+    const old1998 = condition('a', { onsetDateTime: '1998-03-10', abatementDateTime: '1998-03-16', clinicalStatus: resolved });
+    const open2012 = condition('b', { onsetDateTime: '2012-09-25', recordedDate: '2013-01-01' });
+    const again2012 = condition('c', { onsetDateTime: '2012-09-25T11:30:00-05:00', recordedDate: '2012-10-01', identifier: [{ system: 'urn:oid:1.2', value: 'c' }] });
+    const ended2012 = condition('d', { onsetDateTime: '2012-09-25', abatementDateTime: '2012-10-20', clinicalStatus: resolved });
+    const undated = condition('e', {});
+    const { resources, replaced } = dedupeResources([old1998, open2012, again2012, ended2012, undated]);
+    expect(replaced).toEqual(new Map([['Condition/c', 'Condition/b']]));
+    expect(resources.map((r) => r.id)).toEqual(['a', 'b', 'd', 'e']);
+    // The survivor keeps the other's identifier and the earliest of their recorded dates.
+    expect(resources[1]).toMatchObject({ onsetDateTime: '2012-09-25', recordedDate: '2012-10-01', identifier: [{ system: 'urn:oid:1.2', value: 'c' }] });
+    // A resolved problem without an end date is another episode than an open one.
+    const resolvedUndated = condition('f', { clinicalStatus: resolved });
+    expect(dedupeResources([undated, resolvedUndated, condition('g', {})]).resources.map((r) => r.id)).toEqual(['e', 'f']);
+  });
+
+  test('medications merge on drug, dose and overlapping periods; the survivor covers them all', () => {
+    const atenolol = { coding: [{ system: 'http://www.nlm.nih.gov/research/umls/rxnorm', code: '197380' }] };
+    const statement = (id: string, effective: Record<string, unknown>, dose = 1): FhirResource => ({
+      resourceType: 'MedicationStatement', id, status: 'active', medicationCodeableConcept: atenolol, ...effective,
+      dosage: [{ doseAndRate: [{ doseQuantity: { value: dose } }] }],
+    });
+    const a = statement('a', { effectivePeriod: { start: '2011-01-03', end: '2011-06-30' } });
+    const b = statement('b', { effectivePeriod: { start: '2011-06', end: '2012-02-01' } });
+    const c = statement('c', { effectiveDateTime: '2012-02-01T09:00:00Z' });
+    const later = statement('d', { effectivePeriod: { start: '2014-01-01' } });
+    const double = statement('e', { effectivePeriod: { start: '2011-01-03' } }, 2);
+    const undated = statement('f', {});
+    const { resources, replaced } = dedupeResources([c, later, a, double, b, undated]);
+    // a overlaps b (June 2011), b reaches c (1 February 2012): one course; 2014 is another; 2 tablets another.
+    expect([...replaced]).toEqual([['MedicationStatement/b', 'MedicationStatement/a'], ['MedicationStatement/c', 'MedicationStatement/a']]);
+    expect(resources.find((r) => r.id === 'a')!.effectivePeriod).toEqual({ start: '2011-01-03', end: '2012-02-01T09:00:00Z' });
+    expect(resources.map((r) => r.id)).toEqual(['a', 'd', 'e', 'f']);
+    // A period without an end is open: whatever starts later overlaps it.
+    const ongoing = statement('g', { effectivePeriod: { start: '2010-01-01' } });
+    const merged = dedupeResources([ongoing, later]);
+    expect(merged.resources).toHaveLength(1);
+    expect(merged.resources[0]!.effectivePeriod).toEqual({ start: '2010-01-01' });
+  });
+
+  test('procedures and encounters merge on a shared identifier or on code and day; never on code alone', () => {
+    const colonoscopy = { coding: [{ system: 'http://snomed.info/sct', code: '73761001' }] };
+    const procedure = (id: string, extra: Record<string, unknown>): FhirResource => ({ resourceType: 'Procedure', id, status: 'completed', code: colonoscopy, ...extra });
+    const shared = [{ system: 'urn:oid:1.2.3', value: '9' }];
+    const { resources } = dedupeResources([
+      procedure('a', { performedDateTime: '2012-05-12', identifier: shared }),
+      procedure('b', { performedPeriod: { start: '2012-05-12T08:00:00Z' } }),
+      procedure('c', { identifier: shared, note: [{ text: 'polyp' }] }),
+      procedure('d', { performedDateTime: '2013-05-12' }),
+    ]);
+    expect(resources.map((r) => r.id)).toEqual(['c', 'd']);
+    // The survivor (most data) gets the date it lacked: the earliest of those merged.
+    expect(resources[0]).toMatchObject({ performedDateTime: '2012-05-12', identifier: shared });
+
+    const visit = { coding: [{ system: 'http://www.ama-assn.org/go/cpt', code: '99213' }] };
+    const encounter = (id: string, start: string): FhirResource => ({ resourceType: 'Encounter', id, status: 'finished', type: [visit], period: { start } });
+    expect(dedupeResources([encounter('x', '2012-09-27T13:00:00-05:00'), encounter('y', '2012-09-27'), encounter('z', '2012-10-27')]).resources.map((r) => r.id)).toEqual(['x', 'z']);
+  });
+
+  test('practitioners and organizations merge on a shared identifier (an NPI) or equal content; their roles follow', () => {
+    const npi = (value: string) => [{ system: 'http://hl7.org/fhir/sid/us-npi', value }];
+    const resources: FhirResource[] = [
+      { resourceType: 'Practitioner', id: 'p1', identifier: npi('555555555'), name: [{ family: 'Primary' }] },
+      { resourceType: 'Practitioner', id: 'p2', identifier: npi('555555555') },
+      { resourceType: 'Practitioner', id: 'p3', name: [{ family: 'Nightingale' }] },
+      { resourceType: 'Practitioner', id: 'p4', name: [{ family: 'Nightingale' }] },
+      { resourceType: 'Practitioner', id: 'p5', identifier: npi('222223333'), name: [{ family: 'Primary' }] },
+      { resourceType: 'Organization', id: 'o1', identifier: npi('321CX'), name: 'Good Health HIE' },
+      { resourceType: 'Organization', id: 'o2', identifier: npi('321CX'), name: 'Good Health HIE', telecom: [{ value: '555' }] },
+      { resourceType: 'PractitionerRole', id: 'r1', practitioner: { reference: 'Practitioner/p1' }, organization: { reference: 'Organization/o1' } },
+      { resourceType: 'PractitionerRole', id: 'r2', practitioner: { reference: 'Practitioner/p2' }, organization: { reference: 'Organization/o2' } },
+    ];
+    const { resources: kept, replaced } = dedupeResources(resources);
+    expect(kept.map(resourceKey)).toEqual(['Organization/o2', 'Practitioner/p1', 'Practitioner/p3', 'Practitioner/p5', 'PractitionerRole/r1']);
+    expect(replaced.get('PractitionerRole/r2')).toBe('PractitionerRole/r1');
+    expect(kept.find((r) => r.id === 'r1')).toMatchObject({ practitioner: { reference: 'Practitioner/p1' }, organization: { reference: 'Organization/o2' } });
   });
 
   test('resources without a code, and other types, are never merged', () => {

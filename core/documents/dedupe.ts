@@ -1,27 +1,47 @@
 /**
  * Deduplication of a patient's FHIR resources gathered from several documents ("the same coded
- * condition, medication, allergy, immunization or observation from several documents appears once").
+ * condition, medication, allergy, immunization or observation from several documents appears once"),
+ * aware of episodes: the same code twice is one fact only when the times agree.
  *
- * When two resources are "the same" — both of one resourceType and with equal identity:
- * - Condition, AllergyIntolerance, Medication: the primary code of `code`.
- * - MedicationRequest, MedicationStatement: the primary code of the drug: `medicationCodeableConcept`, or
- *   the `code` of the Medication that `medicationReference` points to (a contained `#id`, or a
- *   `Medication/id` among the resources given).
- * - Immunization: the primary code of `vaccineCode` + the day of `occurrence[x]` (a vaccine is given at
- *   most once a day; two doses on different days stay two).
- * - Observation: the primary code of `code` + `effective[x]` as written (dateTime, instant or
- *   period.start) + the value (`value[x]`, compared exactly, codes by primary code) + `component` values.
- * The primary code is the first coding that has both a system and a code (both trimmed). A resource of
- * another type, or without a primary code, is never merged. Request and Statement never merge with each
- * other: an order and a statement of use are different facts.
+ * When two resources are "the same" (always both of one resourceType):
+ * - Condition: the same primary code of `code` and the same episode: the same onset and the same end,
+ *   each compared by the day it names as written (`2012`, `2012-08`, `2012-08-06`). The end is the
+ *   abatement; without one, a Condition whose clinical status is resolved, inactive or in remission has
+ *   ended at an unknown time, any other is unresolved. Distinct episodes of a problem (pneumonia in 1998
+ *   and in 2012) stay distinct; so do an unresolved record and a later one giving its end, and a mention
+ *   with no date beside a dated one: joining those would make the outcome depend on which documents
+ *   arrived first (a dateless mention beside two open episodes could be either), and folding documents
+ *   in any order must give the same record.
+ * - MedicationRequest, MedicationStatement: the same drug (the primary code of `medicationCodeableConcept`,
+ *   or the `code` of the Medication that `medicationReference` points to, contained or among the
+ *   resources), the same dose (value and unit of the first dose) and overlapping periods (a statement's
+ *   effective[x], a request's dispenseRequest.validityPeriod; dates compared by the days they cover, a
+ *   period without an end open to the future). Overlap chains: what overlaps any of a group joins it.
+ *   Two without a period are the same; one with and one without are not.
+ * - AllergyIntolerance, Medication: the primary code of `code`.
+ * - Immunization: the primary code of `vaccineCode` + the day of `occurrence[x]`.
+ * - Observation: the primary code of `code` + `effective[x]` as written + the value (`value[x]`, compared
+ *   exactly, codes by primary code) + `component` values.
+ * - Procedure: a shared identifier, or the same primary code and day performed. Encounter: a shared
+ *   identifier, or the same primary code of its first type and day it started.
+ * - Practitioner, Organization: a shared identifier (an NPI is one), or the same content.
+ * - Other types (PractitionerRole, RelatedPerson, Location, Goal, CarePlan, FamilyMemberHistory...): the
+ *   same content, references included (so roles of merged practitioners merge once their references
+ *   agree). Composition, Patient, DocumentReference, Provenance and Bundle are never merged.
+ * "The same content" ignores `id` and `meta`. The primary code is the first coding with both a system and
+ * a code (both trimmed); a coded type without a primary code is never merged. Request and Statement never
+ * merge with each other: an order and a statement of use are different facts.
  *
- * Which one survives: the one with the most data (count of non-empty primitive values at any depth), then
- * the smallest id; so the outcome depends only on the set of resources, never on their order. The
- * survivor is kept as it is: nothing is copied from the others (their document provenance is the
- * caller's to merge, using `replaced`).
+ * What survives: the resource with the most data (non-empty primitive values at any depth, leaving out
+ * identifiers, meta and its dates, which merging changes), then the smallest id; it is kept as it is, then
+ * completed so that nothing merged is lost: the identifiers of every merged resource, each date element
+ * (onset, abatement, recorded, effective, performed...) at the earliest value any of them has, and for
+ * medications the period covering them all. The outcome depends only on the set of resources, never on
+ * their order or on which of them survived.
  *
  * References: every `reference: "Type/id"` at any depth of the kept resources that named a merged
- * resource is rewritten to its survivor, so no reference that resolved before dangles after.
+ * resource is rewritten to its survivor, so no reference that resolved before dangles after. Merging is
+ * repeated until nothing more merges (a merge may make two resources' references agree).
  *
  * Output: survivors sorted by resourceType then id. Input keys (`Type/id`) are expected to be unique; if
  * one repeats, only the richest copy is kept (by the same rule, then by content).
@@ -81,14 +101,21 @@ export function rewriteReferences<T>(value: T, map: ReadonlyMap<string, string>)
   return copy as T;
 }
 
+/** JSON.stringify's replacer that writes each object's keys in sorted order. */
+function sortedKeys(_key: string, value: unknown): unknown {
+  if (!isObject(value)) return value;
+  const keys = Object.keys(value);
+  let sorted = true;
+  for (let i = 1; i < keys.length; i++) if (keys[i - 1]! > keys[i]!) sorted = false;
+  if (sorted) return value;
+  const copy: Json = {};
+  for (const key of keys.sort()) copy[key] = value[key];
+  return copy;
+}
+
 /** JSON with object keys sorted, so equal content gives equal text whatever the key order. */
 export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (isObject(value)) {
-    const keys = Object.keys(value).filter((key) => value[key] !== undefined).sort();
-    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(value[key])}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
+  return JSON.stringify(value, sortedKeys) ?? 'null';
 }
 
 function amountOfData(value: unknown): number {
@@ -97,6 +124,47 @@ function amountOfData(value: unknown): number {
   if (value === undefined || value === null || value === '') return 0;
   return 1;
 }
+
+/** Elements holding one date of a resource, each with its [x] variants (`onsetDateTime`, `onsetPeriod`...). */
+const DATE_ELEMENTS = ['onset', 'abatement', 'effective', 'occurrence', 'performed', 'recordedDate', 'authoredOn', 'dateAsserted', 'issued', 'period'];
+
+function dateElementOf(key: string): string | undefined {
+  return DATE_ELEMENTS.find((element) => key === element || (key.startsWith(element) && /^[A-Z]/.test(key.slice(element.length))));
+}
+
+/** The resource's data that merging never changes: what the survivor is chosen on. */
+function rankedData(resource: FhirResource): number {
+  let total = 0;
+  for (const [key, value] of Object.entries(resource)) {
+    if (key === 'identifier' || key === 'meta' || dateElementOf(key) !== undefined) continue;
+    if (key === 'dispenseRequest' && isObject(value)) {
+      const { validityPeriod: _period, ...rest } = value;
+      total += amountOfData(rest);
+    } else total += amountOfData(value);
+  }
+  return total;
+}
+
+/** Total order: more data first, then smaller id, then smaller content (only ties of a repeated key reach it). */
+function better(a: FhirResource, b: FhirResource): number {
+  const data = rankedData(b) - rankedData(a);
+  if (data !== 0) return data;
+  const ka = resourceKey(a);
+  const kb = resourceKey(b);
+  if (ka !== kb) return ka < kb ? -1 : 1;
+  const ja = canonicalJson(a);
+  const jb = canonicalJson(b);
+  return ja < jb ? -1 : ja > jb ? 1 : 0;
+}
+
+function byTypeThenId(a: FhirResource, b: FhirResource): number {
+  if (a.resourceType !== b.resourceType) return a.resourceType < b.resourceType ? -1 : 1;
+  const ia = a.id ?? '';
+  const ib = b.id ?? '';
+  return ia < ib ? -1 : ia > ib ? 1 : 0;
+}
+
+// ---- what the rules compare -------------------------------------------------------------------------
 
 function medicationCode(resource: FhirResource, byKey: ReadonlyMap<string, FhirResource>): string | undefined {
   const inline = primaryCode(resource.medicationCodeableConcept);
@@ -130,66 +198,324 @@ function observationComponents(resource: FhirResource): string {
     .join(';');
 }
 
+const text = (value: unknown): string => (typeof value === 'string' ? value.trim() : '');
+const startOf = (period: unknown): string => (isObject(period) ? text(period.start) : '');
+
 function effectiveOf(resource: FhirResource): string {
-  const period = isObject(resource.effectivePeriod) ? resource.effectivePeriod.start : undefined;
-  const value = resource.effectiveDateTime ?? resource.effectiveInstant ?? period ?? '';
-  return typeof value === 'string' ? value.trim() : '';
+  return text(resource.effectiveDateTime) || text(resource.effectiveInstant) || startOf(resource.effectivePeriod);
+}
+
+/** The day a FHIR date or dateTime names, as precise as it is written (`2012`, `2012-08`, `2012-08-06`). */
+const dayOf = (date: string): string => date.slice(0, 10);
+
+/** The days a date covers: `2012` the year, `2012-08` the month, a dateTime its day. */
+function daysCovered(date: string): [string, string] | undefined {
+  const match = /^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?/.exec(date);
+  if (!match) return undefined;
+  const [, year, month, day] = match;
+  if (day) return [`${year}-${month}-${day}`, `${year}-${month}-${day}`];
+  if (month) return [`${year}-${month}-01`, `${year}-${month}-31`];
+  return [`${year}-01-01`, `${year}-12-31`];
 }
 
 function occurrenceDayOf(resource: FhirResource): string {
-  const value = resource.occurrenceDateTime ?? resource.occurrenceString ?? '';
-  return typeof value === 'string' ? value.trim().slice(0, 10) : '';
+  return dayOf(text(resource.occurrenceDateTime) || text(resource.occurrenceString));
 }
 
-/**
- * The identity two resources must share to be merged (see the file header), or undefined when the
- * resource is never merged. `byKey` resolves `Medication/id` references.
- */
-export function identityOf(resource: FhirResource, byKey: ReadonlyMap<string, FhirResource> = new Map()): string | undefined {
-  const type = resource.resourceType;
-  const key = (...parts: string[]) => [type, ...parts].map((part) => part.replaceAll('\u0000', '')).join('\u0000');
-  switch (type) {
-    case 'Condition':
-    case 'AllergyIntolerance':
-    case 'Medication': {
-      const code = primaryCode(resource.code);
-      return code ? key(code) : undefined;
-    }
-    case 'MedicationRequest':
-    case 'MedicationStatement': {
-      const code = medicationCode(resource, byKey);
-      return code ? key(code) : undefined;
-    }
-    case 'Immunization': {
-      const code = primaryCode(resource.vaccineCode);
-      return code ? key(code, occurrenceDayOf(resource)) : undefined;
-    }
-    case 'Observation': {
-      const code = primaryCode(resource.code);
-      return code ? key(code, effectiveOf(resource), observationValue(resource), observationComponents(resource)) : undefined;
-    }
-    default:
-      return undefined;
+function identifierKeys(resource: FhirResource): string[] {
+  if (!Array.isArray(resource.identifier)) return [];
+  return resource.identifier.flatMap((identifier) => {
+    if (!isObject(identifier)) return [];
+    const system = text(identifier.system);
+    const value = text(identifier.value);
+    return system && value ? [`id\u0000${system}\u0000${value}`] : [];
+  });
+}
+
+function contentKey(resource: FhirResource): string {
+  const { id: _id, meta: _meta, ...content } = resource;
+  return `content\u0000${canonicalJson(content)}`;
+}
+
+const RESOLVED = new Set(['resolved', 'inactive', 'remission']);
+
+function conditionIsResolved(resource: FhirResource): boolean {
+  if (['abatementDateTime', 'abatementPeriod', 'abatementAge', 'abatementRange', 'abatementString'].some((key) => resource[key] !== undefined)) return true;
+  const status = isObject(resource.clinicalStatus) && Array.isArray(resource.clinicalStatus.coding) ? resource.clinicalStatus.coding : [];
+  return status.some((coding) => isObject(coding) && RESOLVED.has(text(coding.code)));
+}
+
+function onsetDayOf(resource: FhirResource): string {
+  return dayOf(text(resource.onsetDateTime) || startOf(resource.onsetPeriod) || text(resource.onsetString));
+}
+
+function abatementDayOf(resource: FhirResource): string {
+  return dayOf(text(resource.abatementDateTime) || startOf(resource.abatementPeriod) || text(resource.abatementString));
+}
+
+interface Interval {
+  /** First and last day covered; an open end is `9999-12-31`. */
+  days: [string, string];
+  start?: string;
+  end?: string;
+}
+
+/** A medication's period as written (start and end strings) and the days it covers. */
+function medicationInterval(resource: FhirResource): Interval | undefined {
+  let start: string | undefined;
+  let end: string | undefined;
+  if (resource.resourceType === 'MedicationStatement') {
+    const point = text(resource.effectiveDateTime) || text(resource.effectiveInstant);
+    if (point) [start, end] = [point, point];
+    else if (isObject(resource.effectivePeriod)) [start, end] = [text(resource.effectivePeriod.start) || undefined, text(resource.effectivePeriod.end) || undefined];
+  } else if (isObject(resource.dispenseRequest) && isObject(resource.dispenseRequest.validityPeriod)) {
+    const period = resource.dispenseRequest.validityPeriod;
+    [start, end] = [text(period.start) || undefined, text(period.end) || undefined];
+  }
+  if (start === undefined && end === undefined) return undefined;
+  const first = start ? daysCovered(start)?.[0] : '0000-01-01';
+  const last = end ? daysCovered(end)?.[1] : '9999-12-31';
+  if (!first || !last) return undefined;
+  return { days: [first, last], ...(start ? { start } : {}), ...(end ? { end } : {}) };
+}
+
+function doseOf(resource: FhirResource): string {
+  const dosages = (resource.resourceType === 'MedicationStatement' ? resource.dosage : resource.dosageInstruction) as unknown;
+  const first = Array.isArray(dosages) && isObject(dosages[0]) ? dosages[0] : undefined;
+  const doseAndRate = first && Array.isArray(first.doseAndRate) && isObject(first.doseAndRate[0]) ? first.doseAndRate[0] : undefined;
+  const quantity = doseAndRate && isObject(doseAndRate.doseQuantity) ? doseAndRate.doseQuantity : undefined;
+  if (!quantity) return '';
+  return `${String(quantity.value ?? '')} ${text(quantity.code) || text(quantity.unit)}`;
+}
+
+// ---- grouping -----------------------------------------------------------------------------------------
+
+const NEVER_MERGED = new Set(['Composition', 'Patient', 'DocumentReference', 'Provenance', 'Bundle']);
+
+/** Union-find over resource keys. */
+class Groups {
+  private readonly parent = new Map<string, string>();
+  find(key: string): string {
+    let root = key;
+    while (this.parent.get(root) !== undefined && this.parent.get(root) !== root) root = this.parent.get(root)!;
+    this.parent.set(key, root);
+    return root;
+  }
+  union(a: string, b: string): void {
+    const ra = this.find(a);
+    const rb = this.find(b);
+    if (ra !== rb) this.parent.set(ra < rb ? rb : ra, ra < rb ? ra : rb);
+  }
+  /** Joins every resource in `members` into one group. */
+  all(members: readonly FhirResource[]): void {
+    for (let i = 1; i < members.length; i++) this.union(resourceKey(members[0]!), resourceKey(members[i]!));
   }
 }
 
-/** Total order: more data first, then smaller id, then smaller content (only ties of a repeated key reach it). */
-function better(a: FhirResource, b: FhirResource): number {
-  const data = amountOfData(b) - amountOfData(a);
-  if (data !== 0) return data;
-  const ka = resourceKey(a);
-  const kb = resourceKey(b);
-  if (ka !== kb) return ka < kb ? -1 : 1;
-  const ja = canonicalJson(a);
-  const jb = canonicalJson(b);
-  return ja < jb ? -1 : ja > jb ? 1 : 0;
+function bucket<T>(items: readonly T[], keyOf: (item: T) => string | undefined): Map<string, T[]> {
+  const buckets = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    if (key === undefined) continue;
+    const list = buckets.get(key);
+    if (list) list.push(item);
+    else buckets.set(key, [item]);
+  }
+  return buckets;
 }
 
-function byTypeThenId(a: FhirResource, b: FhirResource): number {
-  if (a.resourceType !== b.resourceType) return a.resourceType < b.resourceType ? -1 : 1;
-  const ia = a.id ?? '';
-  const ib = b.id ?? '';
-  return ia < ib ? -1 : ia > ib ? 1 : 0;
+/**
+ * A Condition's episode: its onset day and how it ended (the abatement day, or `resolved` when its status
+ * says so without a date, or `open`).
+ */
+function episodeOf(resource: FhirResource): string {
+  const end = abatementDayOf(resource) || (conditionIsResolved(resource) ? 'resolved' : 'open');
+  return `${onsetDayOf(resource)}\u0000${end}`;
+}
+
+/** Medications of one drug and dose: those whose periods overlap (through others) form one group. */
+function groupMedications(medications: FhirResource[], groups: Groups): void {
+  const withPeriod = medications.map((m) => ({ m, interval: medicationInterval(m) }));
+  groups.all(withPeriod.filter((x) => !x.interval).map((x) => x.m));
+  const dated = withPeriod.filter((x): x is { m: FhirResource; interval: Interval } => x.interval !== undefined).sort((a, b) => (a.interval.days[0] < b.interval.days[0] ? -1 : a.interval.days[0] > b.interval.days[0] ? 1 : 0));
+  let current: FhirResource[] = [];
+  let reach = '';
+  for (const { m, interval } of dated) {
+    if (current.length > 0 && interval.days[0] <= reach) {
+      current.push(m);
+      if (interval.days[1] > reach) reach = interval.days[1];
+      continue;
+    }
+    groups.all(current);
+    current = [m];
+    reach = interval.days[1];
+  }
+  groups.all(current);
+}
+
+/** Groups `resources` (one per key) into the sets that are the same fact. */
+function group(resources: readonly FhirResource[], byKey: ReadonlyMap<string, FhirResource>): FhirResource[][] {
+  const groups = new Groups();
+  const keyed = (keysOf: (r: FhirResource) => string[], members: FhirResource[]) => {
+    const owner = new Map<string, string>();
+    for (const resource of members) {
+      for (const key of keysOf(resource)) {
+        const first = owner.get(key);
+        if (first) groups.union(first, resourceKey(resource));
+        else owner.set(key, resourceKey(resource));
+      }
+    }
+  };
+  const byType = bucket(resources, (r) => r.resourceType);
+  for (const [type, members] of byType) {
+    if (NEVER_MERGED.has(type)) continue;
+    switch (type) {
+      case 'Condition':
+        keyed((r) => {
+          const code = primaryCode(r.code);
+          return code ? [`${code}\u0000${episodeOf(r)}`] : [];
+        }, members);
+        break;
+      case 'MedicationRequest':
+      case 'MedicationStatement':
+        for (const same of bucket(members, (m) => {
+          const code = medicationCode(m, byKey);
+          return code ? `${code}\u0000${doseOf(m)}` : undefined;
+        }).values())
+          groupMedications(same, groups);
+        break;
+      case 'AllergyIntolerance':
+      case 'Medication':
+        keyed((r) => [primaryCode(r.code)].filter((k): k is string => k !== undefined), members);
+        break;
+      case 'Immunization':
+        keyed((r) => {
+          const code = primaryCode(r.vaccineCode);
+          return code ? [`${code}\u0000${occurrenceDayOf(r)}`] : [];
+        }, members);
+        break;
+      case 'Observation':
+        keyed((r) => {
+          const code = primaryCode(r.code);
+          return code ? [[code, effectiveOf(r), observationValue(r), observationComponents(r)].join('\u0000')] : [];
+        }, members);
+        break;
+      case 'Procedure':
+        keyed((r) => {
+          const code = primaryCode(r.code);
+          const day = dayOf(text(r.performedDateTime) || startOf(r.performedPeriod));
+          return [...identifierKeys(r), ...(code && day ? [`${code}\u0000${day}`] : [])];
+        }, members);
+        break;
+      case 'Encounter':
+        keyed((r) => {
+          const code = Array.isArray(r.type) ? primaryCode(r.type[0]) : undefined;
+          const day = dayOf(startOf(r.period));
+          return [...identifierKeys(r), ...(code && day ? [`${code}\u0000${day}`] : [])];
+        }, members);
+        break;
+      case 'Practitioner':
+      case 'Organization':
+        keyed((r) => [...identifierKeys(r), contentKey(r)], members);
+        break;
+      default:
+        keyed((r) => [contentKey(r)], members);
+    }
+  }
+  return [...bucket(resources, (r) => groups.find(resourceKey(r))).values()];
+}
+
+// ---- merging ------------------------------------------------------------------------------------------
+
+/** The period covering every interval: the earliest start and the latest end as written, open if any is. */
+function covering(intervals: Interval[]): { start?: string; end?: string } {
+  const earliest = [...intervals].sort((a, b) => (a.days[0] !== b.days[0] ? (a.days[0] < b.days[0] ? -1 : 1) : (a.start ?? '') < (b.start ?? '') ? -1 : 1))[0]!;
+  const open = intervals.some((i) => i.end === undefined);
+  const latest = [...intervals].sort((a, b) => (a.days[1] !== b.days[1] ? (a.days[1] > b.days[1] ? -1 : 1) : (a.end ?? '') > (b.end ?? '') ? -1 : 1))[0]!;
+  return { ...(earliest.start ? { start: earliest.start } : {}), ...(!open && latest.end ? { end: latest.end } : {}) };
+}
+
+/** The survivor of `members` (sorted best first), completed with what the others hold that it lacks. */
+function merged(members: FhirResource[]): FhirResource {
+  const [survivor, ...others] = members;
+  const result: FhirResource = structuredClone(survivor!);
+  // Identifiers of every member, survivor's first, the rest in a fixed order.
+  const identifiers = members.flatMap((m) => (Array.isArray(m.identifier) ? m.identifier : []));
+  if (identifiers.length > 0) {
+    const byText = new Map<string, unknown>();
+    for (const identifier of identifiers) {
+      const key = canonicalJson(identifier);
+      if (!byText.has(key)) byText.set(key, identifier);
+    }
+    result.identifier = [...byText.keys()].sort().map((key) => structuredClone(byText.get(key)));
+  }
+  // Each date element any member has, at its earliest value among them (written as that member wrote it):
+  // a merged resource loses no date, and the choice does not depend on which member survived. A
+  // medication's period is the one covering them all (below).
+  const medication = result.resourceType === 'MedicationStatement' || result.resourceType === 'MedicationRequest';
+  const dates = new Map<string, [string, unknown, string]>();
+  for (const member of members) {
+    for (const [key, value] of Object.entries(member)) {
+      const element = dateElementOf(key);
+      if (element === undefined || value === undefined || (medication && element === 'effective')) continue;
+      const rank = canonicalJson(value);
+      const current = dates.get(element);
+      if (!current || rank < current[2] || (rank === current[2] && key < current[0])) dates.set(element, [key, value, rank]);
+    }
+  }
+  for (const [element, [key, value]] of dates) {
+    for (const own of Object.keys(result)) if (dateElementOf(own) === element) delete result[own];
+    result[key] = structuredClone(value);
+  }
+  // An end taken from another member means the condition is over: its clinical status comes along.
+  if (result.resourceType === 'Condition' && conditionIsResolved(result) && !conditionIsResolved({ ...result, abatementDateTime: undefined, abatementPeriod: undefined, abatementAge: undefined, abatementRange: undefined, abatementString: undefined })) {
+    const status = others.find((other) => other.clinicalStatus !== undefined && conditionIsResolved({ resourceType: 'Condition', clinicalStatus: other.clinicalStatus }))?.clinicalStatus;
+    if (status !== undefined) result.clinicalStatus = structuredClone(status);
+  }
+  if (result.resourceType === 'MedicationStatement' || result.resourceType === 'MedicationRequest') {
+    const intervals = members.map(medicationInterval).filter((i): i is Interval => i !== undefined);
+    if (intervals.length > 0) {
+      const period = covering(intervals);
+      const own = medicationInterval(survivor!);
+      if (!own || own.start !== period.start || own.end !== period.end) {
+        if (result.resourceType === 'MedicationStatement') {
+          delete result.effectiveDateTime;
+          delete result.effectiveInstant;
+          result.effectivePeriod = period;
+        } else {
+          result.dispenseRequest = { ...(isObject(result.dispenseRequest) ? result.dispenseRequest : {}), validityPeriod: period };
+        }
+      }
+    }
+  }
+  return result;
+}
+
+/**
+ * `latest` (a new copy of a stored resource: the same key) completed with what `stored` holds that it
+ * lacks, as a survivor is completed with what it merged (identifiers, dates, a medication's period), so a
+ * document converted again never takes back what merging gave its resources. `latest` when they are equal.
+ */
+export function completeWith(latest: FhirResource, stored: FhirResource): FhirResource {
+  if (canonicalJson(latest) === canonicalJson(stored)) return latest;
+  return merged([latest, stored]);
+}
+
+function mergePass(resources: readonly FhirResource[], byKey: ReadonlyMap<string, FhirResource>): DedupeResult {
+  const replaced = new Map<string, string>();
+  const kept: FhirResource[] = [];
+  for (const members of group(resources, byKey)) {
+    if (members.length === 1) {
+      kept.push(members[0]!);
+      continue;
+    }
+    members.sort(better);
+    kept.push(merged(members));
+    for (const other of members.slice(1)) replaced.set(resourceKey(other), resourceKey(members[0]!));
+  }
+  // Only what names a merged resource is rewritten (a copy); the rest is passed on as it is.
+  const rewritten = replaced.size === 0 ? kept : kept.map((resource) => (referencesIn(resource).some((reference) => replaced.has(reference)) ? rewriteReferences(resource, replaced) : resource));
+  return { resources: rewritten, replaced };
 }
 
 export function dedupeResources(resources: readonly FhirResource[]): DedupeResult {
@@ -201,29 +527,18 @@ export function dedupeResources(resources: readonly FhirResource[]): DedupeResul
     if (!current || better(resource, current) < 0) byKey.set(key, resource);
   }
 
-  const groups = new Map<string, FhirResource[]>();
-  const kept: FhirResource[] = [];
-  for (const resource of byKey.values()) {
-    const identity = identityOf(resource, byKey);
-    if (identity === undefined) {
-      kept.push(resource);
-      continue;
-    }
-    const group = groups.get(identity);
-    if (group) group.push(resource);
-    else groups.set(identity, [resource]);
-  }
-
+  let current = [...byKey.values()];
   const replaced = new Map<string, string>();
-  for (const group of groups.values()) {
-    group.sort(better);
-    const [survivor, ...others] = group;
-    kept.push(survivor!);
-    for (const other of others) replaced.set(resourceKey(other), resourceKey(survivor!));
+  // A merge rewrites references, which may make two resources' content agree: merge until nothing does.
+  for (;;) {
+    const pass = mergePass(current, new Map(current.map((r) => [resourceKey(r), r])));
+    if (pass.replaced.size === 0) break;
+    for (const [from, to] of replaced) replaced.set(from, pass.replaced.get(to) ?? to);
+    for (const [from, to] of pass.replaced) replaced.set(from, to);
+    current = pass.resources;
   }
-
-  // Copies even when nothing merged: callers may change the result without touching their input.
-  const rewritten = kept.map((resource) => rewriteReferences(resource, replaced));
+  // Copies, whether merged or not: callers may change the result without touching their input.
+  current = current.map((resource) => rewriteReferences(resource, replaced));
   const sortedReplaced = new Map([...replaced].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  return { resources: rewritten.sort(byTypeThenId), replaced: sortedReplaced };
+  return { resources: current.sort(byTypeThenId), replaced: sortedReplaced };
 }

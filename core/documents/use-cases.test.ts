@@ -347,7 +347,7 @@ describe('search index upkeep', () => {
     const patient = await patientWhere(world, (files) => files.includes('ccd-1.xml'));
     await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
     await world.runner.drain();
-    expect(await keysOf(world, patient.id, 'albuterl')).toContain('MedicationRequest');
+    expect(await keysOf(world, patient.id, 'albuterl')).toContain('MedicationStatement');
 
     const restarted = await makeWorld({ shareWith: world });
     expect(await restarted.deps.search.search(world.account.id, patient.id, 'albuterol')).toEqual([]);
@@ -358,7 +358,7 @@ describe('search index upkeep', () => {
       body: readFileSync(path.join(FIXTURES, 'procedure-note.xml')),
     });
     await restarted.runner.drain();
-    expect(await keysOf(restarted, patient.id, 'albuterl')).toContain('MedicationRequest');
+    expect(await keysOf(restarted, patient.id, 'albuterl')).toContain('MedicationStatement');
     expect(await keysOf(restarted, patient.id, 'pacemaker')).toContain('DocumentReference');
     expect(await keysOf(restarted, patient.id, 'appendicitis')).toContain('Condition');
   });

@@ -178,15 +178,17 @@ export function defineDocumentsGroup({ describe, test, makeHost }: HostSpecOptio
           expect(patient.files.map(fixtureText)).toContain(file.text);
         }
 
-        // Consolidated: one Patient, ours; every Patient reference points to it; a coded condition once.
+        // Consolidated: one Patient, ours; every Patient reference points to it; a coded condition once per
+        // episode (its onset and its end).
         const resources = await consolidatedResources(api, patient.id);
         expect(resources.filter((r: Json) => r.resourceType === 'Patient').map((r: Json) => r.id)).toEqual([patient.id]);
         expect(referencesOf(resources).filter((ref) => ref.startsWith('Patient/')).every((ref) => ref === `Patient/${patient.id}`)).toBe(true);
-        const conditionCodes = resources
+        const ended = (r: Json) => String(r.abatementDateTime ?? '').slice(0, 10) || (/"(resolved|inactive|remission)"/.test(JSON.stringify(r.clinicalStatus ?? {})) ? 'resolved' : 'open');
+        const conditionEpisodes = resources
           .filter((r: Json) => r.resourceType === 'Condition' && r.code?.coding?.[0]?.system && r.code.coding[0].code)
-          .map((r: Json) => `${r.code.coding[0].system}|${r.code.coding[0].code}`);
-        expect(conditionCodes.length).toBeGreaterThan(0);
-        expect(new Set(conditionCodes).size).toBe(conditionCodes.length);
+          .map((r: Json) => `${r.code.coding[0].system}|${r.code.coding[0].code} ${String(r.onsetDateTime ?? '').slice(0, 10)} ${ended(r)}`);
+        expect(conditionEpisodes.length).toBeGreaterThan(0);
+        expect(new Set(conditionEpisodes).size).toBe(conditionEpisodes.length);
         // The converted documents reference nothing they lack; after deduplication that still holds.
         const keys = new Set(resources.map((r: Json) => `${r.resourceType}/${r.id}`));
         const dangling = referencesOf(resources).filter((ref) => !ref.startsWith('#') && !keys.has(ref));

@@ -63,7 +63,8 @@ export function defineSearchGroup({ describe, test, makeHost }: HostSpecOptions)
         // A misspelt medication (one letter missing) and a misspelt problem (two letters swapped).
         const medication = await search(api, patient.id, 'Albuterl');
         expect(medication.headers.deprecation).toBe('true');
-        expect(matches(medication).some((r) => r.resourceType === 'MedicationRequest' && JSON.stringify(r).toLowerCase().includes('albuterol'))).toBe(true);
+        // The documents list albuterol as medication history (moodCode EVN): a statement of use, not an order.
+        expect(matches(medication).some((r) => r.resourceType === 'MedicationStatement' && JSON.stringify(r).toLowerCase().includes('albuterol'))).toBe(true);
         const problem = await search(api, patient.id, 'pnuemonia');
         expect(matches(problem).some((r) => r.resourceType === 'Condition' && r.code?.text === 'Pneumonia')).toBe(true);
 

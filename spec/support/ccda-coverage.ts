@@ -1,0 +1,192 @@
+/**
+ * How much of a C-CDA document's coded clinical content lands in its FHIR conversion, measured against the
+ * XML itself: the document is parsed here with fast-xml-parser (not with the converter's parser or any of
+ * its repairs), every entry of the templates below is listed wherever it sits, and each must be matched by
+ * a resource of the type its template and mood call for that carries the entry's id as an identifier.
+ *
+ * Identifiers follow FHIR's rules for HL7 v3 ids: `root` + `extension` is `{system: urn:oid:<root> (or
+ * urn:uuid:<root>), value: <extension>}` (a few well-known roots have a URI of their own); a `root` alone is `{system:
+ * urn:ietf:rfc:3986, value: urn:uuid:<root> | urn:oid:<root>}`. Each resource matches at most one entry,
+ * except a FamilyMemberHistory, which holds all of one relative's observations.
+ */
+import { XMLParser } from 'fast-xml-parser';
+
+const ENTRY = '2.16.840.1.113883.10.20.22.4.';
+
+/** The coded entry templates counted, by the last part of their templateId. */
+export const CODED_ENTRY_TEMPLATES: Record<string, string> = {
+  '4': 'problem observation',
+  '16': 'medication activity',
+  '7': 'allergy observation',
+  '52': 'immunization activity',
+  '2': 'result observation',
+  '27': 'vital sign observation',
+  '12': 'procedure activity act',
+  '13': 'procedure activity observation',
+  '14': 'procedure activity procedure',
+  '49': 'encounter activity',
+  '38': 'social history observation',
+  '78': 'smoking status observation',
+  '85': 'tobacco use observation',
+  '46': 'family history observation',
+};
+
+/** The resource type an entry must become; a medication's or a procedure's depends on its mood. */
+function expectedType(template: string, mood: string | undefined): string {
+  const event = mood === undefined || mood === 'EVN';
+  switch (template) {
+    case '4':
+      return 'Condition';
+    case '16':
+      return event ? 'MedicationStatement' : 'MedicationRequest';
+    case '7':
+      return 'AllergyIntolerance';
+    case '52':
+      return 'Immunization';
+    case '12':
+    case '13':
+    case '14':
+      return event ? 'Procedure' : 'ServiceRequest';
+    case '49':
+      return 'Encounter';
+    case '46':
+      return 'FamilyMemberHistory';
+    default:
+      return 'Observation';
+  }
+}
+
+/** Roots whose identifiers FHIR names by a URI rather than by `urn:oid:`. */
+const KNOWN_ROOTS: Record<string, string> = {
+  '2.16.840.1.113883.4.6': 'http://hl7.org/fhir/sid/us-npi',
+  '2.16.840.1.113883.4.1': 'http://hl7.org/fhir/sid/us-ssn',
+};
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface CodedEntry {
+  /** Last part of the templateId (`4` for a Problem Observation). */
+  template: string;
+  expectedType: string;
+  /** The entry's ids as FHIR identifiers, `system|value`; empty when it has none usable. */
+  identifiers: string[];
+  /** 1-based line of the element, for messages. */
+  line: number;
+}
+
+type Node = Record<string, unknown>;
+
+const parser = new XMLParser({
+  ignoreAttributes: false,
+  attributeNamePrefix: '@_',
+  removeNSPrefix: true,
+  isArray: (_name, _path, _leaf, isAttribute) => !isAttribute,
+  // Line numbers make failures readable; the parser records a start index per element.
+  captureMetaData: true,
+});
+
+function identifiersOf(node: Node): string[] {
+  return ((node.id as Node[] | undefined) ?? []).flatMap((id) => {
+    const root = typeof id['@_root'] === 'string' ? id['@_root'].trim() : '';
+    const extension = typeof id['@_extension'] === 'string' ? id['@_extension'].trim() : '';
+    if (!root || id['@_nullFlavor'] !== undefined) return [];
+    if (extension) return [`${KNOWN_ROOTS[root] ?? (UUID.test(root) ? `urn:uuid:${root.toLowerCase()}` : `urn:oid:${root}`)}|${extension}`];
+    return [`urn:ietf:rfc:3986|${UUID.test(root) ? `urn:uuid:${root.toLowerCase()}` : `urn:oid:${root}`}`];
+  });
+}
+
+/** Every coded entry of the document, in document order, nested ones included. */
+export function codedEntriesOf(xml: string): CodedEntry[] {
+  const lineStarts = [0];
+  for (let i = xml.indexOf('\n'); i >= 0; i = xml.indexOf('\n', i + 1)) lineStarts.push(i + 1);
+  const lineOf = (index: number) => {
+    let low = 0;
+    let high = lineStarts.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >> 1;
+      if (lineStarts[middle]! <= index) low = middle;
+      else high = middle - 1;
+    }
+    return low + 1;
+  };
+  const metadata = XMLParser.getMetaDataSymbol() as unknown as symbol;
+  const found: CodedEntry[] = [];
+  const visit = (value: unknown) => {
+    if (Array.isArray(value)) {
+      for (const item of value) visit(item);
+      return;
+    }
+    if (typeof value !== 'object' || value === null) return;
+    const node = value as Node;
+    const template = ((node.templateId as Node[] | undefined) ?? [])
+      .map((templateId) => String(templateId['@_root'] ?? ''))
+      .filter((root) => root.startsWith(ENTRY))
+      .map((root) => root.slice(ENTRY.length))
+      .find((suffix) => CODED_ENTRY_TEMPLATES[suffix] !== undefined);
+    if (template !== undefined) {
+      const mood = typeof node['@_moodCode'] === 'string' ? node['@_moodCode'] : undefined;
+      const start = (node as Record<symbol, { startIndex?: number } | undefined>)[metadata]?.startIndex ?? 0;
+      found.push({ template, expectedType: expectedType(template, mood), identifiers: identifiersOf(node), line: lineOf(start) });
+    }
+    for (const [key, child] of Object.entries(node)) if (!key.startsWith('@_')) visit(child);
+  };
+  visit(parser.parse(xml));
+  return found;
+}
+
+type Resource = { resourceType: string; id?: string } & Record<string, unknown>;
+
+function resourceIdentifiers(resource: Resource): Set<string> {
+  const list = Array.isArray(resource.identifier) ? (resource.identifier as { system?: unknown; value?: unknown }[]) : [];
+  return new Set(list.filter((id) => typeof id.system === 'string' && typeof id.value === 'string').map((id) => `${String(id.system)}|${String(id.value)}`));
+}
+
+export interface CoverageResult {
+  entries: number;
+  landed: number;
+  /** Entries without a match, with the type they should have become. */
+  missing: (CodedEntry & { reason: string })[];
+  /** Per template: [landed, entries]. */
+  byTemplate: Record<string, [number, number]>;
+}
+
+/** Matches each coded entry of `xml` to a distinct resource of its type carrying its id. */
+export function coverageOf(xml: string, resources: readonly Resource[]): CoverageResult {
+  const entries = codedEntriesOf(xml);
+  const candidates = resources.map((resource) => ({ resource, identifiers: resourceIdentifiers(resource), used: false }));
+  const byTemplate: Record<string, [number, number]> = {};
+  const missing: CoverageResult['missing'] = [];
+  let landed = 0;
+  // Entries with fewer possible matches claim theirs first, so a greedy match does not starve them.
+  const order = entries
+    .map((entry, index) => ({
+      entry,
+      index,
+      options: candidates.filter((c) => c.resource.resourceType === entry.expectedType && entry.identifiers.some((id) => c.identifiers.has(id))).length,
+    }))
+    .sort((a, b) => a.options - b.options || a.index - b.index);
+  for (const { entry } of order) {
+    const tally = (byTemplate[entry.template] ??= [0, 0]);
+    tally[1]++;
+    const match = candidates.find(
+      (c) => c.resource.resourceType === entry.expectedType && (!c.used || entry.expectedType === 'FamilyMemberHistory') && entry.identifiers.some((id) => c.identifiers.has(id)),
+    );
+    if (match) {
+      match.used = true;
+      tally[0]++;
+      landed++;
+      continue;
+    }
+    const sameType = resources.filter((r) => r.resourceType === entry.expectedType).length;
+    const traced = resources.filter((r) => entry.identifiers.some((id) => resourceIdentifiers(r).has(id))).map((r) => r.resourceType);
+    const reason =
+      entry.identifiers.length === 0
+        ? 'the entry has no id'
+        : traced.length > 0
+          ? `its id is on ${traced.join(', ')} only`
+          : `no resource carries its id (${sameType} ${entry.expectedType} in the bundle)`;
+    missing.push({ ...entry, reason });
+  }
+  missing.sort((a, b) => a.line - b.line);
+  return { entries: entries.length, landed, missing, byTemplate };
+}
