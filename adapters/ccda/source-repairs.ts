@@ -19,6 +19,10 @@ const ACT_CODE = 'http://terminology.hl7.org/CodeSystem/v3-ActCode';
 const ACT_CODE_OID = '2.16.840.1.113883.5.4';
 const DATA_ABSENT_REASON = 'http://terminology.hl7.org/CodeSystem/data-absent-reason';
 const NULL_FLAVOR = 'http://terminology.hl7.org/CodeSystem/v3-NullFlavor';
+/** v3 NullFlavor's "unknown". */
+const UNKNOWN = 'UNK';
+/** The class of an encounter when nothing in the document gives it. */
+const UNKNOWN_CLASS = { system: NULL_FLAVOR, code: UNKNOWN, display: 'unknown' } as const;
 /** Roots FHIR names by a URI of their own. */
 const KNOWN_ROOTS: Record<string, string> = {
   '2.16.840.1.113883.4.6': 'http://hl7.org/fhir/sid/us-npi',
@@ -333,7 +337,7 @@ export const encounterClass: RepairRule = {
     const source = context?.sourceOf(resource);
     if (!source) return false;
     const code = encounterClassOf(source.code);
-    const wanted = code ? { system: ACT_CODE, code, display: ENCOUNTER_CLASSES[code] } : { system: NULL_FLAVOR, code: 'UNK', display: 'unknown' };
+    const wanted = code ? { system: ACT_CODE, code, display: ENCOUNTER_CLASSES[code] } : UNKNOWN_CLASS;
     if (JSON.stringify(resource.class) === JSON.stringify(wanted)) return false;
     resource.class = wanted;
     return true;
@@ -387,7 +391,7 @@ export const referenceRanges: RepairRule = {
 
 /** HL7 nullFlavors as FHIR data-absent-reason codes. */
 const ABSENT_REASON: Record<string, string> = {
-  UNK: 'unknown',
+  [UNKNOWN]: 'unknown',
   ASKU: 'asked-unknown',
   NAV: 'temp-unknown',
   NASK: 'not-asked',
