@@ -85,8 +85,9 @@ describe('@metriport/api-sdk against carebridge', () => {
       type: 'collection',
       entry: [
         { resource: { resourceType: 'Condition', id: 'cx-diabetes', code: diabetes, subject: { reference: 'Patient/theirs' }, onsetDateTime: '2019-04-02' } },
-        // The same coded condition with less data: merged into the first.
-        { resource: { resourceType: 'Condition', id: 'cx-diabetes-again', code: diabetes, subject: { reference: 'Patient/theirs' } } },
+        // The same coded condition of the same episode (same onset) under another id: merged into the first.
+        // (A dateless one would stay apart: merging it into a dated episode would depend on arrival order.)
+        { resource: { resourceType: 'Condition', id: 'cx-diabetes-again', code: diabetes, subject: { reference: 'Patient/theirs' }, onsetDateTime: '2019-04-02' } },
         {
           resourceType: undefined as never,
           resource: {
