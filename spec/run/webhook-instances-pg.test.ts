@@ -156,9 +156,9 @@ describe.skipIf(!pg.available)('webhook delivery from several instances on one P
       expect(new Set(receiver.arrivals).size).toBe(600);
       expect(receiver.concurrentDuplicates).toBe(0);
       expect(inOrderPerStream(receiver.arrivals)).toBe(true);
-      // Both shared the work, and the abandoned messages were delivered once their lease ran out.
-      expect(delivered.a).toBeGreaterThan(0);
-      expect(delivered.b).toBeGreaterThan(0);
+      // Every message was sent by exactly one of the two, and the abandoned ones once their lease ran out.
+      // Which worker sends how many is a race: a claim holds the streams it touches, so when one worker's
+      // claim spans every stream the other finds nothing due until it is released (it may end with none).
       expect(delivered.a + delivered.b).toBe(600);
       for (const message of abandoned) expect((await first.outbox.get(ACCOUNT, message.id))?.status).toBe('delivered');
     } finally {
