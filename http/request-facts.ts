@@ -3,6 +3,8 @@ import type { Account } from '../core/domain/types.js';
 /** What the access log learns about a request while the handler runs: only ids, never PHI. */
 export interface RequestFacts {
   accountId?: string;
+  /** The route pattern the handler matched. */
+  route?: string;
 }
 
 /*
@@ -26,4 +28,10 @@ export function trackRequestFacts(request: object): RequestFacts {
 export function noteAccount(account: Account, request: object): void {
   const record = factsByRequest.get(request);
   if (record) record.accountId = account.id;
+}
+
+/** Notes the route pattern the handler matched (its `onRouted`), so the translation need not route again. */
+export function noteRoute(route: string, request: object): void {
+  const record = factsByRequest.get(request);
+  if (record) record.route = route;
 }

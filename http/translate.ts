@@ -149,12 +149,16 @@ export function createHttpTranslation(handler: ApiHandler, options: HttpTranslat
         route = '/docs';
         response = { status: 200, headers: { 'content-type': file.contentType, 'cache-control': 'public, max-age=3600' }, ...file.payload };
       } else {
-        route = handler.routeOf({ method, path });
-        const definition = route ? routes.get(`${method} ${route}`) : undefined;
+        // Only a body needs its route's definition before the handler runs (its limit and media type); a
+        // handler made by the runtime reports the route it matched, so other requests are routed once.
+        const pattern = input.hasBody ? handler.routeOf({ method, path }) : undefined;
+        const definition = pattern ? routes.get(`${method} ${pattern}`) : undefined;
+        route = pattern;
         try {
           const request = await toApiRequest(input, path, definition);
           facts = trackRequestFacts(request);
           response = await handler(request);
+          route = facts.route ?? pattern ?? (logger ? handler.routeOf({ method, path }) : undefined);
         } catch (error) {
           // Only translation problems (413, 415, bad JSON) reach here: the handler never throws.
           response = errorToResponse(error, (unexpected) => logger?.error({ err: describeError(unexpected) }, 'unexpected error in the HTTP translation'));

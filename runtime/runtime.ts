@@ -21,7 +21,7 @@ import { storageModule } from '../adapters/container/storage.module.js';
 import { TOKENS } from '../adapters/container/tokens.js';
 import { webhookModule } from '../adapters/container/webhook.module.js';
 import { QueueRunner } from '../adapters/queue/runner.js';
-import { noteAccount } from '../http/request-facts.js';
+import { noteAccount, noteRoute } from '../http/request-facts.js';
 import { DeliveryLoop, RetentionSweeper } from './background.js';
 import { blobStoreFor } from './blob-store.js';
 import { joinInstances } from './instances.js';
@@ -260,6 +260,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     const core = createApiHandler(deps, {
       // The account a request authenticated as is noted for its access log (ids only).
       onAuthenticated: noteAccount,
+      onRouted: noteRoute,
       onUnexpectedError: (error, request) =>
         logger?.error({ err: describeError(error), requestId: request.requestId, method: request.method, route: core.routeOf(request) ?? null }, 'unexpected error'),
     });

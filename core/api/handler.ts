@@ -17,6 +17,8 @@ export interface ApiHandlerOptions {
   onUnexpectedError?: (error: unknown, request: { method: string; path: string; requestId: string }) => void;
   /** Called with the account a request authenticated as (an API key or a signed URL), e.g. for the access log. */
   onAuthenticated?: (account: Account, request: ApiRequest) => void;
+  /** Called with the route pattern a request matched (never its ids), e.g. for the access log. */
+  onRouted?: (route: string, request: ApiRequest) => void;
   /**
    * How long an API key's account is remembered, ms (default 5 s; 0 looks every key up every time). A key
    * that was replaced works for at most this long in this process.
@@ -49,6 +51,7 @@ export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}
         return response;
       }
       const { route, params } = match;
+      options.onRouted?.(route.path, request);
       checkPathParams(params);
       checkQuery(request.query);
       checkJsonBody(request.body);
