@@ -47,7 +47,7 @@ export function carebridgeKoaMiddleware(handler: ApiHandler, options: Carebridge
   return async (ctx, next) => {
     const path = translation.innerPath(ctx.path);
     if (path === undefined) return next();
-    const response = await translation.respond(nodeInput(ctx.req, new URL(ctx.url, 'http://carebridge.invalid')), path);
+    const response = await translation.respond(nodeInput(ctx.req, ctx.path, ctx.querystring), path);
     if (finishUnreadBody(ctx.req)) ctx.set('connection', 'close');
     writeResponse(ctx, response);
   };

@@ -11,14 +11,22 @@ export type NodeListenerOptions = HttpTranslationOptions;
 /** `(req, res, next?)`: Node's request listener, and Express/Connect middleware when `next` is given. */
 export type NodeListener = (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) => void;
 
-/** The translation's view of a Node request (also what the Koa wrapper hands over). */
-export function nodeInput(req: IncomingMessage, url: URL): HttpInput {
-  const headers: Record<string, string | undefined> = {};
-  for (const [name, value] of Object.entries(req.headers)) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
+/**
+ * The translation's view of a Node request (also what the Koa wrapper hands over), from the path and query
+ * string as the wrapper has them already parsed.
+ */
+export function nodeInput(req: IncomingMessage, pathname: string, search: string): HttpInput {
+  // Node gives header names in lower case and joins repeated ones, all but set-cookie (a list): the object
+  // is used as it is unless a request carries that.
+  let headers = req.headers as Record<string, string | undefined>;
+  if (req.headers['set-cookie'] !== undefined) {
+    headers = {};
+    for (const [name, value] of Object.entries(req.headers)) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
   return {
     method: req.method ?? 'GET',
-    pathname: url.pathname,
-    search: url.searchParams,
+    pathname,
+    search: new URLSearchParams(search),
     headers,
     hasBody: nodeHasBody(req),
     body: (limitBytes, what) => nodeBody(req, limitBytes, what),
@@ -55,7 +63,7 @@ export function createNodeListener(handler: ApiHandler, options: NodeListenerOpt
     }
     const inner = path;
     void (async () => {
-      const response = await translation.respond(nodeInput(req, url), inner);
+      const response = await translation.respond(nodeInput(req, url.pathname, url.search), inner);
       if (finishUnreadBody(req)) res.setHeader('connection', 'close');
       writeNodeResponse(res, response);
     })().catch((error: unknown) => {
