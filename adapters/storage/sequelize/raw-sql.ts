@@ -58,56 +58,75 @@ function statementsOf(connection: SqliteDatabase): { writes: Map<string, SqliteS
   return prepared;
 }
 
-function preparedOn(connection: SqliteDatabase): Map<string, SqliteStatement> {
-  return statementsOf(connection).writes;
+/** Statements kept on one connection, by text, least recently used first, at most `bound`. */
+interface KeptStatements {
+  statements: Map<string, SqliteStatement>;
+  bound: number;
 }
 
 /**
- * A read on a statement kept prepared on the connection: SQLite runs the calls of one statement in turn,
- * each with its own parameters. The least recently used is finalized past the bound (after the reads
- * already queued on it); one that failed is dropped, so the next read prepares afresh.
+ * Runs `use` on a statement kept prepared on the connection for the next call of the same text (SQLite
+ * runs the calls of one statement in turn, each with its own parameters). Past the bound the least
+ * recently used is finalized, after the calls already queued on it; a statement whose call failed is
+ * dropped, so the next call prepares afresh.
  */
-function allPrepared(connection: SqliteDatabase, sql: string, params: unknown[]): Promise<Row[]> {
-  const reads = statementsOf(connection).reads;
-  const cached = reads.get(sql);
+function withPrepared<T>(
+  connection: SqliteDatabase,
+  kept: KeptStatements,
+  sql: string,
+  use: (statement: SqliteStatement, done: (error: Error | null, value?: T) => void) => void,
+): Promise<T> {
+  const { statements, bound } = kept;
+  const call = (statement: SqliteStatement) =>
+    new Promise<T>((resolve, reject) => {
+      use(statement, (error, value) => {
+        if (!error) return resolve(value as T);
+        if (statements.get(sql) === statement) {
+          statements.delete(sql);
+          statement.finalize();
+        }
+        reject(error);
+      });
+    });
+  const cached = statements.get(sql);
   if (cached) {
     // Most recently used last: the first is the one to evict.
-    reads.delete(sql);
-    reads.set(sql, cached);
-    return readOn(reads, sql, cached, params);
+    statements.delete(sql);
+    statements.set(sql, cached);
+    return call(cached);
   }
-  return new Promise<Row[]>((resolve, reject) => {
-    // Run only once prepared: a read queued on a statement whose prepare fails is never called back.
+  return new Promise<T>((resolve, reject) => {
+    // Called only once prepared: a call queued on a statement whose prepare fails is never called back.
     const statement = connection.prepare(sql, (error) => {
       if (error) return reject(error);
-      if (reads.has(sql)) {
-        // Another read prepared the same text meanwhile and kept its statement: this one is used once.
-        readOn(reads, sql, statement, params).then(resolve, reject).finally(() => statement.finalize());
+      if (statements.has(sql)) {
+        // Another call prepared the same text meanwhile and kept its statement: this one is used once.
+        call(statement).then(resolve, reject).finally(() => statement.finalize());
         return;
       }
-      if (reads.size >= PREPARED_READS_PER_CONNECTION) {
-        const [oldest, evicted] = reads.entries().next().value!;
-        reads.delete(oldest);
+      if (statements.size >= bound) {
+        const [oldest, evicted] = statements.entries().next().value!;
+        statements.delete(oldest);
         evicted.finalize();
       }
-      reads.set(sql, statement);
-      readOn(reads, sql, statement, params).then(resolve, reject);
+      statements.set(sql, statement);
+      call(statement).then(resolve, reject);
     });
   });
 }
 
-function readOn(reads: Map<string, SqliteStatement>, sql: string, statement: SqliteStatement, params: unknown[]): Promise<Row[]> {
-  return new Promise<Row[]>((resolve, reject) => {
-    statement.all(params, (error, rows) => {
-      if (error) {
-        if (reads.get(sql) === statement) {
-          reads.delete(sql);
-          statement.finalize();
-        }
-        reject(error);
-      } else resolve(rows);
-    });
-  });
+function runPrepared(connection: SqliteDatabase, sql: string, params: unknown[]): Promise<number> {
+  return withPrepared<number>(connection, { statements: statementsOf(connection).writes, bound: PREPARED_PER_CONNECTION }, sql, (statement, done) =>
+    statement.run(params, function (error) {
+      done(error, this.changes);
+    }),
+  );
+}
+
+function allPrepared(connection: SqliteDatabase, sql: string, params: unknown[]): Promise<Row[]> {
+  return withPrepared<Row[]>(connection, { statements: statementsOf(connection).reads, bound: PREPARED_READS_PER_CONNECTION }, sql, (statement, done) =>
+    statement.all(params, done),
+  );
 }
 
 interface ConnectionManager {
@@ -147,23 +166,6 @@ function failure(error: unknown, sql: string, entity: string): CoreError {
   const cause = Object.assign(error instanceof Error ? error : new Error(String(error)), { sql });
   if (unique) return new CoreError('CONFLICT', `${entity} already exists`, { cause });
   return new CoreError('INTERNAL', `storage query failed (${code ?? 'driver error'})`, { cause, ...(code ? { details: { code } } : {}) });
-}
-
-function runStatement(prepared: Map<string, SqliteStatement>, sql: string, statement: SqliteStatement, params: unknown[]): Promise<number> {
-  return new Promise<number>((resolve, reject) => {
-    statement.run(params, function (error) {
-      if (error) {
-        // Not kept after a failure: the next run prepares afresh.
-        if (prepared.get(sql) === statement) {
-          prepared.delete(sql);
-          statement.finalize();
-        }
-        reject(error);
-      } else {
-        resolve(this.changes);
-      }
-    });
-  });
 }
 
 export class RawSql {
@@ -266,44 +268,11 @@ export class RawSql {
           });
         });
       }
-      return await this.runPrepared(connection as SqliteDatabase, sql, params);
+      return await runPrepared(connection as SqliteDatabase, sql, params);
     } catch (error) {
       throw failure(error, sql, entity);
     }
   }
-
-  private runPrepared(connection: SqliteDatabase, sql: string, params: unknown[]): Promise<number> {
-    const prepared = preparedOn(connection);
-    const cached = prepared.get(sql);
-    if (cached) {
-      // Most recently used last: the first is the one to evict.
-      prepared.delete(sql);
-      prepared.set(sql, cached);
-      return runStatement(prepared, sql, cached, params);
-    }
-    return new Promise<number>((resolve, reject) => {
-      // The callback is required: without one a failed prepare drops the queued run without calling it back.
-      const statement = connection.prepare(sql, (error) => {
-        if (error) {
-          reject(error);
-          return;
-        }
-        if (prepared.has(sql)) {
-          // Another run prepared the same text meanwhile and kept its statement: this one is used once.
-          runStatement(prepared, sql, statement, params).then(resolve, reject).finally(() => statement.finalize());
-          return;
-        }
-        if (prepared.size >= PREPARED_PER_CONNECTION) {
-          const [oldest, evicted] = prepared.entries().next().value!;
-          prepared.delete(oldest);
-          evicted.finalize();
-        }
-        prepared.set(sql, statement);
-        runStatement(prepared, sql, statement, params).then(resolve, reject);
-      });
-    });
-  }
-
 
   /**
    * Runs a read in the transaction, or, without one, on a connection of the instance (SQLite's shared one;
