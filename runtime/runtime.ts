@@ -174,11 +174,18 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     const blobStore: { module: BlobModuleOptions; location: string | undefined } =
       profile.kind === 'memory'
         ? { module: options.blob ? { kind: 'instance', blob: options.blob } : { kind: 'memory' }, location: undefined }
-        : blobStoreFor({ ...(options.blob ? { blob: options.blob } : {}), ...profile }, dataDir!);
-    const blob = blobStore.module;
+        : blobStoreFor(
+            {
+              ...(options.blob ? { blob: options.blob } : {}),
+              ...(profile.blobUrl !== undefined ? { blobUrl: profile.blobUrl } : {}),
+              ...(profile.s3 ? { s3: profile.s3 } : {}),
+              ...(profile.blobDir ? { blobDir: profile.blobDir } : {}),
+            },
+            dataDir!,
+          );
     const urlSecret = options.urlSigningSecret ?? (dataDir === undefined ? randomBytes(32).toString('hex') : await urlSigningSecret(dataDir, undefined));
     container.load(
-      infraModule({ urlSecret, blob, ...(options.clock ? { clock: options.clock } : {}), ...(options.ids ? { ids: options.ids } : {}) }),
+      infraModule({ urlSecret, blob: blobStore.module, ...(options.clock ? { clock: options.clock } : {}), ...(options.ids ? { ids: options.ids } : {}) }),
       profile.kind === 'memory'
         ? storageModule(profile.storage ? { kind: 'instance', storage: profile.storage } : { kind: 'memory' })
         : storageModule({ kind: 'sequelize', sequelize: sequelize! }),

@@ -176,10 +176,12 @@ export const settingsUpdateSchema = z.object({ webhookUrl: z.string().trim().max
  * client is typed with: a change to one without the other fails the build.
  */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? ([keyof A] extends [keyof B] ? ([keyof B] extends [keyof A] ? true : false) : false) : false) : false;
-export const REQUEST_SHAPES_AGREE: [
-  Same<z.input<typeof organizationCreateSchema>, wire.OrganizationCreate>,
-  Same<z.input<typeof facilityCreateSchema>, wire.FacilityCreate>,
-  Same<z.input<typeof cohortCreateSchema>, wire.CohortCreate>,
-  Same<z.input<typeof patientCreateSchema>, wire.PatientCreate>,
-  Same<z.input<typeof settingsUpdateSchema>, wire.SettingsUpdate>,
-] = [true, true, true, true, true];
+/** `Agrees<false>` does not compile: the constraint is the check, and nothing of it reaches the built code. */
+type Agrees<T extends true> = T;
+export type RequestShapesAgree = [
+  Agrees<Same<z.input<typeof organizationCreateSchema>, wire.OrganizationCreate>>,
+  Agrees<Same<z.input<typeof facilityCreateSchema>, wire.FacilityCreate>>,
+  Agrees<Same<z.input<typeof cohortCreateSchema>, wire.CohortCreate>>,
+  Agrees<Same<z.input<typeof patientCreateSchema>, wire.PatientCreate>>,
+  Agrees<Same<z.input<typeof settingsUpdateSchema>, wire.SettingsUpdate>>,
+];

@@ -43,7 +43,7 @@ export const consolidatedRoutes = [
       "Start a consolidated data query (one per patient at a time: while one runs, it is returned); the data comes by webhook (medical.consolidated-data) as json (with a gzip copy), html or pdf",
     query: filtersQuery.extend({ conversionType: z.string().trim().optional() }),
     body: metadataBodySchema,
-success: { status: 200, schema: consolidatedQueryResponse },
+    success: { status: 200, schema: consolidatedQueryResponse },
     async handle({ deps, account, params, query, body }) {
       const started = await startConsolidatedQuery(deps, account, { patientId: params.id!, request: query, metadata: body?.metadata });
       return json(200, consolidatedQueryToWire(started));
@@ -55,7 +55,7 @@ success: { status: 200, schema: consolidatedQueryResponse },
     auth: 'apiKey',
     tag: TAG,
     summary: "The patient's consolidated data queries still running (`queries`, null when none) and the latest status",
-success: { status: 200, schema: consolidatedQueriesResponse },
+    success: { status: 200, schema: consolidatedQueriesResponse },
     async handle({ deps, account, params }) {
       const queries = await listConsolidatedQueries(deps, account.id, params.id!);
       const running = queries.filter((query) => query.status === 'processing');
@@ -72,7 +72,7 @@ success: { status: 200, schema: consolidatedQueriesResponse },
     auth: 'apiKey',
     tag: TAG,
     summary: 'One consolidated data query',
-success: { status: 200, schema: consolidatedQueryResponse },
+    success: { status: 200, schema: consolidatedQueryResponse },
     async handle({ deps, account, params }) {
       return json(200, consolidatedQueryToWire(await getConsolidatedQuery(deps, account.id, params.id!, params.requestId!)));
     },
@@ -100,7 +100,7 @@ success: { status: 200, schema: consolidatedQueryResponse },
     tag: TAG,
     summary: "The patient's consolidated data at once, as a FHIR searchset Bundle (filters as for the query)",
     query: filtersQuery,
-success: { status: 200, schema: fhirBundleResponse },
+    success: { status: 200, schema: fhirBundleResponse },
     async handle({ deps, account, params, query }) {
       return json(200, await getPatientConsolidated(deps, account.id, params.id!, query));
     },
@@ -169,7 +169,7 @@ success: { status: 200, schema: fhirBundleResponse },
     summary:
       "Search the patient's consolidated data and C-CDA documents (all terms, typo-tolerant); returns a URL to a FHIR searchset bundle valid 60 s, absent when nothing matched",
     query: z.object({ query: z.string().max(1_000).optional() }),
-success: { status: 200, schema: searchResponse },
+    success: { status: 200, schema: searchResponse },
     async handle({ deps, account, params, query }) {
       return json(200, await searchPatientData(deps, account.id, params.id!, query.query));
     },

@@ -55,7 +55,7 @@ export const documentRoutes = [
     summary: "Start a document query for the patient at the HIE networks (returns the running one if there is one); the outcome comes by webhook",
     query: patientQuery.extend({ facilityId: z.string().trim().min(1).optional() }),
     body: metadataBodySchema,
-success: { status: 200, schema: documentQueryResponse },
+    success: { status: 200, schema: documentQueryResponse },
     async handle({ deps, account, query, body }) {
       const started = await startDocumentQuery(deps, account, { patientId: query.patientId, facilityId: query.facilityId, metadata: body?.metadata });
       return json(200, documentQueryToWire(started));
@@ -68,7 +68,7 @@ success: { status: 200, schema: documentQueryResponse },
     tag: TAG,
     summary: "Progress of the patient's latest document query (an empty object when there was none)",
     query: patientQuery,
-success: { status: 200, schema: latestDocumentQueryResponse },
+    success: { status: 200, schema: latestDocumentQueryResponse },
     async handle({ deps, account, query }) {
       const latest = await getDocumentQueryStatus(deps, account.id, query.patientId);
       return json(200, latest ? documentQueryToWire(latest) : {});
@@ -109,7 +109,7 @@ success: { status: 200, schema: latestDocumentQueryResponse },
     tag: TAG,
     summary: 'A short-lived pre-signed URL to the file (or, for a C-CDA, its HTML or PDF rendering)',
     query: z.object({ fileName: z.string().min(1).max(1_000), conversionType: z.enum(['html', 'pdf']).optional() }),
-success: { status: 200, schema: urlResponse },
+    success: { status: 200, schema: urlResponse },
     async handle({ deps, account, query }) {
       const { url } = await documentDownloadUrl(deps, account.id, query.fileName, query.conversionType);
       return json(200, { url });
@@ -161,7 +161,7 @@ success: { status: 200, schema: urlResponse },
     summary: "Send the download URLs of all the patient's documents by webhook (medical.document-bulk-download-urls; URLs valid 600 s)",
     query: patientQuery,
     body: metadataBodySchema,
-success: { status: 200, schema: bulkDownloadUrlsResponse },
+    success: { status: 200, schema: bulkDownloadUrlsResponse },
     async handle({ deps, account, query, body }) {
       return json(200, await startBulkDownloadUrls(deps, account, { patientId: query.patientId, metadata: body?.metadata }));
     },
@@ -173,7 +173,7 @@ success: { status: 200, schema: bulkDownloadUrlsResponse },
     tag: TAG,
     summary: 'Describe a document you hold with a FHIR DocumentReference; returns its id and the pre-signed URL to PUT the file to (10 minutes, single use)',
     query: patientQuery,
-success: { status: 200, schema: documentUploadResponse },
+    success: { status: 200, schema: documentUploadResponse },
     async handle({ deps, account, query, body }) {
       return json(200, await createDocumentUpload(deps, account, { patientId: query.patientId, documentReference: body }));
     },
@@ -199,7 +199,7 @@ success: { status: 200, schema: documentUploadResponse },
     tag: TAG,
     summary: 'Upload the file of a document to its pre-signed URL; a C-CDA is converted like a document from a network',
     rawBody: 'application/xml',
-success: { status: 200, schema: documentUploadedResponse },
+    success: { status: 200, schema: documentUploadedResponse },
     async handle({ deps, account, params, request }) {
       const document = await acceptDocumentUpload(deps, account.id, uuidSchema.parse(params.documentId), {
         contentType: request.headers['content-type'],

@@ -91,7 +91,7 @@ export const organizationRoutes = [
     auth: 'apiKey',
     tag: 'Organization',
     summary: 'Get the organization of the account (empty body when none was created)',
-success: { status: 200, schema: organizationResponse },
+    success: { status: 200, schema: organizationResponse },
     async handle({ deps, account }) {
       const org = await getOrganization(deps, account.id);
       return org ? json(200, organizationToWire(org)) : noContent();
@@ -104,7 +104,7 @@ success: { status: 200, schema: organizationResponse },
     tag: 'Organization',
     summary: 'Update the organization',
     body: organizationCreateSchema,
-success: { status: 200, schema: organizationResponse },
+    success: { status: 200, schema: organizationResponse },
     async handle({ deps, account, params, body }) {
       return json(200, organizationToWire(await updateOrganization(deps, account.id, params.id!, body)));
     },
@@ -130,7 +130,7 @@ export const facilityRoutes = [
     auth: 'apiKey',
     tag: 'Facility',
     summary: 'List the facilities of the account, oldest first',
-success: { status: 200, schema: facilityListResponse },
+    success: { status: 200, schema: facilityListResponse },
     async handle({ deps, account }) {
       const facilities = await deps.storage.facilities.list(account.id);
       return json(200, { facilities: facilities.map(facilityToWire) });
@@ -142,7 +142,7 @@ success: { status: 200, schema: facilityListResponse },
     auth: 'apiKey',
     tag: 'Facility',
     summary: 'Get a facility',
-success: { status: 200, schema: facilityResponse },
+    success: { status: 200, schema: facilityResponse },
     async handle({ deps, account, params }) {
       return json(200, facilityToWire(await getFacility(deps, account.id, params.id!)));
     },
@@ -154,7 +154,7 @@ success: { status: 200, schema: facilityResponse },
     tag: 'Facility',
     summary: 'Update a facility',
     body: facilityCreateSchema,
-success: { status: 200, schema: facilityResponse },
+    success: { status: 200, schema: facilityResponse },
     async handle({ deps, account, params, body }) {
       return json(200, facilityToWire(await updateFacility(deps, account.id, params.id!, body)));
     },
@@ -192,7 +192,7 @@ export const cohortRoutes = [
     auth: 'apiKey',
     tag: 'Cohort',
     summary: 'List the cohorts of the account, oldest first',
-success: { status: 200, schema: cohortListResponse },
+    success: { status: 200, schema: cohortListResponse },
     async handle({ deps, account }) {
       return json(200, { cohorts: (await deps.storage.cohorts.list(account.id)).map(cohortToWire) });
     },
@@ -203,7 +203,7 @@ success: { status: 200, schema: cohortListResponse },
     auth: 'apiKey',
     tag: 'Cohort',
     summary: 'Get a cohort',
-success: { status: 200, schema: cohortResponse },
+    success: { status: 200, schema: cohortResponse },
     async handle({ deps, account, params }) {
       return json(200, cohortToWire(await getCohort(deps, account.id, params.id!)));
     },
@@ -215,7 +215,7 @@ success: { status: 200, schema: cohortResponse },
     tag: 'Cohort',
     summary: 'Update a cohort',
     body: cohortCreateSchema,
-success: { status: 200, schema: cohortResponse },
+    success: { status: 200, schema: cohortResponse },
     async handle({ deps, account, params, body }) {
       return json(200, cohortToWire(await updateCohort(deps, account.id, params.id!, body)));
     },
@@ -396,7 +396,7 @@ export const patientRoutes = [
     auth: 'apiKey',
     tag: 'Patient',
     summary: 'Get a patient',
-success: { status: 200, schema: patientResponse },
+    success: { status: 200, schema: patientResponse },
     async handle({ deps, account, params }) {
       return json(200, patientToWire(await getPatient(deps, account.id, params.id!)));
     },
@@ -409,7 +409,7 @@ success: { status: 200, schema: patientResponse },
     summary: "Replace a patient's demographics",
     query: facilityQuery,
     body: patientCreateSchema,
-success: { status: 200, schema: patientResponse },
+    success: { status: 200, schema: patientResponse },
     async handle({ deps, account, params, query, body }) {
       return json(200, patientToWire(await updatePatient(deps, account.id, params.id!, query.facilityId, body)));
     },
@@ -434,7 +434,7 @@ success: { status: 200, schema: patientResponse },
     tag: 'Patient',
     summary: 'Opt a patient out of (true) or back into (false) health information exchanges',
     query: z.object({ hieOptOut: queryBoolean }),
-success: { status: 200, schema: hieOptOutResponse },
+    success: { status: 200, schema: hieOptOutResponse },
     async handle({ deps, account, params, query }) {
       return json(200, await setHieOptOut(deps, account.id, params.id!, query.hieOptOut));
     },
@@ -445,7 +445,7 @@ success: { status: 200, schema: hieOptOutResponse },
     auth: 'apiKey',
     tag: 'Patient',
     summary: "Read a patient's HIE opt-out status",
-success: { status: 200, schema: hieOptOutResponse },
+    success: { status: 200, schema: hieOptOutResponse },
     async handle({ deps, account, params }) {
       return json(200, await getHieOptOut(deps, account.id, params.id!));
     },

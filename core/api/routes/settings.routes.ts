@@ -15,7 +15,7 @@ export const settingsRoutes = [
     auth: 'apiKey',
     tag: 'Settings',
     summary: 'Webhook settings of the account (URL, signing key, status)',
-success: { status: 200, schema: settingsResponse },
+    success: { status: 200, schema: settingsResponse },
     async handle({ deps, account }) {
       return json(200, settingsToWire(await getSettings(deps, account.id)));
     },
@@ -27,7 +27,7 @@ success: { status: 200, schema: settingsResponse },
     tag: 'Settings',
     summary: 'Set the webhook URL (pinged at once; an empty string clears it)',
     body: settingsUpdateSchema,
-success: { status: 200, schema: settingsResponse },
+    success: { status: 200, schema: settingsResponse },
     async handle({ deps, account, body }) {
       return json(200, settingsToWire(await updateSettings(deps, account.id, body)));
     },
@@ -38,7 +38,7 @@ success: { status: 200, schema: settingsResponse },
     auth: 'apiKey',
     tag: 'Settings',
     summary: 'Webhook delivery status: enabled, detail, and the account\'s messages by state (pending, delivered, parked)',
-success: { status: 200, schema: webhookStatusResponse },
+    success: { status: 200, schema: webhookStatusResponse },
     async handle({ deps, account }) {
       return json(200, await getWebhookStatus(deps, account.id));
     },
@@ -50,7 +50,7 @@ success: { status: 200, schema: webhookStatusResponse },
     tag: 'Settings',
     summary: 'Parked webhook messages (every attempt failed), oldest first, with their last error',
     query: z.object({ limit: z.coerce.number().int().min(1).max(PARKED_PAGE_MAX).optional() }),
-success: { status: 200, schema: parkedMessagesResponse },
+    success: { status: 200, schema: parkedMessagesResponse },
     async handle({ deps, account, query }) {
       const parked = await deps.storage.outbox.list(account.id, 'parked', query.limit ?? PARKED_PAGE_MAX);
       return json(200, {
@@ -70,7 +70,7 @@ success: { status: 200, schema: parkedMessagesResponse },
     auth: 'apiKey',
     tag: 'Settings',
     summary: 'Redeliver every parked webhook message (same messageId)',
-success: { status: 200, schema: webhookRetryResponse },
+    success: { status: 200, schema: webhookRetryResponse },
     async handle({ deps, account }) {
       return json(200, await retryWebhookMessages(deps, account.id));
     },
