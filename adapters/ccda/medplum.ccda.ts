@@ -64,9 +64,58 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
     const bundle = toBundle(stable.entry ?? [], seed);
     if (!this.repairs) return bundle;
     repairFamilyHistory(parsed, bundle, seed, links.idsOf);
-    const context: RepairContext = { sourceOf: (resource) => links.elementOf(resource.id), idsOf: links.idsOf };
+    const leftOut = new Map<FhirResource, string>();
+    const context: RepairContext = {
+      sourceOf: (resource) => links.elementOf(resource.id),
+      idsOf: links.idsOf,
+      leaveOut: (resource, reason) => void leftOut.set(resource, reason),
+    };
     repairConvertedResources((bundle.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : [])), undefined, context);
+    if (leftOut.size > 0) leaveOut(bundle, leftOut);
     return bundle;
+  }
+}
+
+/** Records, on the Composition, each statement left out of the clinical resources and why. */
+export const LEFT_OUT_EXTENSION = 'urn:carebridge:ccda-statement-left-out';
+
+/**
+ * Takes the resources left out by the repairs out of the bundle, drops every reference to them (a panel's
+ * members, a section's entries), and records on the Composition which statement was left out and why:
+ * the entry's identifiers and the reason, never its content.
+ */
+function leaveOut(bundle: FhirBundle, leftOut: ReadonlyMap<FhirResource, string>): void {
+  const gone = new Set([...leftOut.keys()].map((resource) => `${resource.resourceType}/${resource.id}`));
+  bundle.entry = (bundle.entry ?? []).filter((entry) => !entry.resource || !leftOut.has(entry.resource));
+  for (const entry of bundle.entry) if (entry.resource) dropReferences(entry.resource, gone);
+  const composition = bundle.entry.find((entry) => entry.resource?.resourceType === 'Composition')?.resource;
+  if (!composition) return;
+  const notes = [...leftOut].map(([resource, reason]) => {
+    const identifiers = (resource.identifier as { system?: string; value?: string }[] | undefined) ?? [];
+    const which = identifiers.map((id) => `${id.system ?? ''}|${id.value ?? ''}`).join(', ');
+    return { url: LEFT_OUT_EXTENSION, valueString: which ? `${reason} (entry ${which})` : reason };
+  });
+  composition.extension = [...((composition.extension as unknown[] | undefined) ?? []), ...notes];
+}
+
+/** Removes, in place, every list item `{reference}` (at any depth) naming a resource in `gone`. */
+function dropReferences(value: unknown, gone: ReadonlySet<string>): void {
+  if (Array.isArray(value)) {
+    for (let i = value.length - 1; i >= 0; i--) {
+      const item = value[i] as Record<string, unknown> | null;
+      if (typeof item !== 'object' || item === null) continue;
+      if (typeof item.reference === 'string' && gone.has(item.reference)) value.splice(i, 1);
+      else dropReferences(item, gone);
+    }
+    return;
+  }
+  const record = value as Record<string, unknown>;
+  for (const key in record) {
+    const child = record[key];
+    if (typeof child !== 'object' || child === null) continue;
+    const reference = (child as Record<string, unknown>).reference;
+    if (!Array.isArray(child) && typeof reference === 'string' && gone.has(reference)) delete record[key];
+    else dropReferences(child, gone);
   }
 }
 

@@ -138,8 +138,9 @@ export function normaliseParsedCcda(document: Node, options: NormaliseOptions): 
 
   const body = isNode(document.component) ? document.component.structuredBody : undefined;
   if (isNode(body)) {
-    for (const component of asList(body.component)) {
-      if (!isNode(component)) continue;
+    // An empty `<component> </component>` parses as text, which the converter cannot walk: it holds nothing.
+    body.component = asList(body.component).filter(isNode);
+    for (const component of body.component as Node[]) {
       component.section = asList(component.section).filter(isNode);
       for (const section of component.section as Node[]) normaliseSection(section);
     }

@@ -12,6 +12,11 @@ export interface RepairContext {
   sourceOf(resource: FhirResource): CcdaNode | undefined;
   /** An element's ids as the document wrote them. */
   idsOf(element: CcdaNode): CcdaNode[];
+  /**
+   * Leaves the resource out of the converted bundle, with the reason (recorded on the document's
+   * Composition; the document keeps the statement). Absent where nothing can be left out.
+   */
+  leaveOut?(resource: FhirResource, reason: string): void;
 }
 
 export interface RepairRule {

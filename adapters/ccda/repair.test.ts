@@ -6,7 +6,6 @@ import {
   abatedConditionIsResolved,
   CVX,
   cvxSystem,
-  drugAllergyIsMedication,
   emptyElementsPruned,
   impossibleDatesCutToValidPrecision,
   lotNumberIsText,
@@ -32,17 +31,6 @@ const fixture = (name: string) => readFileSync(new URL(`../../sandbox-data/ccda/
 const FIXTURES = ['ccd-1.xml', 'ccd-2.xml', 'care-plan.xml', 'consultation-note.xml', 'discharge-summary.xml', 'history-and-physical.xml', 'procedure-note.xml', 'progress-note.xml'];
 
 describe('repair rules', () => {
-  test('drug allergy category: an RxNorm-coded allergy is a medication allergy; others are left as they are', () => {
-    const penicillin: FhirResource = { resourceType: 'AllergyIntolerance', id: 'a', category: ['food'], code: { coding: [{ system: RXNORM, code: '70618', display: 'Penicillin' }] } };
-    const egg: FhirResource = { resourceType: 'AllergyIntolerance', id: 'b', category: ['food'], code: { coding: [{ system: 'http://fdasis.nlm.nih.gov', code: '291P45F896', display: 'Egg' }] } };
-    expect(drugAllergyIsMedication.apply(penicillin)).toBe(true);
-    expect(penicillin.category).toEqual(['medication']);
-    expect(drugAllergyIsMedication.apply(penicillin)).toBe(false);
-    expect(drugAllergyIsMedication.apply(egg)).toBe(false);
-    expect(egg.category).toEqual(['food']);
-    expect(drugAllergyIsMedication.apply({ resourceType: 'Condition', id: 'c', code: { coding: [{ system: RXNORM, code: '1' }] } })).toBe(false);
-  });
-
   test('CVX code system: vaccine codes get the FHIR CVX URI; other codings of the vaccine stay', () => {
     const immunization: FhirResource = {
       resourceType: 'Immunization',

@@ -11,8 +11,8 @@ import {
   nullFlavorValues,
   partialDatesKeepPrecision,
   referenceRanges,
-  refusedImmunizationsNotDone,
 } from './source-repairs.js';
+import { ASSERTION_RULES } from './assertions.js';
 
 /**
  * Repairs of @medplum/ccda's output, one named rule per known defect, each applied to every resource the
@@ -23,32 +23,12 @@ type Coding = { system?: string; code?: string; display?: string };
 type CodeableConcept = { coding?: Coding[]; text?: string };
 
 export const RXNORM = 'http://www.nlm.nih.gov/research/umls/rxnorm';
-const NDC = 'http://hl7.org/fhir/sid/ndc';
 export const CVX = 'http://hl7.org/fhir/sid/cvx';
 /** What the converter writes for CVX: the HL7 code system OID's old home, not the FHIR URI. */
 const CONVERTER_CVX = 'http://nucc.org/cvx';
 
 export type { DateRepairRule, RepairContext, RepairRule } from './repair-rule.js';
 const isDateRule = (rule: RepairRule): rule is DateRepairRule => typeof (rule as Partial<DateRepairRule>).rewriteFor === 'function';
-
-/**
- * An allergy whose substance is coded in RxNorm or NDC is an allergy to a medication. The converter files
- * every allergy under `food` (penicillin, codeine, aspirin included), which a clinician reading the
- * record would take at its word.
- */
-export const drugAllergyIsMedication: RepairRule = {
-  name: 'drug allergy category',
-  apply(resource) {
-    if (resource.resourceType !== 'AllergyIntolerance') return false;
-    const code = resource.code as CodeableConcept | undefined;
-    const drug = (code?.coding ?? []).some((coding) => coding.system === RXNORM || coding.system === NDC);
-    if (!drug) return false;
-    const category = resource.category as string[] | undefined;
-    if (category?.length === 1 && category[0] === 'medication') return false;
-    resource.category = ['medication'];
-    return true;
-  },
-};
 
 /** Vaccine codes carry FHIR's CVX system URI, so a reader (or a query by system) recognises them. */
 export const cvxSystem: RepairRule = {
@@ -210,7 +190,6 @@ export const emptyElementsPruned: RepairRule = {
 };
 
 export const REPAIR_RULES: readonly RepairRule[] = [
-  drugAllergyIsMedication,
   cvxSystem,
   entryIdentifiers,
   doseUnits,
@@ -225,7 +204,7 @@ export const REPAIR_RULES: readonly RepairRule[] = [
   referenceRanges,
   nullFlavorValues,
   conditionCategory,
-  refusedImmunizationsNotDone,
+  ...ASSERTION_RULES,
   practitionerQualification,
   lotNumberIsText,
   emptyElementsPruned,

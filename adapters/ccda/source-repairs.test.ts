@@ -15,7 +15,6 @@ import {
   nullFlavorValues,
   partialDatesKeepPrecision,
   referenceRanges,
-  refusedImmunizationsNotDone,
 } from './source-repairs.js';
 
 /** A context where each resource was made of the element given for its id. */
@@ -200,14 +199,6 @@ describe('repair rules that read the source entry', () => {
     expect(conditionCategory.apply(list!, context)).toBe(false);
     expect(JSON.stringify(hc!.category)).toContain('"health-concern"');
     expect(JSON.stringify(dx!.category)).toContain('"encounter-diagnosis"');
-  });
-
-  test('refused immunizations are not done', () => {
-    const shot: FhirResource = { resourceType: 'Immunization', id: 'i', status: 'completed' };
-    expect(refusedImmunizationsNotDone.apply(shot, contextOf({ i: { '@_negationInd': 'true' } }))).toBe(true);
-    expect(shot.status).toBe('not-done');
-    const given: FhirResource = { resourceType: 'Immunization', id: 'g', status: 'completed' };
-    expect(refusedImmunizationsNotDone.apply(given, contextOf({ g: { '@_negationInd': 'false' } }))).toBe(false);
   });
 
   test('on the sandbox documents: ranges, dates, classes, statements and refusals come through', async () => {

@@ -6,6 +6,7 @@
 import type { FhirResource } from '../../core/ports/ccda.port.js';
 import { attributeOf, hasTemplate, isCcdaNode, listOf, type CcdaNode } from './ccda-nodes.js';
 import { converterRenderings, fhirDateTimeOf } from './hl7-time.js';
+import { subjectOf } from './assertions.js';
 import { dateRule, type RepairRule } from './repair-rule.js';
 import { HEALTH_CONCERN_ACT, RISK_CONCERN_ACT, wrappingConcerns } from './tree-rules.js';
 
@@ -38,15 +39,6 @@ export function identifierOf(id: unknown): { system: string; value: string } | u
   return { system: 'urn:ietf:rfc:3986', value: UUID.test(root) ? `urn:uuid:${root.toLowerCase()}` : `urn:oid:${root}` };
 }
 
-/** The first observation of an act's SUBJ relationships: what a concern act's resource is about. */
-function subjectOf(element: CcdaNode): CcdaNode | undefined {
-  for (const relationship of listOf(element.entryRelationship)) {
-    if (!isCcdaNode(relationship) || relationship['@_typeCode'] !== 'SUBJ') continue;
-    const observation = listOf(relationship.observation).find(isCcdaNode);
-    if (observation) return observation;
-  }
-  return undefined;
-}
 
 const firstTime = (element: CcdaNode | undefined): CcdaNode | undefined => listOf(element?.effectiveTime).find(isCcdaNode);
 const valueOf = (node: unknown, key?: string): string | undefined => attributeOf(key === undefined ? node : isCcdaNode(node) ? node[key] : undefined, 'value');
@@ -451,19 +443,3 @@ export const conditionCategory: RepairRule = {
     return true;
   },
 };
-
-/**
- * An immunization the document says was not given (`negationInd="true"`: refused, or deferred) is
- * `not-done`; the converter reads it as `completed`, recording a vaccine the patient never had.
- */
-export const refusedImmunizationsNotDone: RepairRule = {
-  name: 'refused immunizations not done',
-  apply(resource, context) {
-    if (resource.resourceType !== 'Immunization') return false;
-    const source = context?.sourceOf(resource);
-    if (!source || attributeOf(source, 'negationInd') !== 'true' || resource.status === 'not-done') return false;
-    resource.status = 'not-done';
-    return true;
-  },
-};
-

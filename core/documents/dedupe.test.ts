@@ -141,6 +141,28 @@ describe('dedupeResources (examples)', () => {
     expect(resources[1]!.diagnosis).toEqual([{ condition: { reference: 'Condition/a-from-doc2' } }]);
   });
 
+  test('a denial never merges with the statement it denies: refuted, not done, not taken, entered in error', () => {
+    const verification = (code: string) => ({ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-verification', code }] });
+    const diabetes = { coding: [{ system: 'http://snomed.info/sct', code: '44054006' }] };
+    const active: FhirResource = { resourceType: 'Condition', id: 'active', code: diabetes, onsetDateTime: '2015-12-01', verificationStatus: verification('confirmed') };
+    const refuted: FhirResource = { resourceType: 'Condition', id: 'refuted', code: diabetes, onsetDateTime: '2015-12-01', verificationStatus: verification('refuted') };
+    const withdrawn: FhirResource = { resourceType: 'Condition', id: 'withdrawn', code: diabetes, onsetDateTime: '2015-12-01', verificationStatus: verification('entered-in-error') };
+    expect(dedupeResources([active, refuted, withdrawn]).resources).toHaveLength(3);
+    const appendectomy = { coding: [{ system: 'http://snomed.info/sct', code: '6025007' }] };
+    const done: FhirResource = { resourceType: 'Procedure', id: 'done', status: 'completed', code: appendectomy, performedDateTime: '2014-02-03' };
+    const refused: FhirResource = { resourceType: 'Procedure', id: 'refused', status: 'not-done', code: appendectomy, performedDateTime: '2014-02-03' };
+    expect(dedupeResources([done, refused]).resources).toHaveLength(2);
+    const peanut = { coding: [{ system: 'http://snomed.info/sct', code: '762952008' }] };
+    const allergic: FhirResource = { resourceType: 'AllergyIntolerance', id: 'a', code: peanut };
+    const notAllergic: FhirResource = { resourceType: 'AllergyIntolerance', id: 'b', code: peanut, verificationStatus: { coding: [{ code: 'refuted' }] } };
+    expect(dedupeResources([allergic, notAllergic]).resources).toHaveLength(2);
+    const take: FhirResource = { resourceType: 'MedicationRequest', id: 'give', medicationCodeableConcept: diabetes };
+    const doNot: FhirResource = { resourceType: 'MedicationRequest', id: 'do-not', medicationCodeableConcept: diabetes, doNotPerform: true };
+    expect(dedupeResources([take, doNot]).resources).toHaveLength(2);
+    // Two denials of the same fact are one.
+    expect(dedupeResources([refuted, { ...refuted, id: 'refuted-again' }]).resources).toHaveLength(1);
+  });
+
   test('with equal data the smaller id survives', () => {
     const x: FhirResource = { resourceType: 'AllergyIntolerance', id: 'y', code: pneumonia };
     const y: FhirResource = { resourceType: 'AllergyIntolerance', id: 'x', code: pneumonia };

@@ -28,6 +28,9 @@
  * - Other types (PractitionerRole, RelatedPerson, Location, Goal, CarePlan, FamilyMemberHistory...): the
  *   same content, references included (so roles of merged practitioners merge once their references
  *   agree). Composition, Patient, DocumentReference, Provenance and Bundle are never merged.
+ * Whatever the type, a resource that denies its fact (a refuted Condition or AllergyIntolerance, a
+ * `not-done` Procedure or Immunization, a `not-taken` statement, an order not to give a drug) or was
+ * entered in error is never the same as one that asserts it.
  * "The same content" ignores `id` and `meta`. The primary code is the first coding with both a system and
  * a code (both trimmed); a coded type without a primary code is never merged. Request and Statement never
  * merge with each other: an order and a statement of use are different facts.
@@ -353,6 +356,22 @@ function groupMedications(medications: FhirResource[], groups: Groups): void {
   groups.all(current);
 }
 
+/** Statuses that deny a statement or withdraw it, by the element that holds them. */
+const DENIED = new Set(['refuted', 'entered-in-error', 'not-done', 'not-taken']);
+
+/**
+ * Whether a resource asserts its fact, denies it (refuted, not done, not taken, an order not to) or was
+ * entered in error: resources of different polarity never merge.
+ */
+function polarityOf(resource: FhirResource): string {
+  const verification = isObject(resource.verificationStatus) && Array.isArray(resource.verificationStatus.coding) ? resource.verificationStatus.coding : [];
+  const code = verification.map((coding) => (isObject(coding) ? text(coding.code) : '')).find((c) => DENIED.has(c));
+  if (code) return code;
+  if (resource.doNotPerform === true) return 'do-not-perform';
+  const status = text(resource.status);
+  return DENIED.has(status) ? status : 'asserted';
+}
+
 /** Groups `resources` (one per key) into the sets that are the same fact. */
 function group(resources: readonly FhirResource[], byKey: ReadonlyMap<string, FhirResource>): FhirResource[][] {
   const groups = new Groups();
@@ -366,8 +385,10 @@ function group(resources: readonly FhirResource[], byKey: ReadonlyMap<string, Fh
       }
     }
   };
-  const byType = bucket(resources, (r) => r.resourceType);
-  for (const [type, members] of byType) {
+  // A statement and its denial (or a record entered in error) are never one fact, whatever else they share.
+  const byType = bucket(resources, (r) => `${r.resourceType}\u0000${polarityOf(r)}`);
+  for (const members of byType.values()) {
+    const type = members[0]!.resourceType;
     if (NEVER_MERGED.has(type)) continue;
     switch (type) {
       case 'Condition':
