@@ -234,3 +234,49 @@ describe('code systems', () => {
     expect(systems.filter((system) => codeSystemUri(system.slice(18, -1)) !== undefined)).toEqual([]);
   });
 });
+
+describe('what a medication entry says besides the drug', () => {
+  const activity = (inner: string, consumable = `<code code="197806" codeSystem="${RXNORM_OID}" displayName="ibuprofen 600 MG Oral Tablet"/>`) =>
+    `<entry><substanceAdministration classCode="SBADM" moodCode="INT"><templateId root="${E}16"/><id root="1.2.3" extension="m"/><text><reference value="#med"/></text>
+<statusCode code="active"/><effectiveTime xsi:type="IVL_TS"><low value="20180315"/></effectiveTime>${inner}<doseQuantity value="1"/>
+<consumable><manufacturedProduct classCode="MANU"><templateId root="${E}23"/><manufacturedMaterial>${consumable}</manufacturedMaterial></manufacturedProduct></consumable></substanceAdministration></entry>`;
+  const request = async (entry: string, narrative = '') => {
+    const xml = documentWith(`${S}1.1`, entry).replace('<text>t</text>', `<text>${narrative}</text>`);
+    const bundle = await converter.convert(xml);
+    return (bundle.entry ?? []).map((e) => e.resource!).find((r) => r.resourceType === 'MedicationRequest')!;
+  };
+  const dosage = (resource: FhirResource) => (resource.dosageInstruction as Record<string, unknown>[])[0]!;
+
+  test('free-text sig, bedtime, every 4-6 hours, as needed for a reason, indication and instructions', async () => {
+    const sig = `<entryRelationship typeCode="COMP"><substanceAdministration classCode="SBADM" moodCode="EVN"><templateId root="${E}147"/><code code="76662-6" codeSystem="2.16.840.1.113883.6.1"/><text><reference value="#sig"/></text><consumable><manufacturedProduct><manufacturedMaterial><code nullFlavor="NA"/></manufacturedMaterial></manufacturedProduct></consumable></substanceAdministration></entryRelationship>`;
+    const timing = `<effectiveTime xsi:type="EIVL_TS" operator="A"><event code="HS"/></effectiveTime><effectiveTime xsi:type="PIVL_TS" operator="A"><period xsi:type="IVL_PQ"><low value="4" unit="h"/><high value="6" unit="h"/></period></effectiveTime>`;
+    const prn = `<precondition typeCode="PRCN"><criterion><templateId root="${E}25"/><code code="ASSERTION" codeSystem="2.16.840.1.113883.5.4"/><value xsi:type="CD" code="57676002" codeSystem="${SNOMED_OID}" displayName="Joint pain"/></criterion></precondition>`;
+    const indication = `<entryRelationship typeCode="RSON"><observation classCode="OBS" moodCode="EVN"><templateId root="${E}19"/><code code="404684003" codeSystem="${SNOMED_OID}"/><statusCode code="completed"/><value xsi:type="CD" code="25064002" codeSystem="${SNOMED_OID}" displayName="Headache"/></observation></entryRelationship>`;
+    const instruction = `<entryRelationship typeCode="SUBJ" inversionInd="true"><act classCode="ACT" moodCode="INT"><templateId root="${E}20"/><code code="422037009" codeSystem="${SNOMED_OID}"/><text><reference value="#instr"/></text><statusCode code="completed"/></act></entryRelationship>`;
+    // Precondition and relationships go where the schema puts them: after the consumable.
+    const entry = activity(timing).replace('</consumable>', `</consumable>${sig}${indication}${instruction}${prn}`);
+    const narrative = '<paragraph ID="sig">one tab at bedtime</paragraph><paragraph ID="instr">Do not take on an empty stomach.</paragraph>';
+    const resource = await request(entry, narrative);
+    expect(dosage(resource)).toMatchObject({
+      text: 'one tab at bedtime',
+      timing: { repeat: { when: ['HS'], period: 4, periodMax: 6, periodUnit: 'h' } },
+      asNeededCodeableConcept: { coding: [{ system: 'http://snomed.info/sct', code: '57676002', display: 'Joint pain' }] },
+      patientInstruction: 'Do not take on an empty stomach.',
+    });
+    expect(codeOf((resource.reasonCode as unknown[])[0])).toBe('25064002');
+  });
+
+  test('a mixture without a code is a contained Medication with its name and ingredients', async () => {
+    const mixture = `<code codeSystem="${RXNORM_OID}" nullFlavor="OTH"/><name>magic mouthwash</name>
+<pharm:ingredient xmlns:pharm="urn:hl7-org:pharm" classCode="ACTI"><pharm:quantity><pharm:numerator xsi:type="PQ" value="1" unit="mg"/><pharm:denominator xsi:type="PQ" value="1" unit="mL"/></pharm:quantity>
+<pharm:ingredientSubstance classCode="MMAT"><pharm:code code="1362" codeSystem="${RXNORM_OID}" displayName="diphenhydramine hydrochloride"/></pharm:ingredientSubstance></pharm:ingredient>`;
+    const resource = await request(activity('', mixture));
+    expect(resource.medicationReference).toEqual({ reference: '#medication' });
+    const [medication] = resource.contained as Record<string, unknown>[];
+    expect(medication).toMatchObject({
+      resourceType: 'Medication',
+      code: { text: 'magic mouthwash' },
+      ingredient: [{ itemCodeableConcept: { coding: [{ code: '1362' }] }, isActive: true, strength: { numerator: { value: 1, unit: 'mg' }, denominator: { value: 1, unit: 'mL' } } }],
+    });
+  });
+});

@@ -18,3 +18,11 @@ export function attributeOf(node: unknown, name: string): string | undefined {
 
 /** Whether the element declares this template. */
 export const hasTemplate = (node: CcdaNode, root: string): boolean => listOf(node.templateId).some((template) => attributeOf(template, 'root') === root);
+
+/** An element's text: a string, or the text of an element with attributes; undefined when empty or null-flavored. */
+export function textOf(value: unknown): string | undefined {
+  if (typeof value === 'string') return value.trim() || undefined;
+  if (!isCcdaNode(value) || attributeOf(value, 'nullFlavor')) return undefined;
+  const text = value['#text'];
+  return typeof text === 'string' || typeof text === 'number' ? String(text).trim() || undefined : undefined;
+}

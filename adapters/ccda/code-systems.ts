@@ -29,7 +29,7 @@ const BY_OID: Record<string, string> = {
   '2.16.840.1.113883.6.8': 'http://unitsofmeasure.org',
   '2.16.840.1.113883.6.101': 'http://nucc.org/provider-taxonomy',
   '2.16.840.1.113883.4.9': 'http://fdasis.nlm.nih.gov',
-  '2.16.840.1.113883.3.26.1.1': 'http://ncicb.nci.nih.gov/xml/owl/EVS/Thesaurus.owl',
+  '2.16.840.1.113883.3.26.1.1': 'http://ncithesaurus-stage.nci.nih.gov',
   '2.16.840.1.113883.3.26.1.2': 'http://ncimeta.nci.nih.gov',
   '2.16.840.1.113883.3.26.1.5': 'http://hl7.org/fhir/ndfrt',
   '2.16.840.1.113883.6.345': 'http://va.gov/terminology/medrt',

@@ -4,6 +4,8 @@ import { CoreError } from '../../core/errors.js';
 import type { CcdaConverterPort, FhirBundle, FhirResource } from '../../core/ports/ccda.port.js';
 import { isNode, normaliseParsedCcda } from './normalise-ccda.js';
 import { repairFamilyHistory } from './family-history.js';
+import { narrativeIndex } from './narrative.js';
+import { repairPatient } from './patient.js';
 import { repairConvertedResources, type RepairContext } from './repair.js';
 import { replaceRandomUuids, sha256Hex, uuidFromSeed, uuidsIn } from './stable-ids.js';
 
@@ -64,11 +66,13 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
     const bundle = toBundle(stable.entry ?? [], seed);
     if (!this.repairs) return bundle;
     repairFamilyHistory(parsed, bundle, seed, links.idsOf);
+    repairPatient(parsed, bundle);
     const leftOut = new Map<FhirResource, string>();
     const context: RepairContext = {
       sourceOf: (resource) => links.elementOf(resource.id),
       idsOf: links.idsOf,
       leaveOut: (resource, reason) => void leftOut.set(resource, reason),
+      narrative: narrativeIndex(parsed),
     };
     repairConvertedResources((bundle.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : [])), undefined, context);
     if (leftOut.size > 0) leaveOut(bundle, leftOut);

@@ -17,6 +17,8 @@ export interface RepairContext {
    * Composition; the document keeps the statement). Absent where nothing can be left out.
    */
   leaveOut?(resource: FhirResource, reason: string): void;
+  /** The text of the narrative element a `<reference value="#id"/>` points to; undefined when there is none. */
+  narrative?(reference: string): string | undefined;
 }
 
 export interface RepairRule {

@@ -167,3 +167,20 @@ describe('repair rules', () => {
     expect(vaccines).toBeGreaterThan(5);
   });
 });
+
+describe('parser artefacts', () => {
+  test('an XML element copied through becomes its text or nothing; attribute keys go, at any depth', async () => {
+    const { emptyElementsPruned } = await import('./repair.js');
+    const patient: FhirResource = {
+      resourceType: 'Patient',
+      id: 'p',
+      address: [{ line: ['1 Main St'], city: { '@_nullFlavor': 'UNK' }, state: { '#text': 'OR', '@_xsi:type': 'ST' } }],
+      name: [{ family: 'Doe', '@_use': 'L' }],
+    };
+    expect(emptyElementsPruned.apply(patient)).toBe(true);
+    expect(patient).toEqual({ resourceType: 'Patient', id: 'p', address: [{ line: ['1 Main St'], state: 'OR' }], name: [{ family: 'Doe' }] });
+    const composition: FhirResource = { resourceType: 'Composition', id: 'c', title: { '#text': 'Summary', '@_xsi:type': 'ST' } };
+    emptyElementsPruned.apply(composition);
+    expect(composition.title).toBe('Summary');
+  });
+});

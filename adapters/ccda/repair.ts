@@ -13,6 +13,7 @@ import {
   referenceRanges,
 } from './source-repairs.js';
 import { ASSERTION_RULES } from './assertions.js';
+import { medicationDetails } from './medication-details.js';
 
 /**
  * Repairs of @medplum/ccda's output, one named rule per known defect, each applied to every resource the
@@ -132,6 +133,24 @@ export const lotNumberIsText: RepairRule = {
   },
 };
 
+/** Keys of the XML parser's tree (`@_attribute`, `#text`): never FHIR element names. */
+const isParserArtefact = (key: string) => key.charCodeAt(0) === 64 || key.charCodeAt(0) === 35;
+
+/** Whether an object is an XML element copied through by the converter: every key an attribute or its text. */
+function isXmlElement(record: Record<string, unknown>): boolean {
+  let any = false;
+  for (const key in record) {
+    if (!isParserArtefact(key)) return false;
+    any = true;
+  }
+  return any;
+}
+
+function xmlText(record: Record<string, unknown>): string | undefined {
+  const text = record['#text'];
+  return typeof text === 'string' || typeof text === 'number' ? String(text).trim() || undefined : undefined;
+}
+
 /** Whether a JSON value holds nothing: an empty string, object or list (after `prune`), null or undefined. */
 const isEmptyLeaf = (value: unknown) => value === '' || value === null || value === undefined;
 
@@ -157,7 +176,17 @@ function prune(value: unknown, removed: { any: boolean }): boolean {
     let kept = 0;
     const record = value as Record<string, unknown>;
     for (const key in record) {
-      const child = record[key];
+      if (isParserArtefact(key)) {
+        delete record[key];
+        removed.any = true;
+        continue;
+      }
+      let child = record[key];
+      if (typeof child === 'object' && child !== null && !Array.isArray(child) && isXmlElement(child as Record<string, unknown>)) {
+        // An XML element where FHIR has a string: its text, or nothing when it has none (a nullFlavor).
+        child = record[key] = xmlText(child as Record<string, unknown>);
+        removed.any = true;
+      }
       if (isEmptyLeaf(child) || (typeof child === 'object' && prune(child, removed))) {
         delete record[key];
         removed.any = true;
@@ -171,20 +200,16 @@ function prune(value: unknown, removed: { any: boolean }): boolean {
 /**
  * FHIR elements are never empty: the converter writes empty ones where the document had a nullFlavor (a
  * coding with no code, a goal target with no measure, a reference range with nothing in it, a section
- * with no entries), which FHIR forbids and readers show as blanks. They are removed, at any depth.
+ * with no entries), which FHIR forbids and readers show as blanks. They are removed, at any depth. So is
+ * what the converter copies of the XML itself (`city: {"@_nullFlavor": "UNK"}`, a title with `#text` and
+ * `@_xsi:type`): an element becomes its text, or nothing, and attribute keys go.
  */
 export const emptyElementsPruned: RepairRule = {
   name: 'empty elements pruned',
   apply(resource) {
     const removed = { any: false };
-    for (const key in resource) {
-      if (key === 'resourceType') continue;
-      const value = resource[key];
-      if (isEmptyLeaf(value) || (typeof value === 'object' && prune(value, removed))) {
-        delete resource[key];
-        removed.any = true;
-      }
-    }
+    // The resource itself is never removed: it keeps its resourceType.
+    prune(resource, removed);
     return removed.any;
   },
 };
@@ -194,6 +219,7 @@ export const REPAIR_RULES: readonly RepairRule[] = [
   entryIdentifiers,
   doseUnits,
   medicationHistoryIsAStatement,
+  medicationDetails,
   // The three date rules in a row share one walk of each resource.
   partialDatesKeepPrecision,
   zonedTimestamps,
