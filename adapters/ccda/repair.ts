@@ -14,6 +14,7 @@ import {
 } from './source-repairs.js';
 import { ASSERTION_RULES } from './assertions.js';
 import { medicationDetails } from './medication-details.js';
+import { STATEMENT_DETAIL_RULES } from './statement-details.js';
 
 /**
  * Repairs of @medplum/ccda's output, one named rule per known defect, each applied to every resource the
@@ -229,6 +230,7 @@ export const REPAIR_RULES: readonly RepairRule[] = [
   encounterClass,
   referenceRanges,
   nullFlavorValues,
+  ...STATEMENT_DETAIL_RULES,
   conditionCategory,
   ...ASSERTION_RULES,
   practitionerQualification,

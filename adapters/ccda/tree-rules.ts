@@ -182,7 +182,55 @@ export const healthConcernsFollowed: TreeRule = {
   },
 };
 
-export const TREE_RULES: readonly TreeRule[] = [procedureObservationsAreProcedures, problemsOutsideProblemSections, healthConcernsFollowed, everyObservationOfAConcern];
+/** Diagnosis acts an encounter may hold, with the role their problems play (none for a plain encounter diagnosis). */
+const ENCOUNTER_DIAGNOSIS_ACTS: Record<string, 'AD' | 'DD' | ''> = { [ENTRY + '80']: '', [ENTRY + '33']: 'DD', [ENTRY + '34']: 'AD' };
+const diagnosisRoleOf = (act: CcdaNode) => Object.entries(ENCOUNTER_DIAGNOSIS_ACTS).find(([root]) => hasTemplate(act, root))?.[1];
+
+/** Problems moved out of an encounter's diagnosis acts, with the diagnosis role their act gave them. */
+export const encounterDiagnosisRoles = new WeakMap<CcdaNode, 'AD' | 'DD' | ''>();
+
+/**
+ * An encounter's diagnoses (Encounter Diagnosis acts, each holding Problem Observations) are not read by
+ * the converter, which makes a Condition only of an encounter's RSON observations. Each diagnosis's
+ * problems are moved there, so each becomes a Condition the Encounter names as a diagnosis; its category
+ * is `encounter-diagnosis` (see wrappingConcerns).
+ */
+export const encounterDiagnosesFollowed: TreeRule = {
+  name: 'encounter diagnoses followed',
+  apply(section) {
+    let changed = 0;
+    for (const entry of entriesOf(section)) {
+      for (const encounter of listOf(entry.encounter).filter(isCcdaNode)) {
+        const relationships = listOf(encounter.entryRelationship).filter(isCcdaNode);
+        const diagnoses = relationships.filter((relationship) => listOf(relationship.act).some((act) => isCcdaNode(act) && diagnosisRoleOf(act) !== undefined));
+        if (diagnoses.length === 0) continue;
+        const problems: CcdaNode[] = [];
+        for (const act of diagnoses.flatMap((relationship) => listOf(relationship.act).filter(isCcdaNode))) {
+          const role = diagnosisRoleOf(act);
+          for (const problem of listOf(act.entryRelationship).flatMap(observationsOf).filter((o) => hasTemplate(o, PROBLEM_OBSERVATION))) {
+            wrappingConcerns.set(problem, 'encounter-diagnosis');
+            encounterDiagnosisRoles.set(problem, role ?? '');
+            problems.push(problem);
+          }
+        }
+        encounter.entryRelationship = [
+          ...relationships.filter((relationship) => !diagnoses.includes(relationship)),
+          ...problems.map((problem) => ({ '@_typeCode': 'RSON', observation: [problem] })),
+        ];
+        changed += problems.length;
+      }
+    }
+    return changed;
+  },
+};
+
+export const TREE_RULES: readonly TreeRule[] = [
+  procedureObservationsAreProcedures,
+  problemsOutsideProblemSections,
+  healthConcernsFollowed,
+  everyObservationOfAConcern,
+  encounterDiagnosesFollowed,
+];
 
 /** The sections the converter reads: those of the body's components, in document order (not nested ones). */
 export function sectionsOf(document: CcdaNode): CcdaNode[] {

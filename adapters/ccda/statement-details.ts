@@ -1,0 +1,146 @@
+/**
+ * Details of results, problems, immunizations and encounters that the converter drops, each taken back
+ * from the statement a resource was made of: a result given as a bound (`<5`, `>60`) or in a unit that is
+ * not UCUM, a problem's body site, an immunization reported by someone other than who gave it, an
+ * encounter's discharge disposition.
+ */
+import { codeableConceptOf } from './assertions.js';
+import { attributeOf, isCcdaNode, listOf, textOf, type CcdaNode } from './ccda-nodes.js';
+import type { RepairRule } from './repair-rule.js';
+import { encounterDiagnosisRoles } from './tree-rules.js';
+
+const DIAGNOSIS_ROLE = 'http://terminology.hl7.org/CodeSystem/diagnosis-role';
+
+type Json = Record<string, unknown>;
+const UCUM = 'http://unitsofmeasure.org';
+const first = (value: unknown) => listOf(value).find(isCcdaNode);
+
+function quantity(node: CcdaNode | undefined): Json | undefined {
+  const value = Number(attributeOf(node, 'value'));
+  if (!node || attributeOf(node, 'nullFlavor') || !Number.isFinite(value) || attributeOf(node, 'value') === undefined) return undefined;
+  const unit = attributeOf(node, 'unit');
+  return { value, ...(unit && unit !== '1' ? { unit, system: UCUM, code: unit } : {}) };
+}
+
+/**
+ * What an interval value (IVL_PQ) says: a bound below zero-or-nothing is "less than" the high (`<5` is
+ * written 0..5), one with no high "more than" the low; a strict bound (`inclusive="false"`) is `<` or `>`.
+ * Both bounds given are a range.
+ */
+function intervalValue(value: CcdaNode): Json | undefined {
+  const low = first(value.low);
+  const high = first(value.high);
+  const lowQuantity = quantity(low);
+  const highQuantity = quantity(high);
+  const strict = (node: CcdaNode | undefined) => attributeOf(node, 'inclusive') === 'false';
+  if (highQuantity && (!lowQuantity || lowQuantity.value === 0)) return { valueQuantity: { ...highQuantity, comparator: strict(high) ? '<' : '<=' } };
+  if (lowQuantity && !highQuantity) return { valueQuantity: { ...lowQuantity, comparator: strict(low) ? '>' : '>=' } };
+  if (lowQuantity && highQuantity) return { valueRange: { low: lowQuantity, high: highQuantity } };
+  return undefined;
+}
+
+/**
+ * A quantity whose unit is not UCUM is written with `nullFlavor="OTH"` and the measured value in a
+ * translation, its unit as original text: the value and the unit as the laboratory sent them.
+ */
+function nonUcumValue(value: CcdaNode): Json | undefined {
+  if (attributeOf(value, 'nullFlavor') !== 'OTH') return undefined;
+  for (const translation of listOf(value.translation).filter(isCcdaNode)) {
+    const number = Number(attributeOf(translation, 'value'));
+    if (attributeOf(translation, 'value') === undefined || !Number.isFinite(number)) continue;
+    const unit = textOf(first(translation.originalText)) ?? textOf(translation.originalText);
+    return { valueQuantity: { value: number, ...(unit ? { unit } : {}) } };
+  }
+  return undefined;
+}
+
+export const resultValues: RepairRule = {
+  name: 'result bounds and units',
+  apply(resource, context) {
+    if (resource.resourceType !== 'Observation') return false;
+    const value = first(context?.sourceOf(resource)?.value);
+    if (!value) return false;
+    const type = attributeOf(value, 'xsi:type');
+    const found = type === 'IVL_PQ' ? intervalValue(value) : type === 'PQ' ? nonUcumValue(value) : undefined;
+    if (!found) return false;
+    for (const key of Object.keys(resource)) if (key.startsWith('value') || key === 'dataAbsentReason') delete resource[key];
+    Object.assign(resource, found);
+    return true;
+  },
+};
+
+const PROBLEM_OBSERVATION = '2.16.840.1.113883.10.20.22.4.4';
+
+export const conditionBodySite: RepairRule = {
+  name: 'condition body site',
+  apply(resource, context) {
+    if (resource.resourceType !== 'Condition' || resource.bodySite !== undefined) return false;
+    const source = context?.sourceOf(resource);
+    if (!source) return false;
+    const isProblem = listOf(source.templateId).some((template) => attributeOf(template, 'root') === PROBLEM_OBSERVATION);
+    const observation = isProblem
+      ? source
+      : listOf(source.entryRelationship).flatMap((relationship) => (isCcdaNode(relationship) ? listOf(relationship.observation).filter(isCcdaNode) : [])).find((o) =>
+          listOf(o.templateId).some((template) => attributeOf(template, 'root') === PROBLEM_OBSERVATION),
+        );
+    const sites = listOf(observation?.targetSiteCode).filter(isCcdaNode).flatMap((site) => codeableConceptOf(site) ?? []);
+    if (sites.length === 0) return false;
+    resource.bodySite = sites;
+    return true;
+  },
+};
+
+/**
+ * An immunization told by an informant (the patient, a relative, another record) is not from the one who
+ * gave it: `primarySource` false. The converter leaves it unsaid.
+ */
+export const reportedImmunizations: RepairRule = {
+  name: 'reported immunizations',
+  apply(resource, context) {
+    if (resource.resourceType !== 'Immunization') return false;
+    const source = context?.sourceOf(resource);
+    if (!source || listOf(source.informant).length === 0 || resource.primarySource === false) return false;
+    resource.primarySource = false;
+    return true;
+  },
+};
+
+export const encounterDischarge: RepairRule = {
+  name: 'encounter discharge disposition',
+  apply(resource, context) {
+    if (resource.resourceType !== 'Encounter') return false;
+    const disposition = codeableConceptOf(first(context?.sourceOf(resource)?.['sdtc:dischargeDispositionCode']));
+    if (!disposition) return false;
+    const hospitalization = (resource.hospitalization as Json | undefined) ?? {};
+    if (JSON.stringify(hospitalization.dischargeDisposition) === JSON.stringify(disposition)) return false;
+    resource.hospitalization = { ...hospitalization, dischargeDisposition: disposition };
+    return true;
+  },
+};
+
+/**
+ * The converter calls every Condition an encounter names an admission diagnosis. A diagnosis the document
+ * lists gets the role its act says (a discharge diagnosis is `DD`); a plain encounter diagnosis none.
+ */
+export const encounterDiagnosisRole: RepairRule = {
+  name: 'encounter diagnosis role',
+  apply(resource, context) {
+    if (resource.resourceType !== 'Encounter' || !Array.isArray(resource.diagnosis) || !context) return false;
+    let changed = false;
+    for (const diagnosis of resource.diagnosis as Json[]) {
+      const reference = (diagnosis.condition as { reference?: string } | undefined)?.reference;
+      const id = reference?.startsWith('Condition/') ? reference.slice(10) : undefined;
+      const source = id ? context.sourceOf({ resourceType: 'Condition', id }) : undefined;
+      const role = source ? encounterDiagnosisRoles.get(source) : undefined;
+      if (role === undefined) continue;
+      const use = role === '' ? undefined : { coding: [{ system: DIAGNOSIS_ROLE, code: role, display: role === 'DD' ? 'Discharge diagnosis' : 'Admission diagnosis' }] };
+      if (JSON.stringify(use) === JSON.stringify(diagnosis.use)) continue;
+      if (use) diagnosis.use = use;
+      else delete diagnosis.use;
+      changed = true;
+    }
+    return changed;
+  },
+};
+
+export const STATEMENT_DETAIL_RULES: readonly RepairRule[] = [resultValues, conditionBodySite, reportedImmunizations, encounterDischarge, encounterDiagnosisRole];
