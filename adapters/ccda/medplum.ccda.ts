@@ -68,7 +68,13 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
     repairFamilyHistory(parsed, bundle, seed, links.idsOf);
     repairPatient(parsed, bundle);
     const leftOut = new Map<FhirResource, string>();
+    const added: FhirResource[] = [];
     const context: RepairContext = {
+      add: (key, resource) => {
+        const id = uuidFromSeed(`${seed}:added:${key}`);
+        if (!added.some((existing) => existing.id === id)) added.push({ ...resource, id } as FhirResource);
+        return id;
+      },
       sourceOf: (resource) => links.elementOf(resource.id),
       idsOf: links.idsOf,
       leaveOut: (resource, reason) => void leftOut.set(resource, reason),
@@ -76,6 +82,7 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
     };
     repairConvertedResources((bundle.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : [])), undefined, context);
     if (leftOut.size > 0) leaveOut(bundle, leftOut);
+    for (const resource of added) bundle.entry!.push({ fullUrl: `urn:uuid:${resource.id}`, resource });
     return bundle;
   }
 }

@@ -17,6 +17,12 @@ export interface RepairContext {
    * Composition; the document keeps the statement). Absent where nothing can be left out.
    */
   leaveOut?(resource: FhirResource, reason: string): void;
+  /**
+   * Adds a resource the document states but the converter made none of (a device); `key` names it within
+   * the document, so the same document always gives it the same id. Returns its id. Absent where nothing
+   * can be added.
+   */
+  add?(key: string, resource: Omit<FhirResource, 'id'>): string;
   /** The text of the narrative element a `<reference value="#id"/>` points to; undefined when there is none. */
   narrative?(reference: string): string | undefined;
 }

@@ -143,4 +143,58 @@ export const encounterDiagnosisRole: RepairRule = {
   },
 };
 
-export const STATEMENT_DETAIL_RULES: readonly RepairRule[] = [resultValues, conditionBodySite, reportedImmunizations, encounterDischarge, encounterDiagnosisRole];
+const FDA_UDI = '2.16.840.1.113883.3.3719';
+const PRODUCT_INSTANCE = '2.16.840.1.113883.10.20.22.4.37';
+
+/** The device identifier (GS1 application identifier 01) of a UDI in its human-readable form. */
+function deviceIdentifierOf(udi: string): string | undefined {
+  const at = udi.indexOf('(01)');
+  if (at < 0) return undefined;
+  const digits = udi.slice(at + 4, at + 18);
+  return /^\d{14}$/.test(digits) ? digits : undefined;
+}
+
+/**
+ * A procedure's device (a Product Instance: an implant, with its UDI) is a Device the Procedure names as
+ * its focal device; the converter makes none, so an implant and its UDI were lost.
+ */
+export const implantedDevices: RepairRule = {
+  name: 'implanted devices',
+  apply(resource, context) {
+    if (resource.resourceType !== 'Procedure' || !context?.add) return false;
+    const source = context.sourceOf(resource);
+    // A procedure not done ("no implanted devices") put no device in the patient.
+    if (!source || attributeOf(source, 'negationInd') === 'true') return false;
+    const roles = listOf(source.participant)
+      .filter((participant) => isCcdaNode(participant) && participant['@_typeCode'] === 'DEV')
+      .flatMap((participant) => listOf((participant as CcdaNode).participantRole).filter(isCcdaNode))
+      .filter((role) => listOf(role.templateId).some((template) => attributeOf(template, 'root') === PRODUCT_INSTANCE) || first(role.playingDevice));
+    if (roles.length === 0) return false;
+    const patient = resource.subject;
+    const focal = roles.map((role, index) => {
+      const ids = listOf(role.id).filter(isCcdaNode);
+      const udi = ids.find((id) => attributeOf(id, 'root') === FDA_UDI && attributeOf(id, 'extension'));
+      const carrier = udi ? attributeOf(udi, 'extension')! : undefined;
+      const deviceIdentifier = carrier ? deviceIdentifierOf(carrier) : undefined;
+      const type = codeableConceptOf(first(first(role.playingDevice)?.code));
+      const identifier = ids.filter((id) => id !== udi && attributeOf(id, 'root') && !attributeOf(id, 'nullFlavor')).map((id) => {
+        const root = attributeOf(id, 'root')!;
+        const extension = attributeOf(id, 'extension');
+        return extension ? { system: `urn:oid:${root}`, value: extension } : { system: 'urn:ietf:rfc:3986', value: `urn:oid:${root}` };
+      });
+      const id = context.add!(`device:${resource.id}:${index}`, {
+        resourceType: 'Device',
+        ...(identifier.length > 0 ? { identifier } : {}),
+        ...(carrier ? { udiCarrier: [{ ...(deviceIdentifier ? { deviceIdentifier } : {}), issuer: 'http://hl7.org/fhir/NamingSystem/fda-udi', jurisdiction: 'http://hl7.org/fhir/NamingSystem/fda-udi', carrierHRF: carrier }] } : {}),
+        ...(type ? { type } : {}),
+        ...(patient ? { patient } : {}),
+      });
+      return { manipulated: { reference: `Device/${id}` } };
+    });
+    if (JSON.stringify(resource.focalDevice) === JSON.stringify(focal)) return false;
+    resource.focalDevice = focal;
+    return true;
+  },
+};
+
+export const STATEMENT_DETAIL_RULES: readonly RepairRule[] = [resultValues, conditionBodySite, reportedImmunizations, encounterDischarge, encounterDiagnosisRole, implantedDevices];
