@@ -23,7 +23,7 @@
  *   turned into its opposite.
  */
 import type { FhirResource } from '../../core/ports/ccda.port.js';
-import { attributeOf, hasTemplate, isCcdaNode, listOf, type CcdaNode } from './ccda-nodes.js';
+import { attributeOf, hasTemplate, isCcdaNode, listOf, textOf, type CcdaNode } from './ccda-nodes.js';
 import { canonicalSystem } from './code-systems.js';
 import type { RepairContext, RepairRule } from './repair-rule.js';
 
@@ -120,7 +120,12 @@ export const negatedProblems: RepairRule = {
     if (!found || !isTrue(found.statement, 'negationInd')) return false;
     const value = firstNode(found.statement.value);
     const code = codeOfConcept(value);
-    if (code === undefined || GENERIC_PROBLEMS.has(code)) {
+    if (code === undefined) {
+      // "Not (no information)": no problem is named, so nothing is denied nor asserted.
+      context?.leaveOut?.(resource, 'a negated problem observation that names no problem');
+      return context?.leaveOut !== undefined;
+    }
+    if (GENERIC_PROBLEMS.has(code)) {
       let changed = setIfDifferent(resource, 'code', NO_CURRENT_PROBLEMS);
       changed = setIfDifferent(resource, 'verificationStatus', concept(CONDITION_VERIFICATION, 'confirmed', 'Confirmed')) || changed;
       return setIfDifferent(resource, 'clinicalStatus', concept(CONDITION_CLINICAL, 'active', 'Active')) || changed;
@@ -412,13 +417,38 @@ export const leaveOutWhatIsNotAsserted: RepairRule = {
       context.leaveOut(resource, 'an observation without a code');
       return true;
     }
-    if (resource.resourceType === 'Immunization' && !hasCode(resource.vaccineCode) && resource.occurrenceDateTime === undefined && resource.occurrenceString === undefined) {
-      context.leaveOut(resource, 'an immunization with neither a vaccine nor a date');
+    // An immunization names its vaccine by a code: "no immunization data is applicable" written where the
+    // vaccine goes would otherwise read as a vaccine given.
+    if (resource.resourceType === 'Immunization' && !hasCoding(resource.vaccineCode)) {
+      context.leaveOut(resource, 'an immunization without a coded vaccine');
+      return true;
+    }
+    if ((resource.resourceType === 'MedicationStatement' || resource.resourceType === 'MedicationRequest') && resource.medicationReference === undefined && !hasCoding(resource.medicationCodeableConcept)) {
+      const text = drugText(statement, context);
+      if (text === undefined) {
+        context.leaveOut(resource, 'a medication entry that names no drug');
+        return true;
+      }
+      resource.medicationCodeableConcept = { text };
       return true;
     }
     return false;
   },
 };
+
+function hasCoding(value: unknown): boolean {
+  return ((value as CodeableConcept | undefined)?.coding ?? []).some((coding) => typeof coding.code === 'string' && coding.code !== '');
+}
+
+/** The drug of a medication activity named in words only: the material's original text or name, or the narrative it points to. */
+function drugText(statement: CcdaNode, context: RepairContext): string | undefined {
+  const material = firstNode(firstNode(firstNode(statement.consumable)?.manufacturedProduct)?.manufacturedMaterial);
+  const code = firstNode(material?.code);
+  const original = code?.originalText;
+  const reference = attributeOf(firstNode(isCcdaNode(original) ? original.reference : undefined), 'value');
+  const candidates = [textOf(original), reference ? context.narrative?.(reference) : undefined, ...listOf(material?.name).map(textOf)];
+  return candidates.find((text) => text !== undefined && text !== '');
+}
 
 function hasCode(value: unknown): boolean {
   const cc = value as CodeableConcept | undefined;

@@ -134,6 +134,19 @@ export const lotNumberIsText: RepairRule = {
   },
 };
 
+/** FHIR elements of type date, dateTime or instant that the converter writes. */
+const DATE_KEYS = new Set([
+  'date', 'birthDate', 'recordedDate', 'authoredOn', 'issued', 'dateAsserted', 'start', 'end', 'onsetDateTime', 'abatementDateTime',
+  'effectiveDateTime', 'effectiveInstant', 'occurrenceDateTime', 'performedDateTime', 'deceasedDateTime', 'valueDateTime', 'expirationDate',
+  'lastOccurrence', 'onset', 'whenHandedOver', 'whenPrepared', 'timestamp', 'recorded', 'lastUpdated',
+]);
+
+/** The longest of a date's year, month and day that is a valid FHIR date; undefined when even the year is not. */
+function validPrefix(text: string): string | undefined {
+  if (!DATE_SHAPED.test(text)) return undefined;
+  return [text.slice(0, 10), text.slice(0, 7), text.slice(0, 4)].find((prefix) => FHIR_DATE_TIME.test(prefix));
+}
+
 /** Keys of the XML parser's tree (`@_attribute`, `#text`): never FHIR element names. */
 const isParserArtefact = (key: string) => key.charCodeAt(0) === 64 || key.charCodeAt(0) === 35;
 
@@ -182,6 +195,15 @@ function prune(value: unknown, removed: { any: boolean }): boolean {
         removed.any = true;
         continue;
       }
+      const text = record[key];
+      if (typeof text === 'string' && DATE_KEYS.has(key) && !FHIR_DATE_TIME.test(text)) {
+        // A date that is none (`0000`, `-08-01-01T00:00:00Z`): its valid part, or nothing.
+        const valid = validPrefix(text);
+        if (valid === undefined) delete record[key];
+        else record[key] = valid;
+        removed.any = true;
+        if (valid === undefined) continue;
+      }
       let child = record[key];
       if (typeof child === 'object' && child !== null && !Array.isArray(child) && isXmlElement(child as Record<string, unknown>)) {
         // An XML element where FHIR has a string: its text, or nothing when it has none (a nullFlavor).
@@ -215,6 +237,35 @@ export const emptyElementsPruned: RepairRule = {
   },
 };
 
+const DATA_ABSENT = 'http://hl7.org/fhir/StructureDefinition/data-absent-reason';
+
+/**
+ * What FHIR requires that a document may not give: a Composition's date and title (a document whose
+ * effectiveTime is no date, or that has no title) are marked absent, not invented; an organization's
+ * address is never a home address (org-2), so that use is dropped.
+ */
+export const requiredElementsMarkedAbsent: RepairRule = {
+  name: 'required elements marked absent',
+  apply(resource) {
+    let changed = false;
+    if (resource.resourceType === 'Composition') {
+      for (const key of ['date', 'title']) {
+        if (resource[key] !== undefined || resource[`_${key}`] !== undefined) continue;
+        resource[`_${key}`] = { extension: [{ url: DATA_ABSENT, valueCode: 'unknown' }] };
+        changed = true;
+      }
+    }
+    if (resource.resourceType === 'Organization' && Array.isArray(resource.address)) {
+      for (const address of resource.address as Record<string, unknown>[]) {
+        if (address.use !== 'home') continue;
+        delete address.use;
+        changed = true;
+      }
+    }
+    return changed;
+  },
+};
+
 export const REPAIR_RULES: readonly RepairRule[] = [
   cvxSystem,
   entryIdentifiers,
@@ -236,6 +287,7 @@ export const REPAIR_RULES: readonly RepairRule[] = [
   practitionerQualification,
   lotNumberIsText,
   emptyElementsPruned,
+  requiredElementsMarkedAbsent,
 ];
 
 /**

@@ -7,6 +7,7 @@
 import { codeableConceptOf } from './assertions.js';
 import { attributeOf, isCcdaNode, listOf, textOf, type CcdaNode } from './ccda-nodes.js';
 import type { RepairRule } from './repair-rule.js';
+import { identifierOf } from './source-repairs.js';
 import { encounterDiagnosisRoles } from './tree-rules.js';
 
 const DIAGNOSIS_ROLE = 'http://terminology.hl7.org/CodeSystem/diagnosis-role';
@@ -155,8 +156,8 @@ function deviceIdentifierOf(udi: string): string | undefined {
 }
 
 /**
- * A procedure's device (a Product Instance: an implant, with its UDI) is a Device the Procedure names as
- * its focal device; the converter makes none, so an implant and its UDI were lost.
+ * A procedure's device (a Product Instance) is a Device: with a UDI, an implant the Procedure names as its
+ * focal device; without, a device it used. The converter makes none, so an implant and its UDI were lost.
  */
 export const implantedDevices: RepairRule = {
   name: 'implanted devices',
@@ -177,11 +178,7 @@ export const implantedDevices: RepairRule = {
       const carrier = udi ? attributeOf(udi, 'extension')! : undefined;
       const deviceIdentifier = carrier ? deviceIdentifierOf(carrier) : undefined;
       const type = codeableConceptOf(first(first(role.playingDevice)?.code));
-      const identifier = ids.filter((id) => id !== udi && attributeOf(id, 'root') && !attributeOf(id, 'nullFlavor')).map((id) => {
-        const root = attributeOf(id, 'root')!;
-        const extension = attributeOf(id, 'extension');
-        return extension ? { system: `urn:oid:${root}`, value: extension } : { system: 'urn:ietf:rfc:3986', value: `urn:oid:${root}` };
-      });
+      const identifier = ids.filter((id) => id !== udi).flatMap((id) => identifierOf(id) ?? []);
       const id = context.add!(`device:${resource.id}:${index}`, {
         resourceType: 'Device',
         ...(identifier.length > 0 ? { identifier } : {}),
@@ -189,10 +186,16 @@ export const implantedDevices: RepairRule = {
         ...(type ? { type } : {}),
         ...(patient ? { patient } : {}),
       });
-      return { manipulated: { reference: `Device/${id}` } };
+      return { reference: `Device/${id}`, implant: carrier !== undefined };
     });
-    if (JSON.stringify(resource.focalDevice) === JSON.stringify(focal)) return false;
-    resource.focalDevice = focal;
+    // A device with a UDI is one the procedure put in or changed (an implant); others were used (a colonoscope).
+    const next: Json = {};
+    const implants = focal.filter((device) => device.implant).map((device) => ({ manipulated: { reference: device.reference } }));
+    const used = focal.filter((device) => !device.implant).map((device) => ({ reference: device.reference }));
+    if (implants.length > 0) next.focalDevice = implants;
+    if (used.length > 0) next.usedReference = used;
+    if (JSON.stringify({ focalDevice: resource.focalDevice, usedReference: resource.usedReference }) === JSON.stringify({ focalDevice: next.focalDevice, usedReference: next.usedReference })) return false;
+    Object.assign(resource, next);
     return true;
   },
 };

@@ -16,7 +16,7 @@
 export const expectedCounts: Record<string, Record<string, number>> = {
   'care-plan.xml': { Composition: 1, Condition: 4, Goal: 1, Observation: 3, Organization: 1, Patient: 1, Practitioner: 2, RelatedPerson: 4 },
   'ccd-1.xml': {
-    AllergyIntolerance: 2, Composition: 1, Condition: 5, Encounter: 1, FamilyMemberHistory: 1, Immunization: 5, MedicationStatement: 2, Observation: 27,
+    AllergyIntolerance: 2, Composition: 1, Condition: 5, Device: 1, Encounter: 1, FamilyMemberHistory: 1, Immunization: 5, MedicationStatement: 2, Observation: 27,
     Organization: 7, Patient: 1, Practitioner: 38, PractitionerRole: 6, Procedure: 5, RelatedPerson: 2,
   },
   'ccd-2.xml': { AllergyIntolerance: 1, Composition: 1, Observation: 13, Organization: 1, Patient: 1, Practitioner: 12, Procedure: 3, RelatedPerson: 2 },
@@ -29,7 +29,7 @@ export const expectedCounts: Record<string, Record<string, number>> = {
     Organization: 1, Patient: 1, Practitioner: 2, Procedure: 1, RelatedPerson: 1,
   },
   'history-and-physical.xml': {
-    AllergyIntolerance: 3, CarePlan: 1, Composition: 1, Condition: 2, Encounter: 1, FamilyMemberHistory: 1, Goal: 1, Immunization: 4, MedicationStatement: 1,
+    AllergyIntolerance: 3, CarePlan: 1, Composition: 1, Condition: 2, Device: 1, Encounter: 1, FamilyMemberHistory: 1, Goal: 1, Immunization: 4, MedicationStatement: 1,
     Observation: 15, Organization: 1, Patient: 1, Practitioner: 4, Procedure: 4, RelatedPerson: 1,
   },
   'procedure-note.xml': {
