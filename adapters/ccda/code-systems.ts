@@ -28,6 +28,8 @@ const BY_OID: Record<string, string> = {
   '2.16.840.1.113883.6.14': 'http://www.cms.gov/Medicare/Coding/HCPCSReleaseCodeSets',
   '2.16.840.1.113883.6.8': 'http://unitsofmeasure.org',
   '2.16.840.1.113883.6.101': 'http://nucc.org/provider-taxonomy',
+  '2.16.840.1.113883.5.53': 'http://nucc.org/provider-taxonomy',
+  '1.2.840.10008.2.16.4': 'http://dicom.nema.org/resources/ontology/DCM',
   '2.16.840.1.113883.4.9': 'http://fdasis.nlm.nih.gov',
   '2.16.840.1.113883.3.26.1.1': 'http://ncithesaurus-stage.nci.nih.gov',
   '2.16.840.1.113883.3.26.1.2': 'http://ncimeta.nci.nih.gov',

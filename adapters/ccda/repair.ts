@@ -241,7 +241,8 @@ const DATA_ABSENT = 'http://hl7.org/fhir/StructureDefinition/data-absent-reason'
 
 /**
  * What FHIR requires that a document may not give: a Composition's date and title (a document whose
- * effectiveTime is no date, or that has no title) are marked absent, not invented; an organization's
+ * effectiveTime is no date, or that has no title) and an immunization's date are marked absent, not
+ * invented; an organization's
  * address is never a home address (org-2), so that use is dropped.
  */
 export const requiredElementsMarkedAbsent: RepairRule = {
@@ -254,6 +255,10 @@ export const requiredElementsMarkedAbsent: RepairRule = {
         resource[`_${key}`] = { extension: [{ url: DATA_ABSENT, valueCode: 'unknown' }] };
         changed = true;
       }
+    }
+    if (resource.resourceType === 'Immunization' && !['occurrenceDateTime', 'occurrenceString', '_occurrenceDateTime'].some((key) => resource[key] !== undefined)) {
+      resource._occurrenceDateTime = { extension: [{ url: DATA_ABSENT, valueCode: 'unknown' }] };
+      changed = true;
     }
     if (resource.resourceType === 'Organization' && Array.isArray(resource.address)) {
       for (const address of resource.address as Record<string, unknown>[]) {

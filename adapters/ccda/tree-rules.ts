@@ -182,6 +182,30 @@ export const healthConcernsFollowed: TreeRule = {
   },
 };
 
+/**
+ * Some systems put the procedure that produced a result (a Procedure Activity Procedure) among the
+ * components of the result organizer, where the converter reads only observations, so the procedure was
+ * lost. It is moved beside the organizer, in the same entry, where the converter reads procedures.
+ */
+export const proceduresInOrganizers: TreeRule = {
+  name: 'procedures in organizers',
+  apply(section) {
+    let changed = 0;
+    for (const entry of entriesOf(section)) {
+      for (const organizer of listOf(entry.organizer).filter(isCcdaNode)) {
+        const components = listOf(organizer.component).filter(isCcdaNode);
+        const procedures = components.flatMap((component) => listOf(component.procedure).filter(isCcdaNode));
+        if (procedures.length === 0) continue;
+        for (const component of components) delete component.procedure;
+        organizer.component = components.filter((component) => Object.keys(component).some((key) => !key.startsWith('@_')));
+        entry.procedure = [...listOf(entry.procedure), ...procedures];
+        changed += procedures.length;
+      }
+    }
+    return changed;
+  },
+};
+
 /** Diagnosis acts an encounter may hold, with the role their problems play (none for a plain encounter diagnosis). */
 const ENCOUNTER_DIAGNOSIS_ACTS: Record<string, 'AD' | 'DD' | ''> = { [ENTRY + '80']: '', [ENTRY + '33']: 'DD', [ENTRY + '34']: 'AD' };
 const diagnosisRoleOf = (act: CcdaNode) => Object.entries(ENCOUNTER_DIAGNOSIS_ACTS).find(([root]) => hasTemplate(act, root))?.[1];
@@ -230,6 +254,7 @@ export const TREE_RULES: readonly TreeRule[] = [
   healthConcernsFollowed,
   everyObservationOfAConcern,
   encounterDiagnosesFollowed,
+  proceduresInOrganizers,
 ];
 
 /** The sections the converter reads: those of the body's components, in document order (not nested ones). */
