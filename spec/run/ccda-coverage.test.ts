@@ -29,6 +29,11 @@ describe('coverage of the coded C-CDA entries', () => {
     ]);
   });
 
+  test('line numbers count CRLF line ends once', () => {
+    const xml = '<ClinicalDocument xmlns="urn:hl7-org:v3">\r\n<!-- x -->\r\n  <observation moodCode="EVN"><templateId root="2.16.840.1.113883.10.20.22.4.4"/><id root="1.2.3"/></observation>\r\n</ClinicalDocument>';
+    expect(codedEntriesOf(`${'<!-- padding -->\r\n'.repeat(200)}${xml}`)[0]!.line).toBe(203);
+  });
+
   test('an entry lands only as a resource of its type carrying its id, one resource per entry', () => {
     const xml = `<ClinicalDocument xmlns="urn:hl7-org:v3">
       <observation moodCode="EVN"><templateId root="2.16.840.1.113883.10.20.22.4.4"/><id root="1.2.3" extension="p"/></observation>
@@ -40,7 +45,12 @@ describe('coverage of the coded C-CDA entries', () => {
     const result = coverageOf(xml, [condition, wrongType]);
     expect(result.entries).toBe(3);
     expect(result.landed).toBe(1);
-    expect(result.missing.map((m) => m.reason)).toEqual(['its id is on Condition, Observation only', 'no resource carries its id (1 Observation in the bundle)']);
+    expect(result.missing.map((m) => m.reason)).toEqual([
+      'the Condition carrying its id is matched to another entry with the same id',
+      'no resource carries its id (1 Observation in the bundle)',
+    ]);
+    const onOtherTypes = coverageOf(xml.replace(/<observation[^]*?<\/observation>/, ''), [wrongType]);
+    expect(onOtherTypes.missing.map((m) => m.reason)).toContain('its id is on Observation only');
   });
 
   test('the counter reads whether a statement is negated or nullified, and whether an allergy names a substance', () => {

@@ -212,7 +212,9 @@ function substanceCoded(observation: Node): boolean {
 }
 
 /** Every coded entry of the document, in document order, nested ones included. */
-export function codedEntriesOf(xml: string): CodedEntry[] {
+export function codedEntriesOf(document: string): CodedEntry[] {
+  // The parser's start indexes count a CRLF as one character; on LF-only text they are plain offsets.
+  const xml = document.replace(/\r\n?/g, '\n');
   const lineStarts = [0];
   for (let i = xml.indexOf('\n'); i >= 0; i = xml.indexOf('\n', i + 1)) lineStarts.push(i + 1);
   const lineOf = (index: number) => {
@@ -323,7 +325,9 @@ export function coverageOf(xml: string, resources: readonly Resource[]): Coverag
     const reason =
       entry.identifiers.length === 0
         ? 'the entry has no id'
-        : rule && free.length > 0
+        : free.length === 0 && traceable(entry).length > 0
+          ? `the ${entry.expectedType} carrying its id is matched to another entry with the same id`
+          : rule && free.length > 0
           ? `${rule.name}: the ${entry.expectedType} needs ${rule.requires}, has ${polarityOf(free[0]!.resource)}`
           : traced.length > 0
             ? `its id is on ${traced.join(', ')} only`
