@@ -60,11 +60,14 @@ describe('coverage of the coded C-CDA entries', () => {
       <observation moodCode="EVN" negationInd="true"><templateId root="2.16.840.1.113883.10.20.22.4.7"/><id root="1.2.3" extension="peanut"/>
         <participant typeCode="CSM"><participantRole><playingEntity><code code="256349002" codeSystem="2.16.840.1.113883.6.96"/></playingEntity></participantRole></participant></observation>
       <observation moodCode="EVN"><templateId root="2.16.840.1.113883.10.20.22.4.4"/><id root="1.2.3" extension="p"/><statusCode code="nullified"/></observation>
+      <observation moodCode="EVN" negationInd="true"><templateId root="2.16.840.1.113883.10.20.22.4.7"/><id root="1.2.3" extension="any"/>
+        <participant typeCode="CSM"><participantRole><playingEntity><code code="105590001" displayName="Substance"/></playingEntity></participantRole></participant></observation>
     </ClinicalDocument>`;
     expect(codedEntriesOf(xml).map(({ negated, nullified, noSubstance }) => ({ negated, nullified, noSubstance }))).toEqual([
       { negated: true, nullified: false, noSubstance: true },
       { negated: true, nullified: false, noSubstance: false },
       { negated: false, nullified: true, noSubstance: false },
+      { negated: true, nullified: false, noSubstance: true },
     ]);
   });
 

@@ -80,7 +80,10 @@ export interface CodedEntry {
   negated: boolean;
   /** The statement was recorded in error (`statusCode` `nullified`). */
   nullified: boolean;
-  /** An allergy observation about no particular substance (its playing entity's code absent or a nullFlavor). */
+  /**
+   * An allergy observation about no particular substance: its playing entity's code absent, a nullFlavor, or
+   * a SNOMED CT code for substances in general (see GENERIC_SUBSTANCE_CODES).
+   */
   noSubstance: boolean;
 }
 
@@ -200,12 +203,20 @@ function identifiersOf(node: Node): string[] {
   });
 }
 
-/** Whether an allergy observation names its substance: participant/participantRole/playingEntity/code with a code. */
+/**
+ * "Substance" and "drug or medicament": documents negate an allergy to these to say "no known (drug)
+ * allergies", as HL7's own CCD example does.
+ */
+export const GENERIC_SUBSTANCE_CODES = new Set(['105590001', '410942007']);
+
+/** Whether an allergy observation names its substance: participant/participantRole/playingEntity/code with a specific code. */
 function substanceCoded(observation: Node): boolean {
   return ((observation.participant as Node[] | undefined) ?? []).some((participant) =>
     ((participant.participantRole as Node[] | undefined) ?? []).some((role) =>
       ((role.playingEntity as Node[] | undefined) ?? []).some((entity) =>
-        ((entity.code as Node[] | undefined) ?? []).some((code) => typeof code['@_code'] === 'string' && code['@_nullFlavor'] === undefined),
+        ((entity.code as Node[] | undefined) ?? []).some(
+          (code) => typeof code['@_code'] === 'string' && code['@_nullFlavor'] === undefined && !GENERIC_SUBSTANCE_CODES.has(code['@_code']),
+        ),
       ),
     ),
   );
