@@ -47,13 +47,13 @@ afterAll(() => {
 });
 
 describe('the installed package', () => {
-  test('ships built JavaScript with declarations, the sandbox documents and the CLI; no TypeScript sources, tests, specs or benchmarks', () => {
+  test('ships built JavaScript with declarations, the sandbox documents and the CLI; no TypeScript sources, tests, specs, benchmarks or corpus', () => {
     expect(files).toContain('dist/index.js');
     expect(files).toContain('dist/index.d.ts');
     expect(files).toContain('dist/adapters/ccda/ccda.worker.mjs');
     expect(files).toContain('sandbox-data/ccda/ccd-1.xml');
     expect(files).toContain('bin/carebridge.js');
-    const stray = files.filter((path) => /\.test\.|^spec\/|^bench\/|(?<!\.d)\.ts$|testing\./.test(path));
+    const stray = files.filter((path) => /\.test\.|^spec\/|^bench\/|^corpus\/|(?<!\.d)\.ts$|testing\./.test(path));
     expect(stray).toEqual([]);
     expect(readdirSync(join(work, 'carebridge', 'dist'))).toContain('hosts');
   });

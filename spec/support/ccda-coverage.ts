@@ -8,6 +8,10 @@
  * urn:uuid:<root>), value: <extension>}` (a few well-known roots have a URI of their own); a `root` alone is `{system:
  * urn:ietf:rfc:3986, value: urn:uuid:<root> | urn:oid:<root>}`. Each resource matches at most one entry,
  * except a FamilyMemberHistory, which holds all of one relative's observations.
+ *
+ * A resource carrying the entry's id lands it only if it also says what the entry says about whether the
+ * thing happened: the polarity rules below read the statement's `negationInd` and `statusCode` in the XML
+ * and check the resource's status, verification status or `doNotPerform`.
  */
 import { XMLParser } from 'fast-xml-parser';
 
@@ -72,6 +76,110 @@ export interface CodedEntry {
   identifiers: string[];
   /** 1-based line of the element, for messages. */
   line: number;
+  /** The statement says the act did not happen, or the finding is absent (`negationInd="true"`). */
+  negated: boolean;
+  /** The statement was recorded in error (`statusCode` `nullified`). */
+  nullified: boolean;
+  /**
+   * An allergy observation about no particular substance: its playing entity's code absent, a nullFlavor, or
+   * a SNOMED CT code for substances in general (see GENERIC_SUBSTANCE_CODES).
+   */
+  noSubstance: boolean;
+}
+
+type Resource = { resourceType: string; id?: string } & Record<string, unknown>;
+
+function codesOf(concept: unknown): string[] {
+  const codings = (concept as { coding?: { code?: unknown }[] } | undefined)?.coding;
+  return Array.isArray(codings) ? codings.flatMap((coding) => (typeof coding.code === 'string' ? [coding.code] : [])) : [];
+}
+
+const NEGATED_STATUS = new Set(['not-done', 'not-taken', 'entered-in-error']);
+
+function enteredInError(resource: Resource): boolean {
+  return resource.status === 'entered-in-error' || codesOf(resource.verificationStatus).includes('entered-in-error');
+}
+
+/** SNOMED CT codes for "no known allergy" and its drug, environmental and food variants. */
+export const NO_KNOWN_ALLERGY_CODES = new Set(['716186003', '409137002', '428607008', '429625007']);
+
+/**
+ * What an entry's polarity requires of the resource it lands as. Exactly one rule applies to an entry (or
+ * none): `nullified` first, then the negation rule of its resource type, else `affirmed`. A negated entry
+ * that becomes an Observation, an Encounter or a FamilyMemberHistory has no rule: R4 gives those no
+ * element that says "not" (a negated finding would need its value rewritten), so it lands on its id alone.
+ */
+export interface PolarityRule {
+  name: string;
+  /** What the resource must say, for messages. */
+  requires: string;
+  applies(entry: CodedEntry): boolean;
+  holds(resource: Resource, entry: CodedEntry): boolean;
+}
+
+const negatedAs = (type: string) => (entry: CodedEntry) => entry.negated && !entry.nullified && entry.expectedType === type;
+
+export const POLARITY_RULES: readonly PolarityRule[] = [
+  {
+    name: 'nullified-entered-in-error',
+    requires: 'status (or verificationStatus) entered-in-error',
+    applies: (entry) => entry.nullified,
+    holds: enteredInError,
+  },
+  {
+    name: 'negated-condition-refuted',
+    requires: 'verificationStatus refuted',
+    applies: negatedAs('Condition'),
+    holds: (resource) => codesOf(resource.verificationStatus).includes('refuted'),
+  },
+  {
+    // "Not allergic to peanuts" is a refuted allergy to peanuts; "no known allergies" (no substance) is
+    // the no-known-allergy code, confirmed: refuting that code would say the patient has allergies.
+    name: 'negated-allergy-refuted-or-no-known-allergy',
+    requires: 'verificationStatus refuted, or (no substance) a no-known-allergy code not refuted',
+    applies: negatedAs('AllergyIntolerance'),
+    holds: (resource, entry) => {
+      const refuted = codesOf(resource.verificationStatus).includes('refuted');
+      const noKnown = codesOf(resource.code).some((code) => NO_KNOWN_ALLERGY_CODES.has(code));
+      return refuted ? !noKnown : entry.noSubstance && noKnown;
+    },
+  },
+  {
+    name: 'negated-procedure-not-done',
+    requires: 'status not-done',
+    applies: negatedAs('Procedure'),
+    holds: (resource) => resource.status === 'not-done',
+  },
+  {
+    name: 'negated-immunization-not-done',
+    requires: 'status not-done',
+    applies: negatedAs('Immunization'),
+    holds: (resource) => resource.status === 'not-done',
+  },
+  {
+    name: 'negated-medication-statement-not-taken',
+    requires: 'status not-taken',
+    applies: negatedAs('MedicationStatement'),
+    holds: (resource) => resource.status === 'not-taken',
+  },
+  {
+    name: 'negated-request-do-not-perform',
+    requires: 'doNotPerform true',
+    applies: (entry) => negatedAs('MedicationRequest')(entry) || negatedAs('ServiceRequest')(entry),
+    holds: (resource) => resource.doNotPerform === true,
+  },
+  {
+    name: 'affirmed-not-negated',
+    requires: 'no refuted, not-done, not-taken, entered-in-error or doNotPerform',
+    applies: (entry) => !entry.negated && !entry.nullified,
+    holds: (resource) =>
+      !NEGATED_STATUS.has(String(resource.status)) && resource.doNotPerform !== true && !codesOf(resource.verificationStatus).some((code) => code === 'refuted' || code === 'entered-in-error'),
+  },
+];
+
+/** The rule the entry's resource must satisfy, if any. */
+export function polarityRuleOf(entry: CodedEntry): PolarityRule | undefined {
+  return POLARITY_RULES.find((rule) => rule.applies(entry));
 }
 
 type Node = Record<string, unknown>;
@@ -95,8 +203,29 @@ function identifiersOf(node: Node): string[] {
   });
 }
 
+/**
+ * "Substance" and "drug or medicament": documents negate an allergy to these to say "no known (drug)
+ * allergies", as HL7's own CCD example does.
+ */
+export const GENERIC_SUBSTANCE_CODES = new Set(['105590001', '410942007']);
+
+/** Whether an allergy observation names its substance: participant/participantRole/playingEntity/code with a specific code. */
+function substanceCoded(observation: Node): boolean {
+  return ((observation.participant as Node[] | undefined) ?? []).some((participant) =>
+    ((participant.participantRole as Node[] | undefined) ?? []).some((role) =>
+      ((role.playingEntity as Node[] | undefined) ?? []).some((entity) =>
+        ((entity.code as Node[] | undefined) ?? []).some(
+          (code) => typeof code['@_code'] === 'string' && code['@_nullFlavor'] === undefined && !GENERIC_SUBSTANCE_CODES.has(code['@_code']),
+        ),
+      ),
+    ),
+  );
+}
+
 /** Every coded entry of the document, in document order, nested ones included. */
-export function codedEntriesOf(xml: string): CodedEntry[] {
+export function codedEntriesOf(document: string): CodedEntry[] {
+  // The parser's start indexes count a CRLF as one character; on LF-only text they are plain offsets.
+  const xml = document.replace(/\r\n?/g, '\n');
   const lineStarts = [0];
   for (let i = xml.indexOf('\n'); i >= 0; i = xml.indexOf('\n', i + 1)) lineStarts.push(i + 1);
   const lineOf = (index: number) => {
@@ -126,15 +255,22 @@ export function codedEntriesOf(xml: string): CodedEntry[] {
     if (template !== undefined) {
       const mood = typeof node['@_moodCode'] === 'string' ? node['@_moodCode'] : undefined;
       const start = (node as Record<symbol, { startIndex?: number } | undefined>)[metadata]?.startIndex ?? 0;
-      found.push({ template, expectedType: expectedType(template, mood), identifiers: identifiersOf(node), line: lineOf(start) });
+      const status = (node.statusCode as Node[] | undefined)?.[0]?.['@_code'];
+      found.push({
+        template,
+        expectedType: expectedType(template, mood),
+        identifiers: identifiersOf(node),
+        line: lineOf(start),
+        negated: String(node['@_negationInd']).trim().toLowerCase() === 'true',
+        nullified: status === 'nullified',
+        noSubstance: template === '7' && !substanceCoded(node),
+      });
     }
     for (const [key, child] of Object.entries(node)) if (!key.startsWith('@_')) visit(child);
   };
   visit(parser.parse(xml));
   return found;
 }
-
-type Resource = { resourceType: string; id?: string } & Record<string, unknown>;
 
 function resourceIdentifiers(resource: Resource): Set<string> {
   const list = Array.isArray(resource.identifier) ? (resource.identifier as { system?: unknown; value?: unknown }[]) : [];
@@ -148,29 +284,47 @@ export interface CoverageResult {
   missing: (CodedEntry & { reason: string })[];
   /** Per template: [landed, entries]. */
   byTemplate: Record<string, [number, number]>;
+  /** Per polarity rule: [held, applied] over the entries a resource of their type carries the id of. */
+  byRule: Record<string, [number, number]>;
 }
 
-/** Matches each coded entry of `xml` to a distinct resource of its type carrying its id. */
+/** The resource's statements about polarity, for messages: `status=completed verificationStatus=confirmed`. */
+function polarityOf(resource: Resource): string {
+  const parts = [`status=${String(resource.status ?? '-')}`];
+  if (resource.verificationStatus !== undefined) parts.push(`verificationStatus=${codesOf(resource.verificationStatus).join(',') || '-'}`);
+  if (resource.doNotPerform !== undefined) parts.push(`doNotPerform=${String(resource.doNotPerform)}`);
+  if (resource.resourceType === 'AllergyIntolerance') parts.push(`code=${codesOf(resource.code).join(',') || '-'}`);
+  return parts.join(' ');
+}
+
+/**
+ * Matches each coded entry of `xml` to a distinct resource of its type carrying its id and satisfying the
+ * entry's polarity rule.
+ */
 export function coverageOf(xml: string, resources: readonly Resource[]): CoverageResult {
   const entries = codedEntriesOf(xml);
   const candidates = resources.map((resource) => ({ resource, identifiers: resourceIdentifiers(resource), used: false }));
   const byTemplate: Record<string, [number, number]> = {};
+  const byRule: Record<string, [number, number]> = {};
   const missing: CoverageResult['missing'] = [];
   let landed = 0;
+  const traceable = (entry: CodedEntry) =>
+    candidates.filter((c) => c.resource.resourceType === entry.expectedType && entry.identifiers.some((id) => c.identifiers.has(id)));
   // Entries with fewer possible matches claim theirs first, so a greedy match does not starve them.
   const order = entries
-    .map((entry, index) => ({
-      entry,
-      index,
-      options: candidates.filter((c) => c.resource.resourceType === entry.expectedType && entry.identifiers.some((id) => c.identifiers.has(id))).length,
-    }))
+    .map((entry, index) => ({ entry, index, options: traceable(entry).length }))
     .sort((a, b) => a.options - b.options || a.index - b.index);
   for (const { entry } of order) {
     const tally = (byTemplate[entry.template] ??= [0, 0]);
     tally[1]++;
-    const match = candidates.find(
-      (c) => c.resource.resourceType === entry.expectedType && (!c.used || entry.expectedType === 'FamilyMemberHistory') && entry.identifiers.some((id) => c.identifiers.has(id)),
-    );
+    const rule = polarityRuleOf(entry);
+    const free = traceable(entry).filter((c) => !c.used || entry.expectedType === 'FamilyMemberHistory');
+    const match = free.find((c) => !rule || rule.holds(c.resource, entry));
+    if (rule && free.length > 0) {
+      const ruleTally = (byRule[rule.name] ??= [0, 0]);
+      ruleTally[1]++;
+      if (match) ruleTally[0]++;
+    }
     if (match) {
       match.used = true;
       tally[0]++;
@@ -182,11 +336,15 @@ export function coverageOf(xml: string, resources: readonly Resource[]): Coverag
     const reason =
       entry.identifiers.length === 0
         ? 'the entry has no id'
-        : traced.length > 0
-          ? `its id is on ${traced.join(', ')} only`
-          : `no resource carries its id (${sameType} ${entry.expectedType} in the bundle)`;
+        : free.length === 0 && traceable(entry).length > 0
+          ? `the ${entry.expectedType} carrying its id is matched to another entry with the same id`
+          : rule && free.length > 0
+          ? `${rule.name}: the ${entry.expectedType} needs ${rule.requires}, has ${polarityOf(free[0]!.resource)}`
+          : traced.length > 0
+            ? `its id is on ${traced.join(', ')} only`
+            : `no resource carries its id (${sameType} ${entry.expectedType} in the bundle)`;
     missing.push({ ...entry, reason });
   }
   missing.sort((a, b) => a.line - b.line);
-  return { entries: entries.length, landed, missing, byTemplate };
+  return { entries: entries.length, landed, missing, byTemplate, byRule };
 }
