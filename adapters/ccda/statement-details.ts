@@ -6,7 +6,8 @@
  */
 import { codeableConceptOf } from './assertions.js';
 import { attributeOf, isCcdaNode, listOf, textOf, type CcdaNode } from './ccda-nodes.js';
-import type { RepairRule } from './repair-rule.js';
+import { fhirDateTimeOf } from './hl7-time.js';
+import type { RepairContext, RepairRule } from './repair-rule.js';
 import { identifierOf } from './source-repairs.js';
 import { encounterDiagnosisRoles } from './tree-rules.js';
 
@@ -200,4 +201,88 @@ export const implantedDevices: RepairRule = {
   },
 };
 
-export const STATEMENT_DETAIL_RULES: readonly RepairRule[] = [resultValues, conditionBodySite, reportedImmunizations, encounterDischarge, encounterDiagnosisRole, implantedDevices];
+/** Planned statements (Plan of Treatment): a planned act, encounter, procedure or observation. */
+const PLANNED = ['39', '40', '41', '44'].map((suffix) => `2.16.840.1.113883.10.20.22.4.${suffix}`);
+const GOAL_OBSERVATION = '2.16.840.1.113883.10.20.22.4.121';
+/** Moods of a statement that is not a record of something done: intended, requested, promised, proposed. */
+const PLAN_MOODS: Record<string, string> = { INT: 'plan', RQO: 'order', PRMS: 'directive', PRP: 'proposal', ARQ: 'order', APT: 'order' };
+const REQUEST_STATUS: Record<string, string> = { active: 'active', new: 'draft', completed: 'completed', cancelled: 'revoked', aborted: 'revoked', held: 'on-hold', suspended: 'on-hold', nullified: 'entered-in-error' };
+
+/**
+ * A planned or requested procedure, test or act is a ServiceRequest, not a Procedure, Observation or
+ * Goal: the converter made "planned appendectomy" a Procedure in progress and "planned EKG" a Goal, which
+ * read as things done or aimed at. A negated plan is a request not to do it. A planned encounter is an
+ * Encounter whose status is `planned`, not one in progress.
+ */
+export const plannedStatementsAreRequests: RepairRule = {
+  name: 'planned statements are requests',
+  apply(resource, context) {
+    if (!['Procedure', 'Observation', 'Goal', 'Encounter'].includes(resource.resourceType)) return false;
+    const source = context?.sourceOf(resource);
+    if (!source) return false;
+    const mood = attributeOf(source, 'moodCode') ?? 'EVN';
+    const has = (root: string) => listOf(source.templateId).some((template) => attributeOf(template, 'root') === root);
+    // A goal (mood GOL) is a Goal, whatever other template it also declares.
+    if (mood === 'GOL' || has(GOAL_OBSERVATION)) return false;
+    const planned = PLANNED.some(has);
+    if (!planned && PLAN_MOODS[mood] === undefined) return false;
+    if (resource.resourceType === 'Encounter') {
+      // FHIR has a planned encounter: the converter's "in progress" becomes that.
+      if (resource.status === 'planned') return false;
+      resource.status = 'planned';
+      return true;
+    }
+    const code = codeableConceptOf(first(source.code)) ?? narrativeCode(source, context);
+    const time = first(source.effectiveTime);
+    const point = attributeOf(time, 'value');
+    const low = attributeOf(first(time?.low), 'value');
+    const high = attributeOf(first(time?.high), 'value');
+    const occurrence = point ? fhirDateTimeOf(point) : undefined;
+    const period = !point && (low || high) ? { ...(low && fhirDateTimeOf(low) ? { start: fhirDateTimeOf(low) } : {}), ...(high && fhirDateTimeOf(high) ? { end: fhirDateTimeOf(high) } : {}) } : undefined;
+    const request: Json = {
+      resourceType: 'ServiceRequest',
+      id: resource.id,
+      ...(resource.meta ? { meta: resource.meta } : {}),
+      ...(resource.identifier ? { identifier: resource.identifier } : {}),
+      ...(resource.extension ? { extension: resource.extension } : {}),
+      status: REQUEST_STATUS[attributeOf(first(source.statusCode), 'code') ?? ''] ?? 'unknown',
+      intent: PLAN_MOODS[mood] ?? 'plan',
+      ...(attributeOf(source, 'negationInd') === 'true' ? { doNotPerform: true } : {}),
+      ...(code ? { code } : {}),
+      subject: resource.subject ?? resource.patient,
+      ...(occurrence ? { occurrenceDateTime: occurrence } : period && Object.keys(period).length > 0 ? { occurrencePeriod: period } : {}),
+    };
+    for (const key of Object.keys(resource)) delete resource[key];
+    Object.assign(resource, request);
+    return true;
+  },
+};
+
+function narrativeCode(source: CcdaNode, context: RepairContext | undefined): Json | undefined {
+  const original = first(source.code)?.originalText;
+  const reference = attributeOf(first(isCcdaNode(original) ? original.reference : undefined), 'value') ?? attributeOf(first(first(source.text)?.reference), 'value');
+  const text = textOf(original) ?? (reference ? context?.narrative?.(reference) : undefined);
+  return text ? { text } : undefined;
+}
+
+/** A procedure's outcome, as an act the procedure is the subject of (a failed attempt, 103709008), or an outcome observation. */
+export const procedureOutcome: RepairRule = {
+  name: 'procedure outcome',
+  apply(resource, context) {
+    if (resource.resourceType !== 'Procedure' || resource.outcome !== undefined) return false;
+    const source = context?.sourceOf(resource);
+    if (!source) return false;
+    for (const relationship of listOf(source.entryRelationship).filter(isCcdaNode)) {
+      if (relationship['@_typeCode'] !== 'SUBJ' || attributeOf(relationship, 'inversionInd') !== 'true') continue;
+      for (const act of listOf(relationship.act).filter(isCcdaNode)) {
+        const outcome = codeableConceptOf(first(act.code));
+        if (!outcome) continue;
+        resource.outcome = outcome;
+        return true;
+      }
+    }
+    return false;
+  },
+};
+
+export const STATEMENT_DETAIL_RULES: readonly RepairRule[] = [resultValues, conditionBodySite, reportedImmunizations, encounterDischarge, encounterDiagnosisRole, implantedDevices, plannedStatementsAreRequests, procedureOutcome];

@@ -183,23 +183,32 @@ export const healthConcernsFollowed: TreeRule = {
 };
 
 /**
- * Some systems put the procedure that produced a result (a Procedure Activity Procedure) among the
- * components of the result organizer, where the converter reads only observations, so the procedure was
- * lost. It is moved beside the organizer, in the same entry, where the converter reads procedures.
+ * Statements the converter reads only at entry level, found among an organizer's components: the procedure
+ * that produced a result (some systems put it in the result organizer), the medication activities of a
+ * medication organizer (a course given in steps). They were lost; each is moved beside the organizer, in
+ * the same entry, and an organizer left with no component goes.
  */
-export const proceduresInOrganizers: TreeRule = {
-  name: 'procedures in organizers',
+export const statementsInOrganizers: TreeRule = {
+  name: 'statements in organizers',
   apply(section) {
     let changed = 0;
     for (const entry of entriesOf(section)) {
       for (const organizer of listOf(entry.organizer).filter(isCcdaNode)) {
         const components = listOf(organizer.component).filter(isCcdaNode);
-        const procedures = components.flatMap((component) => listOf(component.procedure).filter(isCcdaNode));
-        if (procedures.length === 0) continue;
-        for (const component of components) delete component.procedure;
+        for (const kind of ['procedure', 'substanceAdministration'] as const) {
+          const lifted = components.flatMap((component) => listOf(component[kind]).filter(isCcdaNode));
+          if (lifted.length === 0) continue;
+          for (const component of components) delete component[kind];
+          entry[kind] = [...listOf(entry[kind]), ...lifted];
+          changed += lifted.length;
+        }
         organizer.component = components.filter((component) => Object.keys(component).some((key) => !key.startsWith('@_')));
-        entry.procedure = [...listOf(entry.procedure), ...procedures];
-        changed += procedures.length;
+      }
+      const organizers = listOf(entry.organizer).filter(isCcdaNode);
+      const kept = organizers.filter((organizer) => listOf(organizer.component).length > 0);
+      if (kept.length < organizers.length) {
+        if (kept.length > 0) entry.organizer = kept;
+        else delete entry.organizer;
       }
     }
     return changed;
@@ -254,7 +263,7 @@ export const TREE_RULES: readonly TreeRule[] = [
   healthConcernsFollowed,
   everyObservationOfAConcern,
   encounterDiagnosesFollowed,
-  proceduresInOrganizers,
+  statementsInOrganizers,
 ];
 
 /** The sections the converter reads: those of the body's components, in document order (not nested ones). */
