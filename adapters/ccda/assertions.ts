@@ -170,10 +170,14 @@ function substanceOf(observation: CcdaNode): CcdaNode | undefined {
   return undefined;
 }
 
-/** Whether the substance element names anything: a code, or text of its own. */
+/** "Substance" and "drug or medicament": a negated allergy to these says "no known (drug) allergies". */
+const GENERIC_SUBSTANCES = new Set(['105590001', '410942007']);
+
+/** Whether the substance element names anything in particular: a code, or text of its own. */
 function namesASubstance(code: CcdaNode | undefined): boolean {
   if (!code) return false;
-  if (codeOfConcept(code) !== undefined) return true;
+  const coded = codeOfConcept(code);
+  if (coded !== undefined) return !GENERIC_SUBSTANCES.has(coded);
   if (listOf(code.translation).some((translation) => codeOfConcept(translation) !== undefined)) return true;
   return typeof code.originalText === 'string' && code.originalText.trim() !== '';
 }

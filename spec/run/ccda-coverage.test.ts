@@ -99,7 +99,7 @@ describe('coverage of the coded C-CDA entries', () => {
         element: 'substanceAdministration',
         template: '52',
         attributes: 'moodCode="EVN" negationInd="true"',
-        inner: '<statusCode code="nullified"/>',
+        inner: '<statusCode code="nullified"/><consumable><manufacturedProduct><manufacturedMaterial><code code="88" codeSystem="2.16.840.1.113883.12.292"/></manufacturedMaterial></manufacturedProduct></consumable>',
         type: 'Immunization',
         holds: [{ status: 'entered-in-error' }],
         fails: [{ status: 'not-done' }],
@@ -109,6 +109,7 @@ describe('coverage of the coded C-CDA entries', () => {
         element: 'observation',
         template: '4',
         attributes: 'moodCode="EVN" negationInd="true"',
+        inner: '<value code="44054006" codeSystem="2.16.840.1.113883.6.96"/>',
         type: 'Condition',
         holds: [{ verificationStatus: { coding: [{ code: 'refuted' }] } }],
         fails: [{ verificationStatus: { coding: [{ code: 'confirmed' }] } }, {}],
@@ -156,6 +157,7 @@ describe('coverage of the coded C-CDA entries', () => {
         element: 'substanceAdministration',
         template: '52',
         attributes: 'moodCode="EVN" negationInd="true"',
+        inner: '<consumable><manufacturedProduct><manufacturedMaterial><code code="88" codeSystem="2.16.840.1.113883.12.292"/></manufacturedMaterial></manufacturedProduct></consumable>',
         type: 'Immunization',
         holds: [{ status: 'not-done' }],
         fails: [{ status: 'completed' }],
@@ -183,6 +185,7 @@ describe('coverage of the coded C-CDA entries', () => {
         element: 'substanceAdministration',
         template: '52',
         attributes: 'moodCode="EVN"',
+        inner: '<consumable><manufacturedProduct><manufacturedMaterial><code code="88" codeSystem="2.16.840.1.113883.12.292"/></manufacturedMaterial></manufacturedProduct></consumable>',
         type: 'Immunization',
         holds: [{ status: 'completed' }],
         fails: [{ status: 'not-done' }, { status: 'entered-in-error' }],
@@ -219,10 +222,31 @@ describe('coverage of the coded C-CDA entries', () => {
       });
     }
 
-    test('a negated observation has no rule: R4 gives an Observation nothing that says "not"', () => {
+    test('a negated observation asserts nothing R4 can say: it lands when no Observation asserts it', () => {
       const xml = `<ClinicalDocument xmlns="urn:hl7-org:v3"><observation moodCode="EVN" negationInd="true"><templateId root="${ENTRY}2"/><id root="1.2.3" extension="o"/></observation></ClinicalDocument>`;
-      expect(polarityRuleOf(codedEntriesOf(xml)[0]!)).toBeUndefined();
-      expect(coverageOf(xml, [{ resourceType: 'Observation', id: 'o', status: 'final', identifier: [{ system: 'urn:oid:1.2.3', value: 'o' }] }]).landed).toBe(1);
+      const [entry] = codedEntriesOf(xml);
+      expect(entry!.placeholder).toBe('a negated finding (no FHIR R4 form)');
+      expect(coverageOf(xml, []).landed).toBe(1);
+      expect(coverageOf(xml, [{ resourceType: 'Observation', id: 'o', status: 'final', identifier: [{ system: 'urn:oid:1.2.3', value: 'o' }] }]).landed).toBe(0);
+    });
+
+    test('placeholders (a null-flavored statement, an immunization without a coded vaccine) land only when nothing asserts them', () => {
+      const xml = `<ClinicalDocument xmlns="urn:hl7-org:v3">
+        <substanceAdministration moodCode="EVN" nullFlavor="NI"><templateId root="${ENTRY}52"/><id root="1.2.3" extension="ni"/></substanceAdministration>
+        <substanceAdministration moodCode="EVN"><templateId root="${ENTRY}52"/><id root="1.2.3" extension="text"/>
+          <consumable><manufacturedProduct><manufacturedMaterial><code nullFlavor="UNK"><originalText>No immunization data</originalText></code></manufacturedMaterial></manufacturedProduct></consumable></substanceAdministration>
+      </ClinicalDocument>`;
+      expect(codedEntriesOf(xml).map((entry) => entry.placeholder)).toEqual(['the statement is null-flavored (NI)', 'an immunization without a coded vaccine']);
+      expect(coverageOf(xml, []).landed).toBe(2);
+      const asserted = { resourceType: 'Immunization', id: 'i', status: 'completed', identifier: [{ system: 'urn:oid:1.2.3', value: 'text' }] };
+      expect(coverageOf(xml, [asserted]).landed).toBe(1);
+    });
+
+    test('an entry without an id is traced by its codes', () => {
+      const xml = `<ClinicalDocument xmlns="urn:hl7-org:v3"><observation moodCode="EVN"><templateId root="${ENTRY}4"/><id nullFlavor="NI"/><value code="44054006"/></observation></ClinicalDocument>`;
+      expect(coverageOf(xml, [{ resourceType: 'Condition', id: 'c', code: { coding: [{ code: '44054006' }] } }]).landed).toBe(1);
+      expect(coverageOf(xml, [{ resourceType: 'Condition', id: 'c', code: { coding: [{ code: '38341003' }] } }]).landed).toBe(0);
+      expect(coverageOf(xml, [{ resourceType: 'Condition', id: 'c', code: { coding: [{ code: '44054006' }] }, verificationStatus: { coding: [{ code: 'refuted' }] } }]).landed).toBe(0);
     });
 
     test('of two resources carrying the id, the one with the right polarity is matched', () => {

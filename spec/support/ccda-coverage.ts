@@ -85,6 +85,14 @@ export interface CodedEntry {
    * a SNOMED CT code for substances in general (see GENERIC_SUBSTANCE_CODES).
    */
   noSubstance: boolean;
+  /** The entry's own codes (a problem's or a finding's value, a drug's or a vaccine's code, an act's code), for entries without an id. */
+  codes: string[];
+  /**
+   * Why the entry, read on its own, asserts nothing a clinical resource could say: the statement itself is
+   * null-flavored ("no information"), a negated finding with no FHIR R4 form, a negated problem that names
+   * no problem, an immunization with no coded vaccine, an observation that does not say what it observed. Undefined for an entry that asserts something.
+   */
+  placeholder?: string;
 }
 
 type Resource = { resourceType: string; id?: string } & Record<string, unknown>;
@@ -99,6 +107,11 @@ const NEGATED_STATUS = new Set(['not-done', 'not-taken', 'entered-in-error']);
 function enteredInError(resource: Resource): boolean {
   return resource.status === 'entered-in-error' || codesOf(resource.verificationStatus).includes('entered-in-error');
 }
+
+/** Problem values that name no particular problem (SNOMED CT problem, disease, clinical finding; LOINC problem, condition). */
+export const GENERIC_PROBLEM_CODES = new Set(['55607006', '64572001', '404684003', '75326-9', '75323-6']);
+/** SNOMED CT "no current problems or disability". */
+const NO_CURRENT_PROBLEMS = '160245001';
 
 /** SNOMED CT codes for "no known allergy" and its drug, environmental and food variants. */
 export const NO_KNOWN_ALLERGY_CODES = new Set(['716186003', '409137002', '428607008', '429625007']);
@@ -127,10 +140,16 @@ export const POLARITY_RULES: readonly PolarityRule[] = [
     holds: enteredInError,
   },
   {
+    // "Does not have diabetes" is a refuted diabetes; a negated problem that names problems in general
+    // ("no known problems") is the SNOMED CT finding "no current problems", not refuted.
     name: 'negated-condition-refuted',
-    requires: 'verificationStatus refuted',
+    requires: 'verificationStatus refuted, or (a generic problem) the no-current-problems code not refuted',
     applies: negatedAs('Condition'),
-    holds: (resource) => codesOf(resource.verificationStatus).includes('refuted'),
+    holds: (resource, entry) => {
+      const refuted = codesOf(resource.verificationStatus).includes('refuted');
+      const generic = entry.codes.length > 0 && entry.codes.every((code) => GENERIC_PROBLEM_CODES.has(code));
+      return generic ? !refuted && codesOf(resource.code).includes(NO_CURRENT_PROBLEMS) : refuted;
+    },
   },
   {
     // "Not allergic to peanuts" is a refuted allergy to peanuts; "no known allergies" (no substance) is
@@ -222,6 +241,48 @@ function substanceCoded(observation: Node): boolean {
   );
 }
 
+const nodes = (value: unknown): Node[] => (Array.isArray(value) ? (value as Node[]) : []);
+const codeValues = (concepts: Node[]): string[] =>
+  concepts.flatMap((concept) => [concept, ...nodes(concept.translation)]).flatMap((c) => (typeof c['@_code'] === 'string' && c['@_nullFlavor'] === undefined ? [c['@_code']] : []));
+
+/** The drug or vaccine codes of a substance administration: consumable/manufacturedProduct/manufacturedMaterial/code. */
+function materialCodes(node: Node): string[] {
+  return codeValues(nodes(node.consumable).flatMap((c) => nodes(c.manufacturedProduct)).flatMap((p) => nodes(p.manufacturedMaterial)).flatMap((m) => nodes(m.code)));
+}
+
+function entryCodes(template: string, node: Node): string[] {
+  switch (template) {
+    case '4':
+    case '46':
+      return codeValues(nodes(node.value));
+    case '7': {
+      const substances = nodes(node.participant).flatMap((p) => nodes(p.participantRole)).flatMap((r) => nodes(r.playingEntity)).flatMap((e) => nodes(e.code));
+      return [...codeValues(substances), ...codeValues(nodes(node.value))];
+    }
+    case '16':
+    case '52':
+      return materialCodes(node);
+    default:
+      return codeValues(nodes(node.code));
+  }
+}
+
+/** The pregnancy observation, whose negation has a FHIR form ("not pregnant"). */
+const PREGNANCY = '2.16.840.1.113883.10.20.15.3.8';
+
+function placeholderOf(template: string, node: Node, negated: boolean): string | undefined {
+  if (node['@_nullFlavor'] !== undefined) return `the statement is null-flavored (${String(node['@_nullFlavor'])})`;
+  const type = expectedType(template, typeof node['@_moodCode'] === 'string' ? node['@_moodCode'] : undefined);
+  const pregnancy = nodes(node.templateId).some((t) => t['@_root'] === PREGNANCY) || codeValues(nodes(node.value)).includes('77386006');
+  if (negated && type === 'Observation' && !pregnancy) return 'a negated finding (no FHIR R4 form)';
+  if (negated && template === '4' && codeValues(nodes(node.value)).length === 0) return 'a negated problem naming no problem';
+  if (template === '52' && materialCodes(node).length === 0) return 'an immunization without a coded vaccine';
+  const code = nodes(node.code)[0];
+  const named = code !== undefined && (codeValues([code]).length > 0 || nodes(code.originalText).length > 0 || typeof code.originalText === 'string');
+  if (type === 'Observation' && !named) return 'an observation without a code';
+  return undefined;
+}
+
 /** Every coded entry of the document, in document order, nested ones included. */
 export function codedEntriesOf(document: string): CodedEntry[] {
   // The parser's start indexes count a CRLF as one character; on LF-only text they are plain offsets.
@@ -256,12 +317,16 @@ export function codedEntriesOf(document: string): CodedEntry[] {
       const mood = typeof node['@_moodCode'] === 'string' ? node['@_moodCode'] : undefined;
       const start = (node as Record<symbol, { startIndex?: number } | undefined>)[metadata]?.startIndex ?? 0;
       const status = (node.statusCode as Node[] | undefined)?.[0]?.['@_code'];
+      const negated = String(node['@_negationInd']).trim().toLowerCase() === 'true';
+      const placeholder = placeholderOf(template, node, negated);
       found.push({
+        codes: entryCodes(template, node),
+        ...(placeholder ? { placeholder } : {}),
         template,
         expectedType: expectedType(template, mood),
         identifiers: identifiersOf(node),
         line: lineOf(start),
-        negated: String(node['@_negationInd']).trim().toLowerCase() === 'true',
+        negated,
         nullified: status === 'nullified',
         noSubstance: template === '7' && !substanceCoded(node),
       });
@@ -275,6 +340,15 @@ export function codedEntriesOf(document: string): CodedEntry[] {
 function resourceIdentifiers(resource: Resource): Set<string> {
   const list = Array.isArray(resource.identifier) ? (resource.identifier as { system?: unknown; value?: unknown }[]) : [];
   return new Set(list.filter((id) => typeof id.system === 'string' && typeof id.value === 'string').map((id) => `${String(id.system)}|${String(id.value)}`));
+}
+
+/** Every code a resource states for what it is about: its code, vaccine, drug (inline or contained), value, type, relatives' conditions. */
+function resourceCodes(resource: Resource): Set<string> {
+  const concepts: unknown[] = [resource.code, resource.vaccineCode, resource.medicationCodeableConcept, resource.valueCodeableConcept];
+  for (const key of ['type', 'contained', 'condition']) {
+    for (const item of Array.isArray(resource[key]) ? (resource[key] as Record<string, unknown>[]) : []) concepts.push(key === 'type' ? item : item.code);
+  }
+  return new Set(concepts.flatMap(codesOf));
 }
 
 export interface CoverageResult {
@@ -303,13 +377,18 @@ function polarityOf(resource: Resource): string {
  */
 export function coverageOf(xml: string, resources: readonly Resource[]): CoverageResult {
   const entries = codedEntriesOf(xml);
-  const candidates = resources.map((resource) => ({ resource, identifiers: resourceIdentifiers(resource), used: false }));
+  const candidates = resources.map((resource) => ({ resource, identifiers: resourceIdentifiers(resource), codes: resourceCodes(resource), used: false }));
   const byTemplate: Record<string, [number, number]> = {};
   const byRule: Record<string, [number, number]> = {};
   const missing: CoverageResult['missing'] = [];
   let landed = 0;
+  // An entry with no id is traced by its codes instead: a resource of its type carrying one of them.
   const traceable = (entry: CodedEntry) =>
-    candidates.filter((c) => c.resource.resourceType === entry.expectedType && entry.identifiers.some((id) => c.identifiers.has(id)));
+    candidates.filter(
+      (c) =>
+        c.resource.resourceType === entry.expectedType &&
+        (entry.identifiers.length > 0 ? entry.identifiers.some((id) => c.identifiers.has(id)) : entry.codes.some((code) => c.codes.has(code))),
+    );
   // Entries with fewer possible matches claim theirs first, so a greedy match does not starve them.
   const order = entries
     .map((entry, index) => ({ entry, index, options: traceable(entry).length }))
@@ -317,6 +396,17 @@ export function coverageOf(xml: string, resources: readonly Resource[]): Coverag
   for (const { entry } of order) {
     const tally = (byTemplate[entry.template] ??= [0, 0]);
     tally[1]++;
+    if (entry.placeholder !== undefined) {
+      // Nothing to assert: it lands when no resource of its type asserts it.
+      const asserted = entry.identifiers.length > 0 && traceable(entry).some((c) => !c.used);
+      if (!asserted) {
+        tally[0]++;
+        landed++;
+        continue;
+      }
+      missing.push({ ...entry, reason: `${entry.placeholder}, yet a ${entry.expectedType} asserts it` });
+      continue;
+    }
     const rule = polarityRuleOf(entry);
     const free = traceable(entry).filter((c) => !c.used || entry.expectedType === 'FamilyMemberHistory');
     const match = free.find((c) => !rule || rule.holds(c.resource, entry));
@@ -334,8 +424,8 @@ export function coverageOf(xml: string, resources: readonly Resource[]): Coverag
     const sameType = resources.filter((r) => r.resourceType === entry.expectedType).length;
     const traced = resources.filter((r) => entry.identifiers.some((id) => resourceIdentifiers(r).has(id))).map((r) => r.resourceType);
     const reason =
-      entry.identifiers.length === 0
-        ? 'the entry has no id'
+      entry.identifiers.length === 0 && free.length === 0
+        ? `the entry has no id, and no ${entry.expectedType} carries its codes (${entry.codes.join(', ') || 'none'})`
         : free.length === 0 && traceable(entry).length > 0
           ? `the ${entry.expectedType} carrying its id is matched to another entry with the same id`
           : rule && free.length > 0
