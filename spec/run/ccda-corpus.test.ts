@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -102,7 +102,8 @@ describe('the C-CDA corpus converted with the repairs, per source group (ratchet
 
   beforeAll(async () => {
     report = await measureCorpus(loadCorpus());
-    const file = join(tmpdir(), 'carebridge-ccda-corpus.json');
+    // A directory of its own: runs in other clones on the machine would overwrite a fixed name.
+    const file = join(mkdtempSync(join(tmpdir(), 'carebridge-ccda-corpus-')), 'report.json');
     writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
     console.log(`${describeReport(report)}\n(the whole report: ${file})`);
   }, MEASURE_TIMEOUT_MS);

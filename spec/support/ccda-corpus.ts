@@ -106,7 +106,7 @@ export interface GroupFigures {
   /** Coded entries of the documents (crashed ones included: none of theirs lands). */
   entries: number;
   landed: number;
-  /** Entries with no usable id (none, or a nullFlavor): the counter cannot trace them, so they never land. */
+  /** Entries not landed that have no usable id (none, or a nullFlavor): the counter cannot trace them. */
   entriesWithoutId: number;
   validatorErrors: number;
   documentsWithErrors: number;
