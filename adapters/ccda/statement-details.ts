@@ -8,7 +8,6 @@ import { codeableConceptOf } from './assertions.js';
 import { attributeOf, isCcdaNode, listOf, textOf, type CcdaNode } from './ccda-nodes.js';
 import { fhirDateTimeOf } from './hl7-time.js';
 import type { RepairContext, RepairRule } from './repair-rule.js';
-import { identifierOf } from './source-repairs.js';
 import { encounterDiagnosisRoles } from './tree-rules.js';
 
 const DIAGNOSIS_ROLE = 'http://terminology.hl7.org/CodeSystem/diagnosis-role';
@@ -179,10 +178,10 @@ export const implantedDevices: RepairRule = {
       const carrier = udi ? attributeOf(udi, 'extension')! : undefined;
       const deviceIdentifier = carrier ? deviceIdentifierOf(carrier) : undefined;
       const type = codeableConceptOf(first(first(role.playingDevice)?.code));
-      const identifier = ids.filter((id) => id !== udi).flatMap((id) => identifierOf(id) ?? []);
+      // The device is known by its UDI and kind: a product instance's other ids are a document's own (a bare
+      // UUID is even rewritten per document), so the same device from two documents would not be one.
       const id = context.add!(`device:${resource.id}:${index}`, {
         resourceType: 'Device',
-        ...(identifier.length > 0 ? { identifier } : {}),
         ...(carrier ? { udiCarrier: [{ ...(deviceIdentifier ? { deviceIdentifier } : {}), issuer: 'http://hl7.org/fhir/NamingSystem/fda-udi', jurisdiction: 'http://hl7.org/fhir/NamingSystem/fda-udi', carrierHRF: carrier }] } : {}),
         ...(type ? { type } : {}),
         ...(patient ? { patient } : {}),

@@ -38,7 +38,7 @@ describe('coverage of the coded C-CDA entries', () => {
     const xml = `<ClinicalDocument xmlns="urn:hl7-org:v3">
       <observation moodCode="EVN"><templateId root="2.16.840.1.113883.10.20.22.4.4"/><id root="1.2.3" extension="p"/></observation>
       <observation moodCode="EVN"><templateId root="2.16.840.1.113883.10.20.22.4.4"/><id root="1.2.3" extension="p"/></observation>
-      <observation moodCode="EVN"><templateId root="2.16.840.1.113883.10.20.22.4.27"/><id root="1.2.3" extension="v"/></observation>
+      <observation moodCode="EVN"><templateId root="2.16.840.1.113883.10.20.22.4.27"/><id root="1.2.3" extension="v"/><code code="8867-4" codeSystem="2.16.840.1.113883.6.1"/></observation>
     </ClinicalDocument>`;
     const condition = { resourceType: 'Condition', id: 'c', identifier: [{ system: 'urn:oid:1.2.3', value: 'p' }] };
     const wrongType = { resourceType: 'Observation', id: 'o', identifier: [{ system: 'urn:oid:1.2.3', value: 'p' }] };
