@@ -444,13 +444,15 @@ function hasCoding(value: unknown): boolean {
   return ((value as CodeableConcept | undefined)?.coding ?? []).some((coding) => typeof coding.code === 'string' && coding.code !== '');
 }
 
-/** The drug of a medication activity named in words only: the material's original text or name, or the narrative it points to. */
+/** The drug of a medication activity named in words only: the material's original text or name, the narrative either points to. */
 function drugText(statement: CcdaNode, context: RepairContext): string | undefined {
   const material = firstNode(firstNode(firstNode(statement.consumable)?.manufacturedProduct)?.manufacturedMaterial);
   const code = firstNode(material?.code);
   const original = code?.originalText;
   const reference = attributeOf(firstNode(isCcdaNode(original) ? original.reference : undefined), 'value');
-  const candidates = [textOf(original), reference ? context.narrative?.(reference) : undefined, ...listOf(material?.name).map(textOf)];
+  // Last, the entry's own narrative: a drug with no code and no name is often named only there.
+  const own = attributeOf(firstNode(firstNode(statement.text)?.reference), 'value');
+  const candidates = [textOf(original), reference ? context.narrative?.(reference) : undefined, ...listOf(material?.name).map(textOf), own ? context.narrative?.(own) : undefined];
   return candidates.find((text) => text !== undefined && text !== '');
 }
 
