@@ -149,6 +149,15 @@ describe('what a converted entry asserts', () => {
     expect(JSON.stringify(composition!.section)).not.toContain('Immunization/');
   });
 
+  test('words that say there is nothing, where a drug, a problem or a result goes, are left out; a drug named only in words is kept', async () => {
+    const placeholder = medication({ mood: 'EVN' }).replace(/<code code="314076"[^>]*\/>/, '<code nullFlavor="UNK"><originalText>No medication data is applicable</originalText></code>');
+    expect(ofType(await convert(`${S}1.1`, placeholder), 'MedicationStatement')).toEqual([]);
+    const named = medication({ mood: 'EVN' }).replace(/<code code="314076"[^>]*\/>/, '<code nullFlavor="UNK"><originalText>Experimental cure-all</originalText></code>');
+    expect(ofType(await convert(`${S}1.1`, named), 'MedicationStatement').map((m) => m.medicationCodeableConcept)).toEqual([{ text: 'Experimental cure-all' }]);
+    const noProblem = problem({}).replace('<value xsi:type="CD" nullFlavor="UNK"/>', '<value xsi:type="CD" nullFlavor="UNK"><originalText>No problem data is applicable</originalText></value>');
+    expect(ofType(await convert(`${S}5.1`, noProblem), 'Condition')).toEqual([]);
+  });
+
   test('an empty body component does not lose the document', async () => {
     const xml = documentWith(`${S}5.1`, problem({ value: '44054006' })).replace('<structuredBody>', '<structuredBody><component> </component>');
     const resources = (await converter.convert(xml)).entry ?? [];

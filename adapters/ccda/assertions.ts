@@ -417,7 +417,8 @@ export const leaveOutWhatIsNotAsserted: RepairRule = {
       context.leaveOut(resource, `a negated ${elementName(resource)} has no faithful FHIR R4 form`);
       return true;
     }
-    if (resource.resourceType === 'Observation' && !hasCode(resource.code)) {
+    const words = (resource.code as CodeableConcept | undefined)?.text;
+    if (resource.resourceType === 'Observation' && (!hasCode(resource.code) || (!hasCoding(resource.code) && words !== undefined && isNegativePhrase(words)))) {
       context.leaveOut(resource, 'an observation without a code');
       return true;
     }
@@ -429,16 +430,39 @@ export const leaveOutWhatIsNotAsserted: RepairRule = {
     }
     if ((resource.resourceType === 'MedicationStatement' || resource.resourceType === 'MedicationRequest') && resource.medicationReference === undefined && !hasCoding(resource.medicationCodeableConcept)) {
       const text = drugText(statement, context);
-      if (text === undefined) {
+      if (text === undefined || isNegativePhrase(text)) {
         context.leaveOut(resource, 'a medication entry that names no drug');
         return true;
       }
       resource.medicationCodeableConcept = { text };
       return true;
     }
+    // A problem or a procedure named by no code, and by no words or by words that deny it ("No problem
+    // data is applicable" written where the problem goes), is no problem or procedure at all.
+    if ((resource.resourceType === 'Condition' || resource.resourceType === 'Procedure') && !hasCoding(resource.code)) {
+      const named = (resource.code as CodeableConcept | undefined)?.text ?? narratedName(firstNode(resource.resourceType === 'Condition' ? statement.value : statement.code), context);
+      if (named !== undefined && (resource.code as CodeableConcept | undefined)?.text === undefined && !isNegativePhrase(named)) {
+        resource.code = { ...((resource.code as CodeableConcept | undefined) ?? {}), text: named };
+      }
+      const text = named;
+      if (text === undefined || text.trim() === '' || isNegativePhrase(text)) {
+        context.leaveOut(resource, `a ${resource.resourceType === 'Condition' ? 'problem' : 'procedure'} entry that names none`);
+        return true;
+      }
+    }
     return false;
   },
 };
+
+/** What a coded element names in words: its original text, inline or in the narrative it points to. */
+function narratedName(element: CcdaNode | undefined, context: RepairContext): string | undefined {
+  const original = element?.originalText;
+  const reference = attributeOf(firstNode(isCcdaNode(original) ? original.reference : undefined), 'value');
+  return textOf(original) ?? (reference ? context.narrative?.(reference) : undefined);
+}
+
+/** Free text that says there is nothing ("No medication data is applicable", "None", "Not applicable"). */
+export const isNegativePhrase = (text: string): boolean => /^\s*(no|none|not|nil|n\/a)\b/i.test(text);
 
 function hasCoding(value: unknown): boolean {
   return ((value as CodeableConcept | undefined)?.coding ?? []).some((coding) => typeof coding.code === 'string' && coding.code !== '');

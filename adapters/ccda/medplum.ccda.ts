@@ -109,24 +109,29 @@ function leaveOut(bundle: FhirBundle, leftOut: ReadonlyMap<FhirResource, string>
   composition.extension = [...((composition.extension as unknown[] | undefined) ?? []), ...notes];
 }
 
-/** Removes, in place, every list item `{reference}` (at any depth) naming a resource in `gone`. */
+/**
+ * Removes, in place, every reference (at any depth) to a resource in `gone`: a list item that is the
+ * reference or holds it directly (an encounter's diagnosis, a panel's member, a procedure's device) goes
+ * whole, a single reference goes, and a list left empty goes too.
+ */
 function dropReferences(value: unknown, gone: ReadonlySet<string>): void {
-  if (Array.isArray(value)) {
-    for (let i = value.length - 1; i >= 0; i--) {
-      const item = value[i] as Record<string, unknown> | null;
-      if (typeof item !== 'object' || item === null) continue;
-      if (typeof item.reference === 'string' && gone.has(item.reference)) value.splice(i, 1);
-      else dropReferences(item, gone);
-    }
-    return;
-  }
+  const names = (item: unknown): boolean => {
+    const reference = typeof item === 'object' && item !== null ? (item as Record<string, unknown>).reference : undefined;
+    return typeof reference === 'string' && gone.has(reference);
+  };
+  const holds = (item: Record<string, unknown>) => names(item) || Object.values(item).some((child) => !Array.isArray(child) && names(child));
   const record = value as Record<string, unknown>;
-  for (const key in record) {
+  for (const key of Object.keys(record)) {
     const child = record[key];
-    if (typeof child !== 'object' || child === null) continue;
-    const reference = (child as Record<string, unknown>).reference;
-    if (!Array.isArray(child) && typeof reference === 'string' && gone.has(reference)) delete record[key];
-    else dropReferences(child, gone);
+    if (Array.isArray(child)) {
+      const kept = child.filter((item) => typeof item !== 'object' || item === null || !holds(item as Record<string, unknown>));
+      for (const item of kept) if (typeof item === 'object' && item !== null) dropReferences(item, gone);
+      if (kept.length === 0 && child.length > 0) delete record[key];
+      else if (kept.length !== child.length) record[key] = kept;
+    } else if (typeof child === 'object' && child !== null) {
+      if (names(child)) delete record[key];
+      else dropReferences(child, gone);
+    }
   }
 }
 

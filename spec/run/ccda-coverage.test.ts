@@ -36,8 +36,8 @@ describe('coverage of the coded C-CDA entries', () => {
 
   test('an entry lands only as a resource of its type carrying its id, one resource per entry', () => {
     const xml = `<ClinicalDocument xmlns="urn:hl7-org:v3">
-      <observation moodCode="EVN"><templateId root="2.16.840.1.113883.10.20.22.4.4"/><id root="1.2.3" extension="p"/></observation>
-      <observation moodCode="EVN"><templateId root="2.16.840.1.113883.10.20.22.4.4"/><id root="1.2.3" extension="p"/></observation>
+      <observation moodCode="EVN"><templateId root="2.16.840.1.113883.10.20.22.4.4"/><id root="1.2.3" extension="p"/><value code="38341003"/></observation>
+      <observation moodCode="EVN"><templateId root="2.16.840.1.113883.10.20.22.4.4"/><id root="1.2.3" extension="p"/><value code="38341003"/></observation>
       <observation moodCode="EVN"><templateId root="2.16.840.1.113883.10.20.22.4.27"/><id root="1.2.3" extension="v"/><code code="8867-4" codeSystem="2.16.840.1.113883.6.1"/></observation>
     </ClinicalDocument>`;
     const condition = { resourceType: 'Condition', id: 'c', identifier: [{ system: 'urn:oid:1.2.3', value: 'p' }] };
@@ -206,7 +206,7 @@ describe('coverage of the coded C-CDA entries', () => {
     });
 
     for (const c of cases) {
-      const xml = `<ClinicalDocument xmlns="urn:hl7-org:v3"><${c.element} ${c.attributes}><templateId root="${ENTRY}${c.template}"/><id root="1.2.3" extension="e"/>${c.inner ?? ''}</${c.element}></ClinicalDocument>`;
+      const xml = `<ClinicalDocument xmlns="urn:hl7-org:v3"><${c.element} ${c.attributes}><templateId root="${ENTRY}${c.template}"/><id root="1.2.3" extension="e"/><code code="c"/><value code="v"/>${c.inner ?? ''}</${c.element}></ClinicalDocument>`;
       const resourceOf = (fields: Record<string, unknown>) => ({ resourceType: c.type, id: 'r', identifier: [{ system: 'urn:oid:1.2.3', value: 'e' }], ...fields });
 
       test(`${c.rule}: <${c.element} ${c.attributes}>${c.inner ?? ''} as a ${c.type}`, () => {
@@ -242,6 +242,15 @@ describe('coverage of the coded C-CDA entries', () => {
       expect(coverageOf(xml, [asserted]).landed).toBe(1);
     });
 
+    test('words that say there is nothing, inline or in the narrative, are a placeholder; a narrated name is not', () => {
+      const xml = `<ClinicalDocument xmlns="urn:hl7-org:v3"><section><text><content ID="none">No Information About Procedures</content><content ID="lap">Laparoscopic appendectomy</content></text>
+        <procedure moodCode="EVN"><templateId root="${ENTRY}14"/><id root="1.2.3" extension="a"/><code nullFlavor="NI"><originalText><reference value="#none"/></originalText></code></procedure>
+        <procedure moodCode="EVN"><templateId root="${ENTRY}14"/><id root="1.2.3" extension="b"/><code nullFlavor="UNK"><originalText><reference value="#lap"/></originalText></code></procedure>
+        <observation moodCode="EVN"><templateId root="${ENTRY}27"/><id root="1.2.3" extension="c"/><code nullFlavor="UNK"><originalText>No vital sign data is applicable</originalText></code></observation>
+      </section></ClinicalDocument>`;
+      expect(codedEntriesOf(xml).map((entry) => entry.placeholder)).toEqual(['a procedure naming none', undefined, 'an observation without a code']);
+    });
+
     test('an entry without an id is traced by its codes', () => {
       const xml = `<ClinicalDocument xmlns="urn:hl7-org:v3"><observation moodCode="EVN"><templateId root="${ENTRY}4"/><id nullFlavor="NI"/><value code="44054006"/></observation></ClinicalDocument>`;
       expect(coverageOf(xml, [{ resourceType: 'Condition', id: 'c', code: { coding: [{ code: '44054006' }] } }]).landed).toBe(1);
@@ -250,7 +259,7 @@ describe('coverage of the coded C-CDA entries', () => {
     });
 
     test('of two resources carrying the id, the one with the right polarity is matched', () => {
-      const xml = `<ClinicalDocument xmlns="urn:hl7-org:v3"><procedure moodCode="EVN" negationInd="true"><templateId root="${ENTRY}14"/><id root="1.2.3" extension="x"/></procedure></ClinicalDocument>`;
+      const xml = `<ClinicalDocument xmlns="urn:hl7-org:v3"><procedure moodCode="EVN" negationInd="true"><templateId root="${ENTRY}14"/><id root="1.2.3" extension="x"/><code code="6025007"/></procedure></ClinicalDocument>`;
       const identifier = [{ system: 'urn:oid:1.2.3', value: 'x' }];
       const result = coverageOf(xml, [
         { resourceType: 'Procedure', id: 'a', status: 'completed', identifier },

@@ -267,19 +267,67 @@ function entryCodes(template: string, node: Node): string[] {
   }
 }
 
+/** The text of each narrative element by its ID (`<content ID="x">No information</content>`), built on first use. */
+function narrativeOf(tree: unknown): (id: string) => string | undefined {
+  let texts: Map<string, string> | undefined;
+  const textOf = (value: unknown): string =>
+    typeof value === 'string' || typeof value === 'number'
+      ? String(value)
+      : Array.isArray(value)
+        ? value.map(textOf).join(' ')
+        : typeof value === 'object' && value !== null
+          ? Object.entries(value).filter(([key]) => !key.startsWith('@_')).map(([, child]) => textOf(child)).join(' ')
+          : '';
+  return (id) => {
+    if (!texts) {
+      texts = new Map();
+      const stack: unknown[] = [tree];
+      while (stack.length > 0) {
+        const value = stack.pop();
+        if (Array.isArray(value)) stack.push(...value);
+        else if (typeof value === 'object' && value !== null) {
+          const node = value as Node;
+          if (typeof node['@_ID'] === 'string') texts.set(node['@_ID'], textOf(node).trim());
+          for (const [key, child] of Object.entries(node)) if (!key.startsWith('@_')) stack.push(child);
+        }
+      }
+    }
+    return texts.get(id);
+  };
+}
+
 /** The pregnancy observation, whose negation has a FHIR form ("not pregnant"). */
 const PREGNANCY = '2.16.840.1.113883.10.20.15.3.8';
 
-function placeholderOf(template: string, node: Node, negated: boolean): string | undefined {
+function placeholderOf(template: string, node: Node, negated: boolean, narrative: (id: string) => string | undefined): string | undefined {
   if (node['@_nullFlavor'] !== undefined) return `the statement is null-flavored (${String(node['@_nullFlavor'])})`;
   const type = expectedType(template, typeof node['@_moodCode'] === 'string' ? node['@_moodCode'] : undefined);
   const pregnancy = nodes(node.templateId).some((t) => t['@_root'] === PREGNANCY) || codeValues(nodes(node.value)).includes('77386006');
   if (negated && type === 'Observation' && !pregnancy) return 'a negated finding (no FHIR R4 form)';
   if (negated && template === '4' && codeValues(nodes(node.value)).length === 0) return 'a negated problem naming no problem';
   if (template === '52' && materialCodes(node).length === 0) return 'an immunization without a coded vaccine';
+  // What a finding, problem, drug or procedure is, in words only: none, or words that say there is none
+  // ("No vital sign data is applicable"), inline or in the narrative the original text points to.
+  const words = (concepts: Node[]) =>
+    concepts
+      .flatMap((c) => (Array.isArray(c.originalText) ? (c.originalText as unknown[]) : []))
+      .map((o) => {
+        if (typeof o === 'string') return o;
+        const reference = nodes((o as Node).reference)[0]?.['@_value'];
+        return typeof reference === 'string' ? (narrative(reference.replace(/^#/, '')) ?? 'named in the narrative') : (o as Node)['#text'];
+      })
+      .find((t): t is string => typeof t === 'string' && t.trim() !== '');
+  const denies = (text: string | undefined) => text !== undefined && /^\s*(no|none|not|nil|n\/a)\b/i.test(text);
   const code = nodes(node.code)[0];
   const named = code !== undefined && (codeValues([code]).length > 0 || nodes(code.originalText).length > 0 || typeof code.originalText === 'string');
-  if (type === 'Observation' && !named) return 'an observation without a code';
+  if (type === 'Observation' && (!named || (codeValues([code!]).length === 0 && denies(words([code!]))))) return 'an observation without a code';
+  if (template === '4' && codeValues(nodes(node.value)).length === 0 && (words(nodes(node.value)) === undefined || denies(words(nodes(node.value))))) return 'a problem observation naming no problem';
+  if (template === '16' && materialCodes(node).length === 0) {
+    const material = nodes(node.consumable).flatMap((c) => nodes(c.manufacturedProduct)).flatMap((p) => nodes(p.manufacturedMaterial));
+    const name = material.flatMap((m) => (Array.isArray(m.name) ? (m.name as unknown[]) : [])).map((n) => (typeof n === 'string' ? n : (n as Node)['#text'])).find((t): t is string => typeof t === 'string');
+    if (denies(words(material.flatMap((m) => nodes(m.code))) ?? name)) return 'a medication naming no drug';
+  }
+  if ((template === '12' || template === '14') && codeValues(nodes(node.code)).length === 0 && (words(nodes(node.code)) === undefined || denies(words(nodes(node.code))))) return 'a procedure naming none';
   return undefined;
 }
 
@@ -318,7 +366,7 @@ export function codedEntriesOf(document: string): CodedEntry[] {
       const start = (node as Record<symbol, { startIndex?: number } | undefined>)[metadata]?.startIndex ?? 0;
       const status = (node.statusCode as Node[] | undefined)?.[0]?.['@_code'];
       const negated = String(node['@_negationInd']).trim().toLowerCase() === 'true';
-      const placeholder = placeholderOf(template, node, negated);
+      const placeholder = placeholderOf(template, node, negated, narrative);
       found.push({
         codes: entryCodes(template, node),
         ...(placeholder ? { placeholder } : {}),
@@ -333,7 +381,9 @@ export function codedEntriesOf(document: string): CodedEntry[] {
     }
     for (const [key, child] of Object.entries(node)) if (!key.startsWith('@_')) visit(child);
   };
-  visit(parser.parse(xml));
+  const tree = parser.parse(xml);
+  const narrative = narrativeOf(tree);
+  visit(tree);
   return found;
 }
 
