@@ -19,7 +19,16 @@ export interface CoreConfig {
   publicUrl: string;
   /** Whether webhook URLs on loopback/private networks are accepted (development and tests). */
   webhookAllowPrivate: boolean;
+  /**
+   * Largest C-CDA document converted, bytes (default DEFAULT_MAX_CONVERSION_BYTES). A larger one is stored
+   * and listed, and its conversion fails with the reason: converting takes about 16 times a document's size
+   * in memory, so one size bound keeps every conversion's memory bounded whatever is uploaded.
+   */
+  maxConversionBytes?: number;
 }
+
+/** 32 MB: the largest real-world C-CDA documents are a few MB; converting 32 MB takes ~0.5 GB. */
+export const DEFAULT_MAX_CONVERSION_BYTES = 32 * 1024 * 1024;
 
 /** Everything a use case may reach. Hosts build it; use cases take what they need from it. */
 export interface CoreDeps {

@@ -89,6 +89,8 @@ export interface RuntimeOptions {
    * threads would each load the converter again), a pool of threads in SQL.
    */
   ccda?: { kind: 'in-process' } | { kind: 'pooled'; maxThreads?: number };
+  /** Largest C-CDA document converted, bytes; larger ones are stored, their conversion fails with the reason. Default 32 MB. */
+  ccdaMaxBytes?: number;
   /** The C-CDA documents the sandbox HIE network serves. Default `SANDBOX_DOCUMENTS_DIR`, else the repository's. */
   sandboxDocumentsDir?: string;
   /** Estimated bytes of per-patient search indexes kept in memory. Default 64 MB. */
@@ -169,6 +171,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     const config: CoreConfig = {
       publicUrl: options.publicUrl.replace(/\/+$/, ''),
       webhookAllowPrivate: options.webhooks?.allowPrivate ?? memory,
+      ...(options.ccdaMaxBytes !== undefined ? { maxConversionBytes: options.ccdaMaxBytes } : {}),
     };
     container.bind(TOKENS.config).toConstantValue(config);
     const blobStore: { module: BlobModuleOptions; location: string | undefined } =

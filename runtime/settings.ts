@@ -38,6 +38,8 @@ export interface ServiceSettings extends BlobSettings {
   jobConcurrency: number;
   /** `CCDA_WORKERS`: threads converting C-CDA documents; one per core but the event loop's (at least 1) when absent. */
   ccdaWorkers?: number;
+  /** `CCDA_MAX_MB`: largest C-CDA document converted, MB (1 to 1024); larger ones are stored but not converted. Default 32. */
+  ccdaMaxBytes?: number;
 }
 
 /**
@@ -83,6 +85,11 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
   if (ccdaWorkers !== undefined && !(Number.isInteger(ccdaWorkers) && ccdaWorkers >= 1 && ccdaWorkers <= 256)) {
     throw new Error(`CCDA_WORKERS must be a whole number from 1 to 256, not "${workersText}"`);
   }
+  const maxMbText = nonEmpty(env.CCDA_MAX_MB);
+  const ccdaMaxMb = maxMbText === undefined ? undefined : Number(maxMbText);
+  if (ccdaMaxMb !== undefined && !(Number.isFinite(ccdaMaxMb) && ccdaMaxMb >= 1 && ccdaMaxMb <= 1024)) {
+    throw new Error(`CCDA_MAX_MB must be a number of megabytes from 1 to 1024, not "${maxMbText}"`);
+  }
   const concurrencyText = nonEmpty(env.WEBHOOK_CONCURRENCY) ?? '16';
   const webhookConcurrency = Number(concurrencyText);
   if (!Number.isInteger(webhookConcurrency) || webhookConcurrency < 1 || webhookConcurrency > 256) {
@@ -120,6 +127,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
     publicUrl,
     urlSigningSecret: nonEmpty(env.URL_SIGNING_SECRET),
     ccdaWorkers,
+    ...(ccdaMaxMb !== undefined ? { ccdaMaxBytes: Math.round(ccdaMaxMb * 1024 * 1024) } : {}),
     webhookRateLimit,
     webhookLeaseSeconds,
     ...blobSettingsFromEnv(env),

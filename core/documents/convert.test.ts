@@ -66,3 +66,25 @@ describe('convertDocuments', () => {
     );
   }, 120_000);
 });
+
+describe('a document too large to convert', () => {
+  test('is stored and listed, and its conversion fails with the reason, without the file being read or converted', async () => {
+    const { deps, documents } = await world(['ccd-1.xml', 'ccd-2.xml']);
+    const big = { ...documents[0]!, size: 40 * 1024 * 1024 };
+    await deps.storage.documents.update(big);
+    let reads = 0;
+    const get = deps.blob.get.bind(deps.blob);
+    deps.blob.get = async (key: string) => (reads++, get(key));
+    const [refused, converted] = await convertDocuments({ ...deps, config: { maxConversionBytes: 32 * 1024 * 1024 } }, [big, documents[1]!]);
+    expect(refused!.conversionStatus).toBe('failed');
+    expect(refused!.conversionError).toBe('The document is 40 MB; documents over 32 MB are stored but not converted');
+    expect(converted!.conversionStatus).toBe('completed');
+    expect(reads).toBe(1);
+  });
+
+  test('the limit is checked against the stored bytes too', async () => {
+    const { deps, documents } = await world(['ccd-1.xml']);
+    const [refused] = await convertDocuments({ ...deps, config: { maxConversionBytes: 100 * 1024 } }, documents);
+    expect(refused!.conversionError).toMatch(/^The document is \d+ KB; documents over 100 KB are stored but not converted$/);
+  });
+});

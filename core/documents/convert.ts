@@ -1,4 +1,4 @@
-import type { CoreDeps } from '../deps.js';
+import { DEFAULT_MAX_CONVERSION_BYTES, type CoreConfig, type CoreDeps } from '../deps.js';
 import type { DocumentRecord } from '../domain/types.js';
 import { CoreError, isCoreError } from '../errors.js';
 import type { FhirResource } from '../ports/ccda.port.js';
@@ -7,7 +7,7 @@ import { nowIso } from '../time.js';
 import { consolidate } from './consolidate.js';
 import { applyIndexChange, dataStamp, searchDocumentOf } from './patient-index.js';
 
-type ConvertDeps = Pick<CoreDeps, 'storage' | 'blob' | 'ccda' | 'search' | 'clock'>;
+type ConvertDeps = Pick<CoreDeps, 'storage' | 'blob' | 'ccda' | 'search' | 'clock'> & { config?: Pick<CoreConfig, 'maxConversionBytes'> };
 
 /** Why a document did not convert, in words fit for a status (never the document's content). */
 function conversionProblem(error: unknown): string {
@@ -16,12 +16,22 @@ function conversionProblem(error: unknown): string {
   return 'The converter failed on this document';
 }
 
+const sizeText = (bytes: number) => (bytes >= 1024 * 1024 ? `${Math.round((bytes / (1024 * 1024)) * 10) / 10} MB` : `${Math.ceil(bytes / 1024)} KB`);
+
 /** One document's conversion: its resources, or why there are none. */
 type Converted = { document: DocumentRecord; resources: FhirResource[] } | { document: DocumentRecord; problem: string };
 
-async function convertFile(deps: Pick<ConvertDeps, 'blob' | 'ccda'>, document: DocumentRecord): Promise<Converted> {
+async function convertFile(deps: Pick<ConvertDeps, 'blob' | 'ccda' | 'config'>, document: DocumentRecord): Promise<Converted> {
+  const limit = deps.config?.maxConversionBytes ?? DEFAULT_MAX_CONVERSION_BYTES;
+  // Checked before the file is read: its size is known from when it was stored.
+  if (document.size > limit) {
+    return { document, problem: `The document is ${sizeText(document.size)}; documents over ${sizeText(limit)} are stored but not converted` };
+  }
   const bytes = await deps.blob.get(document.blobKey);
   if (!bytes) return { document, problem: 'The document file is no longer stored' };
+  if (bytes.byteLength > limit) {
+    return { document, problem: `The document is ${sizeText(bytes.byteLength)}; documents over ${sizeText(limit)} are stored but not converted` };
+  }
   try {
     const bundle = await deps.ccda.convert(new TextDecoder().decode(bytes));
     return { document, resources: (bundle.entry ?? []).flatMap((entry) => (entry.resource ? [repairText(entry.resource)] : [])) };

@@ -114,6 +114,7 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
       publicUrl,
       ...(settings.urlSigningSecret ? { urlSigningSecret: settings.urlSigningSecret } : {}),
       ccda: { kind: 'pooled', ...(settings.ccdaWorkers !== undefined ? { maxThreads: settings.ccdaWorkers } : {}) },
+      ...(settings.ccdaMaxBytes !== undefined ? { ccdaMaxBytes: settings.ccdaMaxBytes } : {}),
       webhooks: {
         ...(settings.webhookLeaseSeconds !== undefined ? { leaseMs: settings.webhookLeaseSeconds * 1000 } : {}),
         allowPrivate: settings.webhookAllowPrivate,
