@@ -46,6 +46,8 @@ export const ERROR_CODES = {
   // 503: the service cannot answer yet (starting) or a dependency does not (readiness)
   STARTING: 503,
   UNAVAILABLE: 503,
+  // 507: the disk or database the service writes to is full; nothing was half-written, try again later
+  STORAGE_FULL: 507,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,3 +1,4 @@
+import { classifyStorageError } from '../adapters/storage/storage-full.js';
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -271,6 +272,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       // The account a request authenticated as is noted for its access log (ids only).
       onAuthenticated: noteAccount,
       onRouted: noteRoute,
+      classifyError: classifyStorageError,
       onUnexpectedError: (error, request) =>
         logger?.error({ err: describeError(error), requestId: request.requestId, method: request.method, route: core.routeOf(request) ?? null }, 'unexpected error'),
     });

@@ -24,6 +24,11 @@ export interface ApiHandlerOptions {
    * that was replaced works for at most this long in this process.
    */
   apiKeyCacheMs?: number;
+  /**
+   * Recognises an adapter's error a caller can act on (a full disk: STORAGE_FULL) and says which CoreError
+   * it is; anything it does not recognise stays an unexpected error (500).
+   */
+  classifyError?: (error: unknown) => CoreError | undefined;
 }
 
 export type ApiHandler = ((request: ApiRequest) => Promise<ApiResponse>) & {
@@ -64,11 +69,15 @@ export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}
       if (route.deprecated) response.headers.deprecation = 'true';
       return response;
     } catch (error) {
-      return errorToResponse(error, (unexpected) => {
-        const requestId = requestIdOf(request) ?? deps.ids.next();
-        options.onUnexpectedError?.(unexpected, { method: request.method, path: request.path, requestId });
-        return requestId;
-      });
+      return errorToResponse(
+        error,
+        (unexpected) => {
+          const requestId = requestIdOf(request) ?? deps.ids.next();
+          options.onUnexpectedError?.(unexpected, { method: request.method, path: request.path, requestId });
+          return requestId;
+        },
+        options.classifyError,
+      );
     }
   };
 

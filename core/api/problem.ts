@@ -16,6 +16,8 @@ const TITLES: Record<number, string> = {
   429: 'Too Many Requests',
   500: 'Internal Server Error',
   501: 'Not Implemented',
+  503: 'Service Unavailable',
+  507: 'Insufficient Storage',
 };
 
 export function problemResponse(code: ErrorCode, detail: string, extensions?: Record<string, unknown>): ApiResponse {
@@ -36,12 +38,15 @@ export function describeZodError(error: z.ZodError, where?: string): string {
 }
 
 /**
- * The one place an error becomes a response. An unknown error, or an INTERNAL CoreError (a storage
+ * The one place an error becomes a response. An error `classify` recognises (a full disk, from the
+ * adapters the host chose) answers as that CoreError. An unknown error, or an INTERNAL CoreError (a storage
  * failure, a broken invariant), answers 500 with no detail, since its text may name the
  * database or quote what it choked on; `onUnexpected` gets the error to log and may return the request id
  * the answer then carries (body `requestId` and header `x-request-id`) so the log line can be found.
  */
-export function errorToResponse(error: unknown, onUnexpected?: (error: unknown) => string | void): ApiResponse {
+export function errorToResponse(error: unknown, onUnexpected?: (error: unknown) => string | void, classify?: (error: unknown) => CoreError | undefined): ApiResponse {
+  const known = isCoreError(error) ? undefined : classify?.(error);
+  if (known) return errorToResponse(known, onUnexpected);
   if (isCoreError(error) && error.code !== 'INTERNAL') {
     return problemResponse(error.code, error.message, error.details ? { details: error.details } : undefined);
   }
