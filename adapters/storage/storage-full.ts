@@ -20,6 +20,6 @@ export function isStorageFull(error: unknown, depth = 0): boolean {
 /** STORAGE_FULL for an error that says the storage is full; undefined for any other. */
 export function classifyStorageError(error: unknown): CoreError | undefined {
   return isStorageFull(error)
-    ? new CoreError('STORAGE_FULL', 'The service has no space left to store this; nothing was half-written. Try again once space is freed.')
+    ? new CoreError('STORAGE_FULL', 'The service has no space left to store this. Try again once space is freed.')
     : undefined;
 }
