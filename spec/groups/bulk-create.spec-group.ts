@@ -67,6 +67,34 @@ export function defineBulkCreateGroup({ describe, test, makeHost }: HostSpecOpti
       });
     });
 
+    test('names differing in a vowel sign are different people; a full-width name is the same person', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        // Rām, then Ramā and Romī: the same consonants, dob, gender and zip.
+        const person = (externalId: string, firstName: string, lastName = 'शर्मा') =>
+          personRow(1, { externalId, firstName, lastName, dob: '1990-04-02', gender: 'F', zip: '10001', hieOptOut: 'true' });
+        const first = await api.importCsv(csvOf([person('ram-1', 'राम')]));
+        expect(first).toMatchObject({ status: 'completed', succeeded: 1, failed: 0 });
+        const ram = (await api.resultRows(first))[1]!.at(-3)!;
+
+        const second = await api.importCsv(csvOf([person('rama-1', 'रमा'), person('romi-1', 'रोमी')]));
+        expect(second).toMatchObject({ status: 'completed', succeeded: 2, failed: 0 });
+        const ids = (await api.resultRows(second)).slice(1).map((row) => row.at(-3));
+        expect(new Set([ram, ...ids]).size).toBe(3);
+        expect(await api.listAllPatients()).toHaveLength(3);
+        const byExternalId = await api.call('GET', '/medical/v1/patient/external-id', { query: { externalId: 'ram-1' } });
+        expect(byExternalId.status, byExternalId.text).toBe(200);
+        expect(byExternalId.body).toMatchObject({ id: ram, firstName: 'राम', lastName: 'शर्मा', externalId: 'ram-1' });
+
+        const latin = await api.importCsv(csvOf([person('jane-1', 'Jane', 'Doe')]));
+        const fullWidth = await api.importCsv(csvOf([person('jane-1', 'Ｊａｎｅ', 'Ｄｏｅ')]));
+        expect(fullWidth).toMatchObject({ succeeded: 1, failed: 0 });
+        expect((await api.resultRows(fullWidth))[1]!.at(-3)).toBe((await api.resultRows(latin))[1]!.at(-3));
+        expect(await api.listAllPatients()).toHaveLength(4);
+      });
+    });
+
     test('a row matching two existing patients fails with the count, never picking one', async () => {
       await withHost(makeHost, async (host) => {
         const api = await AccountApi.create(host);
