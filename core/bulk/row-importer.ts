@@ -52,6 +52,9 @@ export interface DecidedBatch {
   updated: Patient[];
   outcomes: BulkRowOutcome[];
   failed: number;
+  /** Rows that created a patient and rows that updated one (in a dry run, that would have). */
+  createdRows: number;
+  updatedRows: number;
   part: Promise<void>;
 }
 
@@ -130,6 +133,8 @@ export class RowImporter {
     const now = nowIso(deps.clock);
     const created = new Map<string, Patient>();
     const updated = new Map<string, Patient>();
+    let createdRows = 0;
+    let updatedRows = 0;
 
     for (const { rowIndex, row, lastNames, keys } of valid) {
       const at = rowIndex - firstRowIndex;
@@ -169,6 +174,7 @@ export class RowImporter {
           candidates.put(patientCandidate(patient, demographics));
           created.set(id, patient);
         }
+        createdRows++;
         outcomes[at] = this.succeeded(rowIndex, 'created', id);
       } else {
         const existing = candidates.get(decision.patientId)!;
@@ -180,6 +186,7 @@ export class RowImporter {
           if (created.has(patient.id)) created.set(patient.id, patient);
           else updated.set(patient.id, patient);
         }
+        updatedRows++;
         outcomes[at] = this.succeeded(rowIndex, 'updated', existing.id);
       }
     }
@@ -200,6 +207,8 @@ export class RowImporter {
       updated: [...updated.values()],
       outcomes,
       failed: outcomes.filter((o) => o.status === 'failed').length,
+      createdRows,
+      updatedRows,
       part,
     };
     this.lastWritten = [...decided.created, ...decided.updated];
@@ -214,6 +223,8 @@ export class RowImporter {
       processed: this.request.processed + outcomes.length,
       succeeded: this.request.succeeded + outcomes.length - failed,
       failed: this.request.failed + failed,
+      created: this.request.created + batch.createdRows,
+      updated: this.request.updated + batch.updatedRows,
       updatedAt: nowIso(this.deps.clock),
     };
     // The writes are independent: queued together, the database's writer goes from one to the next instead
