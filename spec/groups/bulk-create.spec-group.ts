@@ -71,6 +71,35 @@ export function defineBulkCreateGroup({ describe, test, makeHost }: HostSpecOpti
       });
     });
 
+    test('the same person twice in one file: the later row fails naming the earlier one, whose externalId and email stay', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        // Row 2 and row 4 are one person under two externalIds; only row 2 gives an email.
+        const again = personRow(3, { externalId: 'emr-3-b' }).replace('p3@example.com', '');
+        const csv = csvOf([personRow(1), personRow(3, { externalId: 'emr-3-a' }), personRow(2), again]);
+        const status = await api.importCsv(csv);
+        expect(status).toMatchObject({ status: 'completed', succeeded: 3, failed: 1, created: 3, updated: 0 });
+        const rows = await api.resultRows(status);
+        expect(rows[4]!.slice(-3, -1)).toEqual(['', 'failed']);
+        expect(rows[4]!.at(-1)).toMatch(/^the same person as row 2 of this file/);
+        // The reason names no value of either row.
+        expect(rows[4]!.at(-1)).not.toMatch(/Jane|Doe3|1980|emr-3/);
+
+        const kept = await api.call('GET', '/medical/v1/patient/external-id', { query: { externalId: 'emr-3-a' } });
+        expect(kept.status, kept.text).toBe(200);
+        expect(kept.body.id).toBe(rows[2]!.at(-3));
+        expect(kept.body.contact).toEqual([expect.objectContaining({ email: 'p3@example.com' })]);
+        expect((await api.call('GET', '/medical/v1/patient/external-id', { query: { externalId: 'emr-3-b' } })).status).toBe(404);
+        expect(await api.listAllPatients()).toHaveLength(3);
+
+        // A dry run of the same file tells the same story.
+        const dry = await api.importCsv(csv, { dryRun: true });
+        expect(dry).toMatchObject({ succeeded: 3, failed: 1, created: 0, updated: 3 });
+        expect((await api.resultRows(dry))[4]!.at(-1)).toMatch(/^the same person as row 2 of this file/);
+      });
+    });
+
     test('a value beyond the tenth address group or phone fails its row, naming the column and the limit; unknown columns are listed', async () => {
       await withHost(makeHost, async (host) => {
         const api = await AccountApi.create(host);
