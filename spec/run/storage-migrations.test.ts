@@ -3,6 +3,8 @@ import { describe, expect, test } from 'vitest';
 import { openSequelize, runTransaction } from '../../adapters/storage/sequelize/connection.js';
 import * as matchKeyHashes from '../../adapters/storage/sequelize/migrations/0002-match-key-hashes.js';
 import * as bulkCounts from '../../adapters/storage/sequelize/migrations/0007-bulk-counts.js';
+import * as rekeyNames from '../../adapters/storage/sequelize/migrations/0008-rekey-names.js';
+import { matchKeysFor } from '../../core/matching/block.js';
 import { SequelizeStorage } from '../../adapters/storage/sequelize/sequelize.storage.js';
 import type { BulkRequest, Patient } from '../../core/domain/types.js';
 import { createPgSchema, probePostgres } from '../support/pg.js';
@@ -140,6 +142,60 @@ describe('storage migration 0007 (bulk counts)', () => {
     const sequelize = await openSequelize({ url: schema.url, schema: schema.schema });
     try {
       await bulkCountsRoundTrip(sequelize);
+    } finally {
+      await sequelize.close();
+      await schema.drop();
+    }
+  });
+});
+
+/**
+ * Patients stored with keys folded the old way (marks dropped, final sigma kept, full width kept) get the
+ * keys a row folds to now, so a later row of the same person finds them; patients whose keys are current
+ * are left as they are.
+ */
+async function rekeyRoundTrip(sequelize: Sequelize): Promise<void> {
+  const first = await SequelizeStorage.open({ sequelize });
+  const stale = [
+    { ...patient(1, 'account-a', 'Παπαδόπουλος'), matchKeys: ['1951-02-11|F|παπαδοπουλος'] },
+    { ...patient(2, 'account-a', 'राम'), matchKeys: ['1952-03-12|F|रम'] },
+    { ...patient(3, 'account-b', 'Ｄｏｅ'), matchKeys: ['1953-04-13|F|ｄｏｅ'] },
+  ];
+  const current = patient(4, 'account-a', 'Garcia Lopez');
+  current.matchKeys = matchKeysFor(current);
+  await first.patients.insertMany([...stale, current]);
+  await runTransaction(sequelize, async (transaction) => {
+    await rekeyNames.down();
+    await sequelize.query(`DELETE FROM carebridge_storage_migrations WHERE name = '${rekeyNames.name}'`, { transaction });
+  });
+
+  const second = await SequelizeStorage.open({ sequelize });
+  for (const stored of stale) {
+    const keys = matchKeysFor(stored);
+    expect(keys).not.toEqual(stored.matchKeys);
+    expect((await second.patients.findByMatchKeys(stored.accountId, keys)).map((p) => p.id)).toEqual([stored.id]);
+    expect(await second.patients.findByMatchKeys(stored.accountId, stored.matchKeys)).toEqual([]);
+    expect(await second.patients.get(stored.accountId, stored.id)).toEqual({ ...stored, matchKeys: keys });
+  }
+  expect(await second.patients.get('account-a', current.id)).toEqual(current);
+  expect((await second.patients.findByMatchKeys('account-a', current.matchKeys)).map((p) => p.id)).toEqual([current.id]);
+}
+
+describe('storage migration 0008 (blocking keys of names folded the old way)', () => {
+  test('SQLite: stored patients are found by the keys their names fold to now', async () => {
+    const sequelize = await openSequelize({ url: ':memory:' });
+    try {
+      await rekeyRoundTrip(sequelize);
+    } finally {
+      await sequelize.close();
+    }
+  });
+
+  test.skipIf(!pg.available)('PostgreSQL: stored patients are found by the keys their names fold to now', async () => {
+    const schema = await createPgSchema('migrate0008');
+    const sequelize = await openSequelize({ url: schema.url, schema: schema.schema });
+    try {
+      await rekeyRoundTrip(sequelize);
     } finally {
       await sequelize.close();
       await schema.drop();
