@@ -276,7 +276,7 @@ describe('settings and webhooks', () => {
     const bulk = messages.filter((message) => isWebhookMessageOfType(message, 'medical.bulk-patient-create'));
     expect(bulk.map((message) => isWebhookMessageOfType(message, 'medical.bulk-patient-create') && message.bulkPatientCreate)).toEqual([
       { requestId, status: 'processing' },
-      { requestId, status: 'completed', result: expect.stringContaining(requestId) },
+      { requestId, status: 'completed', result: expect.stringContaining(requestId), created: 2, updated: 0 },
     ]);
     expect(await client.getWebhookStatus()).toEqual({ webhookEnabled: true, webhookStatusDetail: expect.stringMatching(/^Ping answered/), processing: 0, failed: 0, messages: expect.objectContaining({ pending: 0, parked: 0 }) });
 

@@ -64,6 +64,10 @@ describe('parseWebhook', () => {
     expect(error).toMatchObject({ code: 'WEBHOOK_INVALID', message: expect.stringMatching(/medical\.document-download.*patients\.0\.status/) });
     expect(() => parseWebhook({ meta: { type: 'medical.unknown' } })).toThrow(/unknown meta\.type/);
     expect(() => parseWebhook({ ...messages[5], bulkPatientCreate: { requestId: 'r', status: 'completed', reason: 'x' } })).toThrow(CarebridgeWebhookError);
+    // The counts of created and updated rows come with the completed message only.
+    const completed = parseWebhook({ ...messages[5], bulkPatientCreate: { requestId: 'r', status: 'completed', result: 'https://x', created: 2, updated: 1 } });
+    expect(isWebhookMessageOfType(completed, 'medical.bulk-patient-create') && completed.bulkPatientCreate).toMatchObject({ created: 2, updated: 1 });
+    expect(() => parseWebhook({ ...messages[5], bulkPatientCreate: { requestId: 'r', status: 'processing', created: 2 } })).toThrow(CarebridgeWebhookError);
   });
 
   test('a body that is not JSON is refused without quoting it', () => {

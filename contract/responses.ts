@@ -101,6 +101,12 @@ export const bulkStatusResponse = z.strictObject({
   processed: z.number().int(),
   succeeded: z.number().int(),
   failed: z.number().int(),
+  created: z.number().int().describe('Rows that created a patient (in a dry run: rows that would)'),
+  updated: z.number().int().describe('Rows that updated an existing patient (in a dry run: rows that would)'),
+  ignoredColumns: z
+    .array(z.string())
+    .optional()
+    .describe('Once the file is read: its header columns the importer does not know (kept in the result CSV, otherwise ignored; at most 100 listed)'),
   result: z.string().optional().describe('Once completed: a pre-signed URL of the result CSV, valid 600 s'),
   documentQueries: z
     .strictObject({ total: z.number().int(), processing: z.number().int(), completed: z.number().int(), failed: z.number().int() })

@@ -108,14 +108,19 @@ export const bulkPatientCreateSchema = z
     status: z.enum(['processing', 'failed', 'completed']),
     reason: z.string().optional(),
     result: z.string().optional(),
+    /** Rows that created a patient and rows that updated one (in a dry run: that would have). */
+    created: z.number().int().nonnegative().optional(),
+    updated: z.number().int().nonnegative().optional(),
   })
   .superRefine((value, ctx) => {
-    // Reason only when failed, result only when completed.
+    // Reason only when failed; result and the counts only when completed.
     if (value.reason !== undefined && value.status !== 'failed') {
       ctx.addIssue({ code: 'custom', path: ['reason'], message: 'reason is only sent with status failed' });
     }
-    if (value.result !== undefined && value.status !== 'completed') {
-      ctx.addIssue({ code: 'custom', path: ['result'], message: 'result is only sent with status completed' });
+    for (const key of ['result', 'created', 'updated'] as const) {
+      if (value[key] !== undefined && value.status !== 'completed') {
+        ctx.addIssue({ code: 'custom', path: [key], message: `${key} is only sent with status completed` });
+      }
     }
   });
 

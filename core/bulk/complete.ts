@@ -13,7 +13,9 @@ export async function completeBulkRequest(deps: CoreDeps, request: BulkRequest, 
   const completed: BulkRequest = { ...request, status: await nextStatus(request.status, 'complete'), resultKey, updatedAt: nowIso(deps.clock) };
   await deps.storage.transaction(async (tx) => {
     const stored = await tx.bulkRequests.updateIfStatus(completed, 'processing');
-    if (stored) await notifyBulkStatus(tx, deps, stored, { status: 'completed', result: resultDownloadUrl(deps, stored) });
+    if (stored) {
+      await notifyBulkStatus(tx, deps, stored, { status: 'completed', result: resultDownloadUrl(deps, stored), created: stored.created, updated: stored.updated });
+    }
   });
   await removeParsedRecords(deps, request);
 }

@@ -8,6 +8,8 @@ export interface BulkStatusNotice {
   status: 'processing' | 'completed' | 'failed';
   reason?: string;
   result?: string;
+  created?: number;
+  updated?: number;
 }
 
 /**

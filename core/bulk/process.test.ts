@@ -119,7 +119,7 @@ async function resultText(deps: CoreDeps, request: BulkRequest): Promise<string>
 }
 
 describe('processBulkRequest', () => {
-  test('a row matches patients created and changed by earlier batches, even while those were still being written', async () => {
+  test('a row meets the patients earlier batches created, even while those were still being written, and fails as their repeat', async () => {
     const B = BULK_BATCH_SIZE;
     const rows = 2 * B + 600;
     const { deps, account, facilityId } = await world(slowCommits(new MemoryStorage(), 15));
@@ -127,7 +127,7 @@ describe('processBulkRequest', () => {
       10: 'ann-1,Ann,Able,1970-02-02,F,1 Main St,Springfield,IL,11111',
       // Next batch: its candidates are looked up while batch 0 (which created Ann) is uncommitted.
       [B + 10]: 'ann-2,Ann,Able,1970-02-02,F,2 Oak St,Springfield,IL,11111',
-      // The batch after: Ann as batch 1 changed her (a second last name, so new blocking keys).
+      // The batch after: Ann again, with a second last name (other blocking keys as well).
       [2 * B + 20]: ',Ann,"Able,Baker",1970-02-02,F,3 Elm St,Springfield,IL,11111',
       // Across a batch boundary.
       [B - 1]: 'bob-1,Bob,Boundary,1960-03-03,M,1 Main St,Springfield,IL,22222',
@@ -140,17 +140,47 @@ describe('processBulkRequest', () => {
     expect(outcomes).toHaveLength(rows);
     const ann = outcomes[10]!;
     expect(ann).toMatchObject({ status: 'succeeded', action: 'created' });
-    expect(outcomes[B + 10]).toMatchObject({ status: 'succeeded', action: 'updated', patientId: ann.patientId });
-    expect(outcomes[2 * B + 20]).toMatchObject({ status: 'succeeded', action: 'updated', patientId: ann.patientId });
+    for (const repeat of [B + 10, 2 * B + 20]) {
+      expect(outcomes[repeat]).toMatchObject({ status: 'failed' });
+      expect(outcomes[repeat]!.reason).toMatch(/^the same person as row 11 of this file/);
+    }
     expect(outcomes[B - 1]).toMatchObject({ action: 'created' });
-    expect(outcomes[B]).toMatchObject({ action: 'updated', patientId: outcomes[B - 1]!.patientId });
+    expect(outcomes[B]).toMatchObject({ status: 'failed', reason: expect.stringMatching(new RegExp(`^the same person as row ${B} of this file`)) });
     expect(outcomes.filter((outcome) => outcome.action === 'created')).toHaveLength(rows - 3);
 
+    // What the first row wrote is what is stored.
     const stored = await deps.storage.patients.get(account.id, ann.patientId!);
-    expect(stored).toMatchObject({ lastName: 'Able,Baker', externalId: 'ann-2' });
-    expect(stored!.address.map((address) => address.addressLine1)).toEqual(['3 Elm St']);
+    expect(stored).toMatchObject({ lastName: 'Able', externalId: 'ann-1' });
+    expect(stored!.address.map((address) => address.addressLine1)).toEqual(['1 Main St']);
     expect(await deps.storage.patients.count(account.id)).toBe(rows - 3);
-    expect(await deps.storage.bulkRequests.getById(request.id)).toMatchObject({ status: 'completed', processed: rows, succeeded: rows, failed: 0 });
+    expect(await deps.storage.bulkRequests.getById(request.id)).toMatchObject({
+      status: 'completed',
+      processed: rows,
+      succeeded: rows - 3,
+      failed: 3,
+      created: rows - 3,
+      updated: 0,
+    });
+  });
+
+  test('an import resumed after a crash still fails a repeat of a person the batches before the crash created', async () => {
+    const B = BULK_BATCH_SIZE;
+    const storage = new MemoryStorage();
+    const { deps, account, facilityId } = await world(failingOutcomes(storage, 3));
+    const csv = csvOf(3 * B + 100, {
+      10: 'ann-1,Ann,Able,1970-02-02,F,1 Main St,Springfield,IL,11111',
+      [3 * B + 10]: 'ann-2,Ann,Able,1970-02-02,F,2 Oak St,Springfield,IL,11111',
+    });
+    const request = await upload(deps, account, facilityId, csv);
+    await expect(processBulkRequest(deps, request.id)).rejects.toThrow('disk full');
+    expect(await storage.bulkRequests.getById(request.id)).toMatchObject({ status: 'processing', processed: 2 * B });
+
+    // The retried job, on a storage that works again, starts after the two committed batches.
+    await processBulkRequest({ ...deps, storage }, request.id);
+    const outcomes = await storage.bulkRows.range(request.id, 0, 4 * B);
+    expect(outcomes[3 * B + 10]).toMatchObject({ status: 'failed', reason: expect.stringMatching(/^the same person as row 11 of this file/) });
+    expect(await storage.patients.get(account.id, outcomes[10]!.patientId!)).toMatchObject({ externalId: 'ann-1' });
+    expect(await storage.bulkRequests.getById(request.id)).toMatchObject({ status: 'completed', created: 3 * B + 99, updated: 0, failed: 1 });
   });
 
   test('a request that fails after some batches keeps its upload and nothing else it wrote to the blob storage', async () => {

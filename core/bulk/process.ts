@@ -67,6 +67,7 @@ export async function processBulkRequest(deps: CoreDeps, requestId: string): Pro
   let layout: HeaderLayout | undefined;
   let rowIndex = 0;
   const resumeAt = await deps.storage.bulkRows.nextRowIndex(request.id);
+  if (resumeAt > 0) await importer.resumeAfter(resumeAt);
   let batch: PendingRow[] = [];
   // Batches start at fixed row indexes (0, BATCH, 2*BATCH...), so a resumed import names its parts as the first run did.
   const partStarts: number[] = [];

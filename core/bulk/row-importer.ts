@@ -21,6 +21,9 @@ import { newPatientFromRow, updatePatientFromRow } from './row-mapping.js';
  */
 export const BULK_BATCH_SIZE = 2_500;
 
+/** Stored outcomes read at once when a resumed import learns what the rows before it did. */
+const OUTCOME_PAGE = 5_000;
+
 export interface PendingRow {
   rowIndex: number;
   /** The record as `csvSafeLine` writes it: its result row repeats this text. */
@@ -52,7 +55,23 @@ export interface DecidedBatch {
   updated: Patient[];
   outcomes: BulkRowOutcome[];
   failed: number;
+  /** Rows that created a patient and rows that updated one (in a dry run, that would have). */
+  createdRows: number;
+  updatedRows: number;
   part: Promise<void>;
+}
+
+/**
+ * Why a row fails when an earlier row of its file already created or updated the same patient. Applying it
+ * would overwrite that row's demographics, contacts and externalId with its own, and both rows would report
+ * success: the earlier row's data would be lost without a word.
+ */
+export function sameAsEarlierRowReason(earlierRowIndex: number): string {
+  return (
+    `the same person as row ${earlierRowIndex + 1} of this file (counting from the first row after the header): ` +
+    'same first name, last name, dob, gender and a shared zip; that row is applied and this one is not, so it cannot ' +
+    'overwrite it: merge the two rows, or tell the two people apart'
+  );
 }
 
 /** Applies batches of rows of one request; caches what does not change between batches. */
@@ -62,6 +81,11 @@ export class RowImporter {
   private readonly today: string;
   /** What the last matched batch writes: the next batch's lookup may be made before it commits. */
   private lastWritten: Patient[] = [];
+  /**
+   * Patient id -> the row of this file that created or updated it: a later row of the same person fails,
+   * naming it. A dry run's ids are those its decisions use (stored patients, or `dry-run-<row>`).
+   */
+  private readonly rowOfPatient = new Map<string, number>();
 
   constructor(
     private readonly deps: CoreDeps,
@@ -74,6 +98,18 @@ export class RowImporter {
   /** The request as last committed. */
   get current(): BulkRequest {
     return this.request;
+  }
+
+  /**
+   * Learns which patients the rows before `resumeAt` created or updated, from their stored outcomes, so a
+   * resumed import fails a later row of the same person as the first run would have.
+   */
+  async resumeAfter(resumeAt: number): Promise<void> {
+    for (let from = 0; from < resumeAt; from += OUTCOME_PAGE) {
+      for (const outcome of await this.deps.storage.bulkRows.range(this.request.id, from, Math.min(from + OUTCOME_PAGE, resumeAt))) {
+        if (outcome.patientId !== undefined && !this.rowOfPatient.has(outcome.patientId)) this.rowOfPatient.set(outcome.patientId, outcome.rowIndex);
+      }
+    }
   }
 
   /** Validation and blocking keys: work that needs no storage. */
@@ -130,6 +166,8 @@ export class RowImporter {
     const now = nowIso(deps.clock);
     const created = new Map<string, Patient>();
     const updated = new Map<string, Patient>();
+    let createdRows = 0;
+    let updatedRows = 0;
 
     for (const { rowIndex, row, lastNames, keys } of valid) {
       const at = rowIndex - firstRowIndex;
@@ -155,6 +193,13 @@ export class RowImporter {
         );
         continue;
       }
+      if (decision.kind === 'updated') {
+        const earlier = this.rowOfPatient.get(decision.patientId);
+        if (earlier !== undefined) {
+          outcomes[at] = this.failed(rowIndex, sameAsEarlierRowReason(earlier));
+          continue;
+        }
+      }
       const facilityId = row.facilityId ?? this.request.facilityId;
       if (decision.kind === 'created') {
         let id: string;
@@ -169,6 +214,8 @@ export class RowImporter {
           candidates.put(patientCandidate(patient, demographics));
           created.set(id, patient);
         }
+        this.rowOfPatient.set(id, rowIndex);
+        createdRows++;
         outcomes[at] = this.succeeded(rowIndex, 'created', id);
       } else {
         const existing = candidates.get(decision.patientId)!;
@@ -177,9 +224,10 @@ export class RowImporter {
         else {
           const patient = updatePatientFromRow(existing.patient!, row, { facilityId, now, matchKeys: keys });
           candidates.put(patientCandidate(patient, demographics));
-          if (created.has(patient.id)) created.set(patient.id, patient);
-          else updated.set(patient.id, patient);
+          updated.set(patient.id, patient);
         }
+        this.rowOfPatient.set(existing.id, rowIndex);
+        updatedRows++;
         outcomes[at] = this.succeeded(rowIndex, 'updated', existing.id);
       }
     }
@@ -200,6 +248,8 @@ export class RowImporter {
       updated: [...updated.values()],
       outcomes,
       failed: outcomes.filter((o) => o.status === 'failed').length,
+      createdRows,
+      updatedRows,
       part,
     };
     this.lastWritten = [...decided.created, ...decided.updated];
@@ -214,6 +264,8 @@ export class RowImporter {
       processed: this.request.processed + outcomes.length,
       succeeded: this.request.succeeded + outcomes.length - failed,
       failed: this.request.failed + failed,
+      created: this.request.created + batch.createdRows,
+      updated: this.request.updated + batch.updatedRows,
       updatedAt: nowIso(this.deps.clock),
     };
     // The writes are independent: queued together, the database's writer goes from one to the next instead

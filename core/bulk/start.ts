@@ -40,6 +40,8 @@ export async function startBulkCreate(deps: CoreDeps, account: Account, input: S
     processed: 0,
     succeeded: 0,
     failed: 0,
+    created: 0,
+    updated: 0,
     uploadKey: '',
     expiresAt: expiresAt.toISOString(),
     createdAt: now,

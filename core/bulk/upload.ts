@@ -20,6 +20,20 @@ export function isCsvContentType(contentType: string | undefined): boolean {
 export interface FileCheck {
   /** Data rows (blank rows excluded). */
   rows: number;
+  /** Header cells of the columns the importer does not know (see `ignoredColumnsOf`). */
+  ignoredColumns: string[];
+}
+
+/** How many unknown columns the status lists, and how much of each name. */
+const MAX_IGNORED_LISTED = 100;
+const MAX_IGNORED_NAME = 100;
+
+/**
+ * The unknown columns as the status lists them: kept in the result CSV and otherwise ignored, so a person
+ * sees that `e-mail` or `zip_code` was not read. A header of thousands of columns lists its first hundred.
+ */
+function ignoredColumnsOf(ignored: readonly string[]): string[] {
+  return ignored.slice(0, MAX_IGNORED_LISTED).map((name) => (name.length > MAX_IGNORED_NAME ? `${name.slice(0, MAX_IGNORED_NAME)}…` : name));
 }
 
 /**
@@ -33,14 +47,17 @@ export function recordsKeyOf(uploadKey: string): string {
 /** The file-level rules of the upload check, record by record (header first). */
 class FileChecker {
   private header: string[] | undefined;
+  private ignored: string[] = [];
   private rows = 0;
 
   /** Throws CSV_INVALID or CSV_TOO_MANY_ROWS as soon as the records so far break a rule. */
   accept(record: string[]): void {
     if (!this.header) {
       this.header = record;
-      const problem = headerProblem(layoutHeader(record));
+      const layout = layoutHeader(record);
+      const problem = headerProblem(layout);
       if (problem) throw new CoreError('CSV_INVALID', problem);
+      this.ignored = ignoredColumnsOf(layout.ignored);
       return;
     }
     this.rows++;
@@ -52,7 +69,7 @@ class FileChecker {
   finish(): FileCheck {
     if (!this.header) throw new CoreError('CSV_INVALID', 'The file is empty');
     if (this.rows === 0) throw new CoreError('CSV_INVALID', 'The file has a header but no patient rows');
-    return { rows: this.rows };
+    return { rows: this.rows, ignoredColumns: this.ignored };
   }
 }
 
@@ -218,7 +235,14 @@ export async function acceptUpload(deps: CoreDeps, account: Account, requestId: 
     throw rejection;
   }
 
-  const processing: BulkRequest = { ...request, status: await nextStatus('waiting', 'accept-upload'), total: check.rows, uploadKey, updatedAt: now };
+  const processing: BulkRequest = {
+    ...request,
+    status: await nextStatus('waiting', 'accept-upload'),
+    total: check.rows,
+    ignoredColumns: check.ignoredColumns,
+    uploadKey,
+    updatedAt: now,
+  };
   const stored = await deps.storage.transaction(async (tx) => {
     const updated = await tx.bulkRequests.updateIfStatus(processing, 'waiting');
     if (updated) await notifyBulkStatus(tx, deps, updated, { status: 'processing' });

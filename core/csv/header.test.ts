@@ -30,6 +30,16 @@ describe('layoutHeader', () => {
     expect(layout.positions.size).toBe(2);
   });
 
+  test('an indexed column beyond 10 is told apart from an unknown one: its values fail their rows, the others are listed as ignored', () => {
+    const layout = layoutHeader(['firstName', ' ZIP-11 ', 'phone-0', 'email-01', 'notes', '', 'addressline1-12', 'Cohort-999999999999', 'lastName']);
+    expect(layout.beyondLimit).toEqual([
+      { column: 'zip-11', position: 1, family: 'zip', index: 11 },
+      { column: 'addressLine1-12', position: 6, family: 'addressLine1', index: 12 },
+      { column: 'cohort-999999999999', position: 7, family: 'cohort', index: 999_999_999_999 },
+    ]);
+    expect(layout.ignored).toEqual(['phone-0', 'email-01', 'notes']);
+  });
+
   test('a header and its un-indexed spelling of index 1 are the same column: the first wins', () => {
     const layout = layoutHeader(['city', 'City-1']);
     expect(layout.positions.get('city-1')).toBe(0);

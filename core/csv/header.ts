@@ -1,4 +1,4 @@
-import { INDEXED_COLUMNS, MAX_INDEX, SINGLE_COLUMNS, type HeaderLayout } from './types.js';
+import { INDEXED_COLUMNS, MAX_INDEX, SINGLE_COLUMNS, type HeaderLayout, type IndexedColumn } from './types.js';
 
 /** Columns a file must have for any row to be valid. */
 export const REQUIRED_COLUMNS = ['firstName', 'lastName', 'dob', 'gender'] as const;
@@ -24,6 +24,26 @@ export function canonicalColumn(headerCell: string): string | undefined {
   return CANONICAL_BY_LOWER.get(stripBom(headerCell).trim().toLowerCase());
 }
 
+const FAMILY_BY_LOWER: ReadonlyMap<string, IndexedColumn> = new Map(INDEXED_COLUMNS.map((column) => [column.toLowerCase(), column]));
+
+/**
+ * The family and index of a header cell naming an indexed column beyond MAX_INDEX (`' ZIP-11 '` -> zip, 11),
+ * or `undefined`. Index 0 and zero-padded indexes are not indexes the importer numbers, so not beyond it.
+ */
+function beyondLimitColumn(headerCell: string): { family: IndexedColumn; index: number } | undefined {
+  const text = stripBom(headerCell).trim().toLowerCase();
+  const dash = text.lastIndexOf('-');
+  const family = dash > 0 ? FAMILY_BY_LOWER.get(text.slice(0, dash)) : undefined;
+  const digits = text.slice(dash + 1);
+  if (family === undefined || digits === '' || digits.length > 15 || digits.charCodeAt(0) === 48) return undefined;
+  for (let i = 0; i < digits.length; i++) {
+    const c = digits.charCodeAt(i);
+    if (c < 48 || c > 57) return undefined;
+  }
+  const index = Number(digits);
+  return index > MAX_INDEX ? { family, index } : undefined;
+}
+
 function stripBom(cell: string): string {
   return cell.startsWith(BOM) ? cell.slice(1) : cell;
 }
@@ -36,6 +56,8 @@ export function layoutHeader(cells: readonly string[]): HeaderLayout {
   const duplicated: string[] = [];
   // Every non-blank column by the name it is known by (canonical, else its normalised text), with its positions.
   const named = new Map<string, { name: string; positions: number[] }>();
+  const beyondLimit: HeaderLayout['beyondLimit'] = [];
+  const ignored: string[] = [];
   for (let position = 0; position < original.length; position++) {
     const column = canonicalColumn(original[position]!);
     canonical.push(column);
@@ -46,7 +68,12 @@ export function layoutHeader(cells: readonly string[]): HeaderLayout {
       if (seen) seen.positions.push(position);
       else named.set(key, { name: column ?? text, positions: [position] });
     }
-    if (column === undefined) continue;
+    if (column === undefined) {
+      const beyond = beyondLimitColumn(text);
+      if (beyond) beyondLimit.push({ column: `${beyond.family}-${beyond.index}`, position, ...beyond });
+      else if (text !== '') ignored.push(text);
+      continue;
+    }
     if (positions.has(column)) {
       if (!duplicated.includes(column)) duplicated.push(column);
     } else {
@@ -55,7 +82,7 @@ export function layoutHeader(cells: readonly string[]): HeaderLayout {
   }
   const missingRequired = REQUIRED_COLUMNS.filter((column) => !positions.has(column));
   const repeated = [...named.values()].filter((column) => column.positions.length > 1);
-  return { original, canonical, positions, missingRequired, duplicated, repeated };
+  return { original, canonical, positions, missingRequired, duplicated, repeated, beyondLimit, ignored };
 }
 
 /** How many repeated columns, and positions of each, a reason lists before summing up the rest. */

@@ -1,4 +1,4 @@
-import { isWhitespaceCode, splitNames } from '../matching/normalise.js';
+import { isNameSpaceCode, splitNames } from '../matching/normalise.js';
 
 export const NAME_REQUIRED = 'required (one or more names, separated by commas or spaces)';
 export const NAME_FORMULA_START = 'must start with a letter, not =, +, - or @ (a spreadsheet would run the cell as a formula)';
@@ -32,7 +32,8 @@ export function nameProblem(value: string): string | undefined {
   return undefined;
 }
 
-const WHITESPACE_RUNS = /\s+/g;
+/** Whitespace but U+FEFF, which is invisible inside a name rather than a space between names (see `splitNames`). */
+const WHITESPACE_RUNS = /[^\S\uFEFF]+/g;
 const HAS_LETTER = /\p{L}/u;
 
 /** A name field as it is stored and its list of names (`A,B` and `A B` both mean [A, B]). */
@@ -61,7 +62,7 @@ function needsCollapsing(value: string): boolean {
     if (c === 32) {
       if (afterSpace) return true;
       afterSpace = true;
-    } else if (isWhitespaceCode(c)) return true;
+    } else if (isNameSpaceCode(c)) return true;
     else afterSpace = false;
   }
   return false;

@@ -38,6 +38,13 @@ export interface HeaderLayout {
    * for a known column, else as written, trimmed) and its 0-based positions. A file with any is refused.
    */
   repeated: { name: string; positions: number[] }[];
+  /**
+   * Indexed columns numbered beyond MAX_INDEX (`zip-11`, `phone-12`): not read, so a value in one fails its
+   * row rather than being dropped unseen. `column` is canonical in spelling (`addressLine1-11`).
+   */
+  beyondLimit: { column: string; position: number; family: IndexedColumn; index: number }[];
+  /** Non-blank header cells (trimmed) of the other columns the importer does not know: kept in the result, ignored. */
+  ignored: string[];
 }
 
 /** One valid row, normalised: what the matching and the patient record are built from. */

@@ -72,7 +72,7 @@ describe('a complete minimal row', () => {
   });
 
   test('unknown columns are ignored, whatever they hold', () => {
-    const layout = layoutHeader(['notes', 'firstName', 'lastName', 'dob', 'gender', 'addressLine1', 'city', 'state', 'zip', 'zip-11']);
+    const layout = layoutHeader(['notes', 'firstName', 'lastName', 'dob', 'gender', 'addressLine1', 'city', 'state', 'zip', 'zip-0']);
     const result = validateRow(['x'.repeat(5000), 'Anne', 'Smith', '1980-02-29', 'F', '1 Main St', 'Springfield', 'IL', '62704', 'garbage'], layout, TODAY);
     expect(result.ok).toBe(true);
   });
@@ -294,5 +294,35 @@ describe('problems', () => {
       ]),
     ).toBe('zip-2: must be 5 digits; city-2: required when any address-2 column is given');
     expect(formatReason([{ column: 'gender', message: 'must be M, F, O or U' }])).toBe('gender: must be M, F, O or U');
+  });
+});
+
+describe('indexed columns beyond 10', () => {
+  /** `BASE` plus the extra columns, under a header in this order. */
+  function validateWith(extra: Record<string, string>) {
+    const header = [...Object.keys(BASE), ...Object.keys(extra)];
+    return validateRow([...Object.values(BASE), ...Object.values(extra)] as string[], layoutHeader(header), TODAY);
+  }
+  function reasonWith(extra: Record<string, string>): string {
+    const result = validateWith(extra);
+    if (result.ok) throw new Error('expected the row to fail');
+    return formatReason(result.problems);
+  }
+
+  test('a value in an 11th address group, phone, email or cohort fails the row, naming the column and the limit', () => {
+    expect(reasonWith({ 'addressLine1-11': '9 Far Rd', 'city-11': 'Springfield', 'state-11': 'IL', 'zip-11': '62702' })).toBe(
+      'addressLine1-11: beyond the limit of 10 address groups per row (addressLine1-10 ... zip-10 is the last); ' +
+        'this address would be dropped: put it in a free group or leave it out',
+    );
+    expect(reasonWith({ 'ZIP-12': '62702' })).toMatch(/^zip-12: beyond the limit of 10 address groups/);
+    expect(reasonWith({ 'phone-11': '2175550100' })).toBe(
+      'phone-11: beyond the limit of 10 phone columns per row (phone-10 is the last); this value would be dropped: move it to a free column or leave it out',
+    );
+    expect(reasonWith({ 'email-11': 'a@example.com', 'cohort-11': 'x' })).toMatch(/^email-11: .*email-10 is the last.*; cohort-11: .*cohort-10 is the last/);
+  });
+
+  test('empty cells beyond 10 change nothing', () => {
+    const result = validateWith({ 'addressLine1-11': '', 'zip-11': '', 'phone-11': '' });
+    expect(result.ok && result.row.addresses).toHaveLength(1);
   });
 });

@@ -15,7 +15,7 @@ import {
   UUID_INVALID,
 } from './identifiers.js';
 import { NAME_REQUIRED, nameProblem, parseNameField, type NameField } from './names.js';
-import { MAX_INDEX, type HeaderLayout, type ParsedRow, type RowProblem, type RowValidation } from './types.js';
+import { MAX_INDEX, type HeaderLayout, type IndexedColumn, type ParsedRow, type RowProblem, type RowValidation } from './types.js';
 
 interface AddressGroupPlan {
   index: number;
@@ -54,6 +54,22 @@ interface RowPlan {
   phones: IndexedCellPlan[];
   emails: IndexedCellPlan[];
   cohorts: IndexedCellPlan[];
+  /** Indexed columns beyond MAX_INDEX, in header order, with the problem a value in one makes. */
+  beyondLimit: (IndexedCellPlan & { group: string | undefined; message: string })[];
+}
+
+const ADDRESS_FAMILIES: ReadonlySet<IndexedColumn> = new Set(['addressLine1', 'addressLine2', 'city', 'state', 'zip']);
+const BEYOND_ADDRESS_LIMIT =
+  `beyond the limit of ${MAX_INDEX} address groups per row (addressLine1-${MAX_INDEX} ... zip-${MAX_INDEX} is the last); ` +
+  'this address would be dropped: put it in a free group or leave it out';
+const BEYOND_LIMIT_NOUNS: Readonly<Record<string, string>> = { phone: 'phone', email: 'email', cohort: 'cohort' };
+
+function beyondLimitMessage(family: IndexedColumn): string {
+  if (ADDRESS_FAMILIES.has(family)) return BEYOND_ADDRESS_LIMIT;
+  return (
+    `beyond the limit of ${MAX_INDEX} ${BEYOND_LIMIT_NOUNS[family] ?? family} columns per row (${family}-${MAX_INDEX} is the last); ` +
+    'this value would be dropped: move it to a free column or leave it out'
+  );
 }
 
 const plans = new WeakMap<HeaderLayout, RowPlan>();
@@ -112,6 +128,13 @@ function makePlan(layout: HeaderLayout): RowPlan {
     phones: indexed('phone'),
     emails: indexed('email'),
     cohorts: indexed('cohort'),
+    beyondLimit: layout.beyondLimit.map(({ column, position, family, index }) => ({
+      column,
+      position,
+      // The columns of one address group make one problem: the address, not each of its cells, is dropped.
+      group: ADDRESS_FAMILIES.has(family) ? `address-${index}` : undefined,
+      message: beyondLimitMessage(family),
+    })),
   };
 }
 
@@ -286,6 +309,8 @@ export function validateRow(cells: readonly string[], layout: HeaderLayout, toda
     if (hieOptOut === undefined) problems.push({ column: 'hieOptOut', message: HIE_OPT_OUT_INVALID });
   }
 
+  if (plan.beyondLimit.length > 0) beyondLimitProblems(cells, plan, problems);
+
   if (problems.length > 0) return { ok: false, problems };
   const row: ParsedRow = {
     externalId: externalIdCell === '' ? undefined : externalIdCell,
@@ -305,6 +330,16 @@ export function validateRow(cells: readonly string[], layout: HeaderLayout, toda
     hieOptOut,
   };
   return { ok: true, row };
+}
+
+/** A value in a column beyond MAX_INDEX would never be read: the row fails rather than lose it unseen. */
+function beyondLimitProblems(cells: readonly string[], plan: RowPlan, problems: RowProblem[]): void {
+  const reported: string[] = [];
+  for (const { column, position, group, message } of plan.beyondLimit) {
+    if (cellAt(cells, position) === '' || (group !== undefined && reported.includes(group))) continue;
+    if (group !== undefined) reported.push(group);
+    problems.push({ column, message });
+  }
 }
 
 /** A failed row's reason for the result CSV: every problem as `column: message`, joined with `; `. */

@@ -120,6 +120,11 @@ export interface BulkRequest {
   processed: number;
   succeeded: number;
   failed: number;
+  /** Rows that created a patient, and rows that updated one (in a dry run: that would have). */
+  created: number;
+  updated: number;
+  /** Header cells of the columns the importer does not know, known once the file has been read. */
+  ignoredColumns?: string[];
   /** Blob key of the uploaded CSV. */
   uploadKey: string;
   /** Blob key of the result CSV, once completed. */

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { demographicsPair } from '../../spec/arbitraries/demographics.js';
+import { differentByOneUnit, nameModel, renderModel } from '../../spec/arbitraries/scripts.js';
 import { matchKeysFor } from './block.js';
 import { isSamePerson } from './decide.js';
 
@@ -21,6 +22,27 @@ describe('matchKeysFor', () => {
         expect(matchKeysFor(a).some((key) => keysOfB.includes(key))).toBe(true);
       }),
       { numRuns: 300 },
+    );
+  });
+
+  test('keys fold last names as matching does: vowel signs count, full width and invisible characters do not', () => {
+    const keys = (lastName: string) => matchKeysFor({ lastName, dob: '1990-04-02', genderAtBirth: 'F' });
+    expect(keys('राम')).not.toEqual(keys('रमा'));
+    expect(keys('Ｄｏｅ')).toEqual(keys('Doe'));
+    expect(keys('Do\u200be')).toEqual(keys('DOE'));
+  });
+
+  test('property: one last name in any script, however written, gives one key; a name one letter off another', () => {
+    fc.assert(
+      fc.property(
+        nameModel.chain((model) => fc.tuple(renderModel(model), renderModel(model), differentByOneUnit(model).chain(renderModel))),
+        ([a, b, other]) => {
+          const keys = (lastName: string) => matchKeysFor({ lastName, dob: '1990-04-02', genderAtBirth: 'F' });
+          expect(keys(a.text)).toEqual(keys(b.text));
+          expect(keys(a.text)).not.toEqual(keys(other.text));
+        },
+      ),
+      { numRuns: 500 },
     );
   });
 

@@ -1,17 +1,36 @@
 /**
- * Name normalisation for demographic matching (names compare case-insensitively, with accents
- * folded and whitespace collapsed; two lists match when they share at least one name).
+ * Name normalisation for demographic matching. Names compare case-insensitively after compatibility
+ * normalisation (NFKC: full-width forms, ligatures), with whitespace, punctuation and invisible characters
+ * (zero-width spaces and joiners, soft hyphens...) removed and accents folded; two lists match when they
+ * share at least one name.
+ *
+ * A combining mark is an accent, folded away, only when it is a non-spacing mark on a letter of the Latin,
+ * Greek or Cyrillic script: `José` is `Jose`, `Zoë` is `Zoe`. Every other mark is part of the letter it sits
+ * on and counts: spacing marks always, and the vowel signs, nukta, tone marks, niqqud, harakat and voicing
+ * marks of other scripts. Dropping those made `रमा` (Ramā) and `रोमी` (Romī) the same name as `राम` (Rām),
+ * so different people were merged; when unsure, names must stay apart (a duplicate can be merged later,
+ * a merged record cannot be split).
  */
 
-/** Commas and whitespace both separate names (`A,B` and `A B` both mean the list A, B). */
-const NAME_SEPARATORS = /[\s,]+/u;
-const COMBINING_MARKS = /\p{M}+/gu;
-const NOT_LETTER_DIGIT_OR_SPACE = /[^\p{L}\p{N}\s]+/gu;
-const WHITESPACE_RUNS = /\s+/gu;
-const NEEDS_LETTER_FOLDING = /[łøßæœđðþı]/u;
+/** Commas and whitespace both separate names (`A,B` and `A B` both mean the list A, B); U+FEFF is invisible, not a space. */
+const NAME_SEPARATORS = /(?:[^\S\uFEFF]|,)+/u;
+/** Format characters (zero-width space and joiners, soft hyphen, BOM...) and the other default-ignorable ones (variation selectors, Hangul fillers...). */
+const INVISIBLE = /[\p{Cf}\p{Default_Ignorable_Code_Point}]+/gu;
+const LETTER_OR_DIGIT = /^[\p{L}\p{N}]$/u;
+const MARK = /^\p{M}$/u;
+const SPACING_MARK = /^\p{Mc}$/u;
+const HAS_MARK = /\p{M}/u;
+/** Scripts whose non-spacing marks are accents. */
+const ACCENTED_SCRIPT = /^[\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}]$/u;
+/**
+ * Case folding beyond lower-casing: a final sigma is a sigma, and the iota subscript, which upper-cases to a
+ * capital iota (`ᾳ` -> `ΑΙ`), is an iota.
+ */
+const CASE_FOLDS: Readonly<Record<string, string>> = { ς: 'σ', '\u0345': 'ι' };
+const CASE_FOLDED = /[ς\u0345]/gu;
 
 /**
- * Letters NFD does not decompose into a base letter plus a mark; without this `Łukasz` would never
+ * Latin letters NFKD does not decompose into a base letter plus a mark; without this `Łukasz` would never
  * meet `Lukasz`, while `José` meets `Jose`.
  */
 const LETTER_FOLDS: Readonly<Record<string, string>> = {
@@ -27,24 +46,44 @@ const LETTER_FOLDS: Readonly<Record<string, string>> = {
 };
 const FOLDABLE_LETTERS = /[łøßæœđðþı]/gu;
 
+/**
+ * Whether `mark` is an accent of the letter it sits on: a non-spacing (or enclosing) mark on a Latin, Greek
+ * or Cyrillic letter. A mark on nothing (at the start, or after punctuation only) is kept: it cannot be
+ * told apart from a letter's.
+ */
+function isAccent(mark: string, base: string | undefined): boolean {
+  return base !== undefined && !SPACING_MARK.test(mark) && ACCENTED_SCRIPT.test(base);
+}
+
 /** `foldName` as specified, step by step; every input can take this path, and the fast one must agree with it. */
 export function foldNameSlowly(s: string): string {
-  let folded = s.normalize('NFD').replace(COMBINING_MARKS, '').toLowerCase();
-  if (NEEDS_LETTER_FOLDING.test(folded)) folded = folded.replace(FOLDABLE_LETTERS, (letter) => LETTER_FOLDS[letter] ?? letter);
-  return folded.replace(NOT_LETTER_DIGIT_OR_SPACE, '').replace(WHITESPACE_RUNS, ' ').trim();
+  // Compatibility decomposition (the first half of NFKC), then case: what is left is base letters and marks.
+  const lower = s.normalize('NFKD').replace(INVISIBLE, '').toLowerCase().replace(CASE_FOLDED, (letter) => CASE_FOLDS[letter]!).normalize('NFKD');
+  const letters = lower.replace(FOLDABLE_LETTERS, (letter) => LETTER_FOLDS[letter]!);
+  let kept = '';
+  // The letter or digit the marks that follow sit on; punctuation and whitespace between them are dropped.
+  let base: string | undefined;
+  for (const char of letters) {
+    if (LETTER_OR_DIGIT.test(char)) {
+      kept += char;
+      base = char;
+    } else if (MARK.test(char) && !isAccent(char, base)) kept += char;
+  }
+  // Recomposed, so a letter and its marks read the same however they were written.
+  return kept.normalize('NFC');
 }
 
 /**
- * Below U+0300 (Latin, with its accented and special letters) folding works character by character:
- * NFD splits a letter into its base and marks that are dropped, and lower-casing has no context there
- * (final sigma and the like live higher up). So each such character's fold is worked out once, with the
- * slow path; whitespace is marked as such, to be collapsed and trimmed as the slow path does.
+ * Below U+0300 (Latin, with its accented and special letters) folding works character by character: each
+ * character folds to letters of its own, and lower-casing has no context there (final sigma and the like
+ * live higher up). So each such character's fold is worked out once, with the slow path. The exceptions
+ * are the spacing accents (`´`, `¨`, `¸`...), whose compatibility form is a mark on the letter before them:
+ * a name holding one takes the slow path, as any name beyond U+0300 does.
  */
 const TABLE_END = 0x300;
-const SPACE = ' ';
-const FOLD_TABLE: readonly string[] = Array.from({ length: TABLE_END }, (_, code) => {
-  const char = String.fromCharCode(code);
-  return /\s/u.test(char) ? SPACE : foldNameSlowly(char);
+const FOLD_TABLE: readonly (string | undefined)[] = Array.from({ length: TABLE_END }, (_, code) => {
+  const fold = foldNameSlowly(String.fromCharCode(code));
+  return HAS_MARK.test(fold) ? undefined : fold;
 });
 
 function isAsciiLetterOrDigit(c: number): boolean {
@@ -52,29 +91,21 @@ function isAsciiLetterOrDigit(c: number): boolean {
 }
 
 /**
- * The form two names are compared in: lower case, accents folded, punctuation dropped (`O'Brien` ->
- * `obrien`), whitespace collapsed to single spaces and trimmed. May return `''` for pure punctuation.
+ * The form two names are compared in: compatibility-normalised, lower case, accents folded, marks that are
+ * letters kept, punctuation, whitespace and invisible characters dropped (`O'Brien` -> `obrien`), composed
+ * (NFC). May return `''` for pure punctuation.
  */
 export function foldName(s: string): string {
   let plain = true;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
-    if (c >= TABLE_END) return foldNameSlowly(s);
+    if (c >= TABLE_END || FOLD_TABLE[c] === undefined) return foldNameSlowly(s);
     if (plain && !isAsciiLetterOrDigit(c)) plain = false;
   }
   // Most names: ASCII letters and digits only.
   if (plain) return s.toLowerCase();
   let folded = '';
-  let space = false;
-  for (let i = 0; i < s.length; i++) {
-    const fold = FOLD_TABLE[s.charCodeAt(i)]!;
-    if (fold === SPACE) space = true;
-    else if (fold !== '') {
-      if (space && folded !== '') folded += ' ';
-      space = false;
-      folded += fold;
-    }
-  }
+  for (let i = 0; i < s.length; i++) folded += FOLD_TABLE[s.charCodeAt(i)]!;
   return folded;
 }
 
@@ -86,11 +117,16 @@ export function isWhitespaceCode(c: number): boolean {
   );
 }
 
-function isNameSeparator(c: number): boolean {
-  return c === 44 || isWhitespaceCode(c);
+/** Whitespace that separates names: all of `\s` but U+FEFF, which JavaScript counts as a space but nobody sees. */
+export function isNameSpaceCode(c: number): boolean {
+  return c !== 0xfeff && isWhitespaceCode(c);
 }
 
-/** The names of a name field as written (commas and whitespace separate them), empty parts dropped. */
+function isNameSeparator(c: number): boolean {
+  return c === 44 || isNameSpaceCode(c);
+}
+
+/** The names of a name field as written (commas and whitespace but U+FEFF separate them), empty parts dropped. */
 export function splitNames(s: string): string[] {
   let start = -1;
   for (let i = 0; i < s.length; i++) {
@@ -120,7 +156,7 @@ function splitAt(s: string, from: number): string[] {
   return names;
 }
 
-/** `splitNames` as specified: a split on commas and whitespace; the fast one must agree with it. */
+/** `splitNames` as specified: a split on commas and whitespace but U+FEFF; the fast one must agree with it. */
 export function splitNamesSlowly(s: string): string[] {
   const names = s.split(NAME_SEPARATORS);
   // split leaves '' at either end when the text starts or ends with a separator

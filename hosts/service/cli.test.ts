@@ -136,7 +136,7 @@ describe('carebridge import', () => {
       expect(code, cli.err()).toBe(0);
       expect(cli.err()).toMatch(/Bulk request [0-9a-f-]{36}: uploading patients\.csv \(\d+ bytes\)/);
       expect(cli.err()).toContain('300/300 rows  (290 ok, 10 failed)  completed');
-      expect(cli.out()).toContain('completed: 290 succeeded, 10 failed. Result: ');
+      expect(cli.out()).toContain('completed: 290 succeeded (290 created, 0 updated), 10 failed. Result: ');
 
       const result = parse(await readFile(join(dir, 'patients.result.csv'), 'utf8'), { relax_column_count: true }) as string[][];
       expect(result[0]).toEqual([...HEADER.split(','), 'metriportId', 'status', 'reason']);

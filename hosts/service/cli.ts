@@ -238,6 +238,8 @@ interface BulkStatus {
   processed: number;
   succeeded: number;
   failed: number;
+  created: number;
+  updated: number;
   result?: string;
 }
 
@@ -309,7 +311,10 @@ async function importCommand(args: string[], io: CliIo): Promise<number> {
   await attempt(target, 'the result file could not be downloaded', () => client.downloadBulkPatientCreateResult(final, out));
 
   if (values.json) io.stdout(`${JSON.stringify({ ...final, resultFile: out })}\n`);
-  else io.stdout(`Bulk request ${requestId} completed: ${final.succeeded} succeeded, ${final.failed} failed. Result: ${out}\n`);
+  else {
+    const counts = `${final.succeeded} succeeded (${final.created} created, ${final.updated} updated), ${final.failed} failed`;
+    io.stdout(`Bulk request ${requestId} completed: ${counts}. Result: ${out}\n`);
+  }
   return 0;
 }
 

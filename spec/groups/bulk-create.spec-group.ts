@@ -23,7 +23,9 @@ export function defineBulkCreateGroup({ describe, test, makeHost }: HostSpecOpti
         await host.settle();
 
         const status = (await api.bulkStatus(started.body.requestId)).body;
-        expect(status).toMatchObject({ status: 'completed', total: 3, processed: 3, succeeded: 2, failed: 1 });
+        expect(status).toMatchObject({ status: 'completed', total: 3, processed: 3, succeeded: 2, failed: 1, created: 2, updated: 0 });
+        // A column the importer does not know is kept in the result and named, never silently dropped.
+        expect(status.ignoredColumns).toEqual(['favouriteColour']);
 
         const messages = (await api.webhooks()).filter((m) => m.meta.type === 'medical.bulk-patient-create');
         expect(messages.map((m) => m.bulkPatientCreate.status)).toEqual(['processing', 'completed']);
@@ -34,6 +36,8 @@ export function defineBulkCreateGroup({ describe, test, makeHost }: HostSpecOpti
         }
         const completed = messages[1]!.bulkPatientCreate;
         expect(completed.result).toMatch(/^https?:\/\//);
+        expect(completed).toMatchObject({ created: 2, updated: 0 });
+        expect(messages[0]!.bulkPatientCreate).not.toHaveProperty('created');
 
         const rows = await api.resultRows({ ...status, result: completed.result });
         expect(rows[0]).toEqual([...HEADER.split(','), 'favouriteColour', 'metriportId', 'status', 'reason']);
@@ -47,23 +51,105 @@ export function defineBulkCreateGroup({ describe, test, makeHost }: HostSpecOpti
       });
     });
 
-    test('re-importing the same file creates nothing new; a later duplicate row updates the earlier one', async () => {
+    test('re-importing the same file creates nothing new and updates each patient once; the status counts created and updated', async () => {
       await withHost(makeHost, async (host) => {
         const api = await AccountApi.create(host);
         await api.createFacility();
-        const csv = csvOf([personRow(1), personRow(2), personRow(1, { externalId: 'ext-1b' })]);
+        const csv = csvOf([personRow(1), personRow(2), personRow(3)]);
         const first = await api.importCsv(csv);
-        expect(first).toMatchObject({ status: 'completed', succeeded: 3, failed: 0 });
+        expect(first).toMatchObject({ status: 'completed', succeeded: 3, failed: 0, created: 3, updated: 0 });
         const firstRows = await api.resultRows(first);
-        expect(firstRows[3]!.at(-3)).toBe(firstRows[1]!.at(-3));
-        const patients = await api.listAllPatients();
-        expect(patients).toHaveLength(2);
+        expect(await api.listAllPatients()).toHaveLength(3);
 
         const second = await api.importCsv(csv);
-        expect(second).toMatchObject({ succeeded: 3, failed: 0 });
+        expect(second).toMatchObject({ succeeded: 3, failed: 0, created: 0, updated: 3 });
         const secondRows = await api.resultRows(second);
         expect(secondRows.slice(1).map((r) => r.at(-3))).toEqual(firstRows.slice(1).map((r) => r.at(-3)));
-        expect(await api.listAllPatients()).toHaveLength(2);
+        expect(await api.listAllPatients()).toHaveLength(3);
+        const updatedHook = (await api.webhooks()).filter((m) => m.bulkPatientCreate?.requestId === second.requestId && m.bulkPatientCreate.status === 'completed');
+        expect(updatedHook.map((m) => m.bulkPatientCreate)).toEqual([expect.objectContaining({ created: 0, updated: 3 })]);
+      });
+    });
+
+    test('the same person twice in one file: the later row fails naming the earlier one, whose externalId and email stay', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        // Row 2 and row 4 are one person under two externalIds; only row 2 gives an email.
+        const again = personRow(3, { externalId: 'emr-3-b' }).replace('p3@example.com', '');
+        const csv = csvOf([personRow(1), personRow(3, { externalId: 'emr-3-a' }), personRow(2), again]);
+        const status = await api.importCsv(csv);
+        expect(status).toMatchObject({ status: 'completed', succeeded: 3, failed: 1, created: 3, updated: 0 });
+        const rows = await api.resultRows(status);
+        expect(rows[4]!.slice(-3, -1)).toEqual(['', 'failed']);
+        expect(rows[4]!.at(-1)).toMatch(/^the same person as row 2 of this file/);
+        // The reason names no value of either row.
+        expect(rows[4]!.at(-1)).not.toMatch(/Jane|Doe3|1980|emr-3/);
+
+        const kept = await api.call('GET', '/medical/v1/patient/external-id', { query: { externalId: 'emr-3-a' } });
+        expect(kept.status, kept.text).toBe(200);
+        expect(kept.body.id).toBe(rows[2]!.at(-3));
+        expect(kept.body.contact).toEqual([expect.objectContaining({ email: 'p3@example.com' })]);
+        expect((await api.call('GET', '/medical/v1/patient/external-id', { query: { externalId: 'emr-3-b' } })).status).toBe(404);
+        expect(await api.listAllPatients()).toHaveLength(3);
+
+        // A dry run of the same file tells the same story.
+        const dry = await api.importCsv(csv, { dryRun: true });
+        expect(dry).toMatchObject({ succeeded: 3, failed: 1, created: 0, updated: 3 });
+        expect((await api.resultRows(dry))[4]!.at(-1)).toMatch(/^the same person as row 2 of this file/);
+      });
+    });
+
+    test('a value beyond the tenth address group or phone fails its row, naming the column and the limit; unknown columns are listed', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        const header = `${HEADER},addressLine1-11,city-11,state-11,zip-11,Phone-12,notes`;
+        const csv = csvOf(
+          [
+            `${personRow(1)},9 Far Rd,Springfield,IL,62702,,seen`,
+            `${personRow(2)},,,,,2175550199,`,
+            `${personRow(3)},,,,,,`,
+          ],
+          header,
+        );
+        const status = await api.importCsv(csv);
+        expect(status).toMatchObject({ status: 'completed', succeeded: 1, failed: 2, created: 1, updated: 0, ignoredColumns: ['notes'] });
+        const rows = await api.resultRows(status);
+        expect(rows[1]!.at(-2)).toBe('failed');
+        expect(rows[1]!.at(-1)).toMatch(/^addressLine1-11: .*10 address/);
+        expect(rows[2]!.at(-2)).toBe('failed');
+        expect(rows[2]!.at(-1)).toMatch(/^phone-12: .*phone-10/);
+        expect(rows[3]!.slice(-2)).toEqual(['succeeded', '']);
+        expect(await api.listAllPatients()).toHaveLength(1);
+      });
+    });
+
+    test('names differing in a vowel sign are different people; a full-width name is the same person', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        // Rām, then Ramā and Romī: the same consonants, dob, gender and zip.
+        const person = (externalId: string, firstName: string, lastName = 'शर्मा') =>
+          personRow(1, { externalId, firstName, lastName, dob: '1990-04-02', gender: 'F', zip: '10001', hieOptOut: 'true' });
+        const first = await api.importCsv(csvOf([person('ram-1', 'राम')]));
+        expect(first).toMatchObject({ status: 'completed', succeeded: 1, failed: 0 });
+        const ram = (await api.resultRows(first))[1]!.at(-3)!;
+
+        const second = await api.importCsv(csvOf([person('rama-1', 'रमा'), person('romi-1', 'रोमी')]));
+        expect(second).toMatchObject({ status: 'completed', succeeded: 2, failed: 0 });
+        const ids = (await api.resultRows(second)).slice(1).map((row) => row.at(-3));
+        expect(new Set([ram, ...ids]).size).toBe(3);
+        expect(await api.listAllPatients()).toHaveLength(3);
+        const byExternalId = await api.call('GET', '/medical/v1/patient/external-id', { query: { externalId: 'ram-1' } });
+        expect(byExternalId.status, byExternalId.text).toBe(200);
+        expect(byExternalId.body).toMatchObject({ id: ram, firstName: 'राम', lastName: 'शर्मा', externalId: 'ram-1' });
+
+        const latin = await api.importCsv(csvOf([person('jane-1', 'Jane', 'Doe')]));
+        const fullWidth = await api.importCsv(csvOf([person('jane-1', 'Ｊａｎｅ', 'Ｄｏｅ')]));
+        expect(fullWidth).toMatchObject({ succeeded: 1, failed: 0 });
+        expect((await api.resultRows(fullWidth))[1]!.at(-3)).toBe((await api.resultRows(latin))[1]!.at(-3));
+        expect(await api.listAllPatients()).toHaveLength(4);
       });
     });
 

@@ -37,27 +37,30 @@ const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
  * A file of `rows` rows about a growing set of people, and what importing it must do. Person k is
  * `personRow(k)` (first name Jane<letter>, last name Doe<k>). Rows are, in file order: new people;
  * duplicates of an earlier person written differently (case, a second last name, another externalId,
- * another street) that must update them; near-duplicates that differ in dob, gender, zip or first name,
- * which are other people (created, or updating an earlier identical near-duplicate); invalid rows.
- * The model: a row updates the patient of its key (person, folded first name, dob, gender, zip) when
- * that key was seen before, else creates one.
+ * another street), which must fail naming the row of that person's first appearance; near-duplicates
+ * that differ in dob, gender, zip or first name, which are other people (created, or failing as repeats
+ * of an earlier identical near-duplicate); invalid rows. The model: a row creates the patient of its key
+ * (person, folded first name, dob, gender, zip) the first time the file holds that key, and fails as the
+ * same person as that first row every later time.
  */
 function fileWithDuplicates(seed: number, rows: number) {
   // fast-check picks the seed, so a failing file is replayed from it.
   const next = seededRandom(seed);
   const random = (below: number) => Math.floor(next() * below);
   const lines: string[] = [];
-  /** Per row: the model key of the patient it creates or updates, or undefined when it must fail. */
+  /** Per row: the model key of the patient it creates, or undefined when it is invalid. */
   const keys: (string | undefined)[] = [];
-  const seen = new Set<string>();
+  /** Model key -> the row (counted from 1 after the header) that created its patient. */
+  const firstRow = new Map<string, number>();
+  /** Per row: the earlier row it repeats, if any. */
+  const repeats: (number | undefined)[] = [];
   let people = 0;
-  let created = 0;
-  let updated = 0;
   for (let i = 0; i < rows; i++) {
     const roll = people === 0 ? 0 : random(100);
     if (roll >= 97) {
       lines.push(personRow(people + 100_000, { dob: '1980-02-30', hieOptOut: 'true' }));
       keys.push(undefined);
+      repeats.push(undefined);
       continue;
     }
     const person = roll < 65 ? people++ : random(people);
@@ -89,13 +92,11 @@ function fileWithDuplicates(seed: number, rows: number) {
     const key = [person, first, dob, gender, zip].join('|');
     lines.push(personRow(person, variant));
     keys.push(key);
-    if (seen.has(key)) updated++;
-    else {
-      seen.add(key);
-      created++;
-    }
+    repeats.push(firstRow.get(key));
+    if (!firstRow.has(key)) firstRow.set(key, i + 1);
   }
-  return { csv: csvOf(lines), keys, created, updated, failed: keys.filter((key) => key === undefined).length };
+  const created = firstRow.size;
+  return { csv: csvOf(lines), keys, repeats, created, failed: rows - created };
 }
 
 export function defineBulkPropertiesGroup({ describe, test, makeHost, numRuns = 15 }: HostSpecOptions): void {
@@ -157,27 +158,30 @@ export function defineBulkPropertiesGroup({ describe, test, makeHost, numRuns = 
             const api = await freshAccount(host);
             const file = fileWithDuplicates(seed, rows);
             const status = await api.importCsv(file.csv);
-            expect(status).toMatchObject({ status: 'completed', total: rows, processed: rows, succeeded: file.created + file.updated, failed: file.failed });
+            expect(status).toMatchObject({ status: 'completed', total: rows, processed: rows, succeeded: file.created, failed: file.failed, created: file.created, updated: 0 });
             expect(await api.listAllPatients()).toHaveLength(file.created);
-            // Rows of one model key share one patient; rows of different keys never do.
+            // Rows of different keys never share a patient; a key's later rows fail naming its first.
             const result = (await api.resultRows(status)).slice(1);
             const idColumn = -3;
-            const idOfKey = new Map<string, string>();
             const keyOfId = new Map<string, string>();
             result.forEach((row, i) => {
               const key = file.keys[i];
+              const repeated = file.repeats[i];
               if (key === undefined) {
                 expect(row.slice(-2, -1)).toEqual(['failed']);
                 return;
               }
+              if (repeated !== undefined) {
+                expect(row.slice(-3, -1), `row ${i + 1}`).toEqual(['', 'failed']);
+                expect(row.at(-1), `row ${i + 1}`).toMatch(new RegExp(`^the same person as row ${repeated} of this file`));
+                return;
+              }
               const id = row.at(idColumn)!;
-              expect(row.slice(-2)).toEqual(['succeeded', '']);
-              expect(idOfKey.get(key) ?? id, `row ${i + 1}`).toBe(id);
-              expect(keyOfId.get(id) ?? key, `row ${i + 1}`).toBe(key);
-              idOfKey.set(key, id);
+              expect(row.slice(-2), `row ${i + 1}`).toEqual(['succeeded', '']);
+              expect(keyOfId.has(id), `row ${i + 1}`).toBe(false);
               keyOfId.set(id, key);
             });
-            expect(idOfKey.size).toBe(file.created);
+            expect(keyOfId.size).toBe(file.created);
           }),
           // Each run imports thousands of rows: a few runs, each a different file.
           { numRuns: Math.max(2, Math.ceil(numRuns / 5)) },
@@ -200,12 +204,13 @@ export function defineBulkPropertiesGroup({ describe, test, makeHost, numRuns = 
             const rows = people.map((p) => ({ firstName: p.firstName, lastName: p.lastName, dob: p.dob, gender: p.gender, 'addressLine1-1': '1 Main St', 'city-1': 'Springfield', 'state-1': 'IL', 'zip-1': p.zip }));
             const text = fileOf(rows).text;
             const status = await api.importCsv(text);
-            expect(status.failed).toBe(0);
-            // With one zip per row, "same person" is equality of the folded tuple: the expected count is exact.
+            // With one zip per row, "same person" is equality of the folded tuple: the expected count is exact,
+            // and every repeat of a person in the file fails rather than overwriting the first.
             const distinct = new Set(people.map((p) => [p.firstName, p.lastName, p.dob, p.gender, p.zip].join('|')));
+            expect(status).toMatchObject({ failed: people.length - distinct.size, created: distinct.size, updated: 0 });
             const patients = await api.listAllPatients();
             expect(patients).toHaveLength(distinct.size);
-            await api.importCsv(text);
+            expect(await api.importCsv(text)).toMatchObject({ failed: people.length - distinct.size, created: 0, updated: distinct.size });
             expect(await api.listAllPatients()).toHaveLength(distinct.size);
           }),
           { numRuns },

@@ -92,6 +92,28 @@ export function defineHostileInputGroup({ describe, test, makeHost }: HostSpecOp
       });
     });
 
+    // A backtracking pattern over these 200,000 characters takes minutes (it took 11-13 s at 64 KB); a scan
+    // takes milliseconds. The timeout is far from both: it catches the shape of the cost, not a speed.
+    test('a hostile document and file name are stored and indexed in time proportional to their size', { timeout: 60_000 }, async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        const facility = await api.createFacility();
+        const patient = await api.call('POST', '/medical/v1/patient', { query: { facilityId: facility.id }, body: PATIENT });
+        const created = await api.call('POST', '/medical/v1/document/upload', {
+          query: { patientId: patient.body.id },
+          body: { resourceType: 'DocumentReference', content: [{ attachment: { contentType: 'application/xml', title: `a${'.-'.repeat(100_000)}a` } }] },
+        });
+        expect(created.status, created.text).toBe(200);
+        const put = await host.fetchUrl(created.body.uploadUrl, { method: 'PUT', contentType: 'application/xml', body: '<'.repeat(200_000) });
+        expect(put.status, put.text).toBe(200);
+        await host.settle();
+        const listed = await api.call('GET', '/medical/v1/document', { query: { patientId: patient.body.id } });
+        expect(listed.body.documents).toHaveLength(1);
+        const search = await api.call('GET', `/medical/v1/patient/${patient.body.id}/consolidated/search`, { query: { query: 'anything' } });
+        expect(search.status, search.text).toBe(200);
+      });
+    });
+
     test('an attachment contentType that is not a media type is refused; a stored one can always be downloaded', async () => {
       await withHost(makeHost, async (host) => {
         const api = await AccountApi.create(host);

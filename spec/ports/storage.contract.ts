@@ -158,6 +158,8 @@ function builders() {
       processed: 0,
       succeeded: 0,
       failed: 0,
+      created: 0,
+      updated: 0,
       uploadKey: 'uploads/a.csv',
       expiresAt: at(600),
       metadata: { batch: 'north', 'clé': 'välue' },
@@ -725,7 +727,19 @@ export function defineStorageContract(options: StorageContractOptions): void {
     await expect(storage.bulkRequests.insert(request)).rejects.toThrow();
 
     const { metadata: _dropped, ...rest } = request;
-    const completed: BulkRequest = { ...rest, status: 'completed', total: 0, resultKey: 'results/r.csv', processed: 3, succeeded: 2, failed: 1, updatedAt: at(60) };
+    const completed: BulkRequest = {
+      ...rest,
+      status: 'completed',
+      total: 0,
+      resultKey: 'results/r.csv',
+      processed: 3,
+      succeeded: 2,
+      failed: 1,
+      created: 1,
+      updated: 1,
+      ignoredColumns: ['notes', 'Favourite "colour"', 'ünïcode'],
+      updatedAt: at(60),
+    };
     expect(await storage.bulkRequests.update(completed)).toEqual(completed);
     expect(await storage.bulkRequests.get(ACCOUNT_A, request.id)).toEqual(completed);
     expect(await storage.bulkRequests.update({ ...completed, accountId: ACCOUNT_B })).toBeUndefined();
@@ -736,7 +750,7 @@ export function defineStorageContract(options: StorageContractOptions): void {
   test('bulkRequests: updateIfStatus replaces only from the expected status', async (storage, build) => {
     const request = build.bulkRequest(ACCOUNT_A);
     await storage.bulkRequests.insert(request);
-    const processing: BulkRequest = { ...request, status: 'processing', total: 10, updatedAt: at(1) };
+    const processing: BulkRequest = { ...request, status: 'processing', total: 10, ignoredColumns: [], updatedAt: at(1) };
     expect(await storage.bulkRequests.updateIfStatus(processing, 'waiting')).toEqual(processing);
     expect(await storage.bulkRequests.updateIfStatus({ ...processing, status: 'expired' }, 'waiting')).toBeUndefined();
     expect(await storage.bulkRequests.get(ACCOUNT_A, request.id)).toEqual(processing);

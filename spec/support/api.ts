@@ -120,6 +120,9 @@ export interface BulkStatusBody {
   processed: number;
   succeeded: number;
   failed: number;
+  created: number;
+  updated: number;
+  ignoredColumns?: string[];
   result?: string;
 }
 

@@ -280,6 +280,9 @@ export class RowMapper {
       metadata: this.json(request.metadata),
       created_at: request.createdAt,
       updated_at: request.updatedAt,
+      created: request.created,
+      updated: request.updated,
+      ignored_columns: this.json(request.ignoredColumns),
     };
   }
 
@@ -294,6 +297,8 @@ export class RowMapper {
         processed: Number(row.processed),
         succeeded: Number(row.succeeded),
         failed: Number(row.failed),
+        created: Number(row.created),
+        updated: Number(row.updated),
         uploadKey: str(row.upload_key),
         expiresAt: str(row.expires_at),
         createdAt: str(row.created_at),
@@ -304,6 +309,7 @@ export class RowMapper {
         total: row.total === null || row.total === undefined ? null : Number(row.total),
         resultKey: row.result_key,
         metadata: row.metadata === null || row.metadata === undefined ? null : this.parse(row.metadata),
+        ignoredColumns: row.ignored_columns === null || row.ignored_columns === undefined ? null : this.parse(row.ignored_columns),
       },
     );
   }

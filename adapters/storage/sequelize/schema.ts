@@ -93,6 +93,9 @@ export const TABLES = {
     metadata: 'json?',
     created_at: 'text',
     updated_at: 'text',
+    created: 'integer',
+    updated: 'integer',
+    ignored_columns: 'json?',
   },
   bulk_rows: {
     request_id: 'text key',

@@ -21,6 +21,9 @@ export function bulkStatusToWire(deps: Pick<CoreDeps, 'urlSigner' | 'clock' | 'c
     processed: request.processed,
     succeeded: request.succeeded,
     failed: request.failed,
+    created: request.created,
+    updated: request.updated,
+    ...(request.ignoredColumns !== undefined ? { ignoredColumns: request.ignoredColumns } : {}),
     // A fresh URL on every read: the one in the webhook lives only 600 s.
     ...(request.status === 'completed' && request.resultKey ? { result: resultDownloadUrl(deps, request) } : {}),
     // What the import set off: the document query of each patient, counted as they are started and end.

@@ -7,6 +7,8 @@ import * as documentQueryProgress from './0003-document-query-progress.js';
 import * as outboxStreams from './0004-outbox-streams.js';
 import * as outboxLeases from './0005-outbox-leases.js';
 import * as networkQueries from './0006-network-queries.js';
+import * as bulkCounts from './0007-bulk-counts.js';
+import * as rekeyNames from './0008-rekey-names.js';
 
 /** What every storage migration receives: DDL goes through `queryInterface` with `{ transaction }`. */
 export interface MigrationContext {
@@ -22,6 +24,8 @@ const MIGRATIONS: { name: string; up: (params: { context: MigrationContext }) =>
   outboxStreams,
   outboxLeases,
   networkQueries,
+  bulkCounts,
+  rekeyNames,
 ];
 
 /** Where applied migrations are recorded; other adapters on the same database keep their own table. */
