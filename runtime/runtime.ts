@@ -1,3 +1,4 @@
+import type { RateLimits } from '../core/api/rate-limit.js';
 import { classifyStorageError } from '../adapters/storage/storage-full.js';
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
@@ -90,6 +91,8 @@ export interface RuntimeOptions {
    * threads would each load the converter again), a pool of threads in SQL.
    */
   ccda?: { kind: 'in-process' } | { kind: 'pooled'; maxThreads?: number };
+  /** Requests per minute per account by route class (429 with Retry-After past them). Default: no limits. */
+  rateLimits?: RateLimits;
   /** Largest C-CDA document converted, bytes; larger ones are stored, their conversion fails with the reason. Default 32 MB. */
   ccdaMaxBytes?: number;
   /** The C-CDA documents the sandbox HIE network serves. Default `SANDBOX_DOCUMENTS_DIR`, else the repository's. */
@@ -273,6 +276,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       onAuthenticated: noteAccount,
       onRouted: noteRoute,
       classifyError: classifyStorageError,
+      ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
       onUnexpectedError: (error, request) =>
         logger?.error({ err: describeError(error), requestId: request.requestId, method: request.method, route: core.routeOf(request) ?? null }, 'unexpected error'),
     });

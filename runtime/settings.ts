@@ -1,3 +1,4 @@
+import { DEFAULT_RATE_LIMITS, type RateLimits } from '../core/api/rate-limit.js';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
@@ -38,6 +39,8 @@ export interface ServiceSettings extends BlobSettings {
   jobConcurrency: number;
   /** `CCDA_WORKERS`: threads converting C-CDA documents; one per core but the event loop's (at least 1) when absent. */
   ccdaWorkers?: number;
+  /** `RATE_LIMITS`: requests per minute per account by route class, e.g. `create=600,consolidated=60`; `off`, or 0 for a class, disables. */
+  rateLimits?: RateLimits;
   /** `CCDA_MAX_MB`: largest C-CDA document converted, MB (1 to 1024); larger ones are stored but not converted. Default 32. */
   ccdaMaxBytes?: number;
 }
@@ -90,6 +93,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
   if (ccdaMaxMb !== undefined && !(Number.isFinite(ccdaMaxMb) && ccdaMaxMb >= 1 && ccdaMaxMb <= 1024)) {
     throw new Error(`CCDA_MAX_MB must be a number of megabytes from 1 to 1024, not "${maxMbText}"`);
   }
+  const rateLimits = rateLimitsOf(nonEmpty(env.RATE_LIMITS));
   const concurrencyText = nonEmpty(env.WEBHOOK_CONCURRENCY) ?? '16';
   const webhookConcurrency = Number(concurrencyText);
   if (!Number.isInteger(webhookConcurrency) || webhookConcurrency < 1 || webhookConcurrency > 256) {
@@ -127,6 +131,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
     publicUrl,
     urlSigningSecret: nonEmpty(env.URL_SIGNING_SECRET),
     ccdaWorkers,
+    ...(rateLimits ? { rateLimits } : {}),
     ...(ccdaMaxMb !== undefined ? { ccdaMaxBytes: Math.round(ccdaMaxMb * 1024 * 1024) } : {}),
     webhookRateLimit,
     webhookLeaseSeconds,
@@ -155,4 +160,20 @@ export async function urlSigningSecret(dataDir: string, given: string | undefine
   const secret = (await readFile(file, 'utf8')).trim();
   if (secret.length < 16) throw new Error(`${file} holds no usable secret; delete it to have a new one generated`);
   return secret;
+}
+
+/** `RATE_LIMITS`: the defaults, changed class by class (`create=1200,documentQuery=60`), or `off`. */
+function rateLimitsOf(text: string | undefined): RateLimits | undefined {
+  if (text === undefined) return DEFAULT_RATE_LIMITS;
+  if (text.toLowerCase() === 'off') return undefined;
+  const limits: RateLimits = { ...DEFAULT_RATE_LIMITS };
+  for (const part of text.split(',')) {
+    const [name, value] = part.split('=').map((piece) => piece.trim());
+    const perMinute = Number(value);
+    if (!name || !(name in limits) || value === undefined || value === '' || !Number.isInteger(perMinute) || perMinute < 0 || perMinute > 1_000_000) {
+      throw new Error(`RATE_LIMITS must be "off" or class=requests-per-minute pairs (classes: ${Object.keys(limits).join(', ')}), not "${text}"`);
+    }
+    limits[name as keyof RateLimits] = perMinute;
+  }
+  return limits;
 }

@@ -5,6 +5,7 @@ import { CoreError } from '../errors.js';
 import { verifySignedRequest } from '../signed-urls.js';
 import { checkJsonBody, checkPathParams, checkQuery } from './input-text.js';
 import { errorToResponse, parseWith, problemResponse } from './problem.js';
+import { RateLimiter, rateClassOf, type RateLimits } from './rate-limit.js';
 import { Router, type RouteDefinition } from './router.js';
 import { apiRoutes } from './routes/index.js';
 import type { ApiRequest, ApiResponse } from './types.js';
@@ -29,6 +30,11 @@ export interface ApiHandlerOptions {
    * it is; anything it does not recognise stays an unexpected error (500).
    */
   classifyError?: (error: unknown) => CoreError | undefined;
+  /**
+   * Requests per minute per account, by route class (see rate-limit.ts); a class at 0 is not limited.
+   * Default: no limits (the runtime sets them for the service).
+   */
+  rateLimits?: RateLimits;
 }
 
 export type ApiHandler = ((request: ApiRequest) => Promise<ApiResponse>) & {
@@ -45,6 +51,7 @@ export type ApiHandler = ((request: ApiRequest) => Promise<ApiResponse>) & {
 export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}): ApiHandler {
   const router = new Router(apiRoutes);
   const keys = new ApiKeyCache(deps.clock, options.apiKeyCacheMs ?? DEFAULT_API_KEY_CACHE_MS);
+  const limiter = options.rateLimits ? new RateLimiter(deps.clock, options.rateLimits) : undefined;
 
   const handle = async (request: ApiRequest): Promise<ApiResponse> => {
     try {
@@ -63,6 +70,12 @@ export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}
       const query = flattenQuery(request.query);
       const account = await authorise(deps, keys, route, request);
       if (account) options.onAuthenticated?.(account, request);
+      const wait = account && limiter ? limiter.take(account.id, rateClassOf(route)) : undefined;
+      if (wait !== undefined) {
+        const response = problemResponse('RATE_LIMITED', `Too many requests of this kind for this account; try again in ${wait} s`);
+        response.headers['retry-after'] = String(wait);
+        return response;
+      }
       const parsedQuery = route.query ? parseWith(route.query, query, 'query') : query;
       const parsedBody = route.body ? parseWith(route.body, request.body ?? {}, 'body') : request.body;
       const response = await route.handle({ deps, request, params, query: parsedQuery, body: parsedBody, account: account as Account });

@@ -1,3 +1,4 @@
+import type { RateLimits } from '../../core/api/rate-limit.js';
 import type { Sequelize } from 'sequelize';
 import type { ApiHandler } from '../../core/api/handler.js';
 import type { CoreDeps } from '../../core/deps.js';
@@ -55,6 +56,11 @@ export interface CarebridgeOptions {
    * one that serves requests (at least 1).
    */
   ccdaWorkers?: number;
+  /**
+   * Requests per minute per account by route class (429 RATE_LIMITED with Retry-After past them), e.g.
+   * `DEFAULT_RATE_LIMITS`. None when absent: the application embedding carebridge may have its own.
+   */
+  rateLimits?: RateLimits;
   /**
    * Days delivered webhook messages and finished queue jobs are kept before they are pruned (in small
    * batches, in the background). Default 7.
@@ -124,6 +130,7 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
     ...(options.urlSigningSecret !== undefined ? { urlSigningSecret: options.urlSigningSecret } : {}),
     webhooks: { allowPrivate: options.webhooks?.allowPrivate ?? false, ...options.webhooks },
     ccda: { kind: 'pooled', ...(options.ccdaWorkers !== undefined ? { maxThreads: options.ccdaWorkers } : {}) },
+    ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
     jobConcurrency: options.jobConcurrency ?? DEFAULT_JOB_CONCURRENCY,
     ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
     ...(options.retentionDays !== undefined ? { retentionDays: options.retentionDays } : {}),

@@ -1,3 +1,4 @@
+import type { RateLimits } from '../../core/api/rate-limit.js';
 import type { ApiHandler } from '../../core/api/handler.js';
 import type { ApiRequest, ApiResponse } from '../../core/api/types.js';
 import type { CoreDeps } from '../../core/deps.js';
@@ -21,6 +22,8 @@ export interface MemoryHostOptions {
   storage?: StoragePort;
   /** Estimated bytes of per-patient search indexes kept in memory; the index's default (64 MB) when absent. */
   searchCacheBytes?: number;
+  /** Requests per minute per account by route class, to try a client's handling of 429; no limits when absent. */
+  rateLimits?: RateLimits;
 }
 
 /**
@@ -42,6 +45,7 @@ export class MemoryHost {
       },
       ...(options.fixturesDir ? { sandboxDocumentsDir: options.fixturesDir } : {}),
       ...(options.searchCacheBytes !== undefined ? { searchCacheBytes: options.searchCacheBytes } : {}),
+      ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.ids ? { ids: options.ids } : {}),
     });

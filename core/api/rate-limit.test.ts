@@ -1,0 +1,62 @@
+import { describe, expect, test } from 'vitest';
+import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
+import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
+import { MemoryHost } from '../../hosts/memory/memory.host.js';
+import { DEFAULT_RATE_LIMITS, RateLimiter, rateClassOf } from './rate-limit.js';
+
+describe('rate limits', () => {
+  test('a minute of requests may come at once; then one per 60/limit seconds, per account and class', () => {
+    const clock = new SteppedClock('2026-01-01T00:00:00.000Z');
+    const limiter = new RateLimiter(clock, { ...DEFAULT_RATE_LIMITS, documentQuery: 6 });
+    for (let i = 0; i < 6; i++) expect(limiter.take('a', 'documentQuery')).toBeUndefined();
+    expect(limiter.take('a', 'documentQuery')).toBe(10);
+    // Another account, another class: untouched.
+    expect(limiter.take('b', 'documentQuery')).toBeUndefined();
+    expect(limiter.take('a', 'standard')).toBeUndefined();
+    clock.advance(9_000);
+    expect(limiter.take('a', 'documentQuery')).toBe(1);
+    clock.advance(1_000);
+    expect(limiter.take('a', 'documentQuery')).toBeUndefined();
+    expect(limiter.take('a', 'documentQuery')).toBe(10);
+  });
+
+  test('a class at 0 is not limited, and the buckets are bounded in number', () => {
+    const clock = new SteppedClock('2026-01-01T00:00:00.000Z');
+    const limiter = new RateLimiter(clock, { ...DEFAULT_RATE_LIMITS, create: 0 }, 100);
+    for (let i = 0; i < 1000; i++) expect(limiter.take('a', 'create')).toBeUndefined();
+    for (let i = 0; i < 1000; i++) limiter.take(`account-${i}`, 'standard');
+    expect(limiter.size).toBe(100);
+  });
+
+  test('routes are classed by what they set off; polling the status of work is standard', () => {
+    expect(rateClassOf({ method: 'POST', path: '/medical/v1/patient' })).toBe('create');
+    expect(rateClassOf({ method: 'POST', path: '/medical/v1/patient/bulk' })).toBe('create');
+    expect(rateClassOf({ method: 'POST', path: '/medical/v1/document/query' })).toBe('documentQuery');
+    expect(rateClassOf({ method: 'POST', path: '/medical/v1/patient/:id/consolidated/query' })).toBe('consolidated');
+    expect(rateClassOf({ method: 'GET', path: '/medical/v1/patient/:id/medical-record' })).toBe('consolidated');
+    expect(rateClassOf({ method: 'GET', path: '/medical/v1/patient/:id/consolidated/query' })).toBe('standard');
+    expect(rateClassOf({ method: 'GET', path: '/medical/v1/patient/:id' })).toBe('standard');
+  });
+
+  test('through the API: 429 RATE_LIMITED with Retry-After, for that account only, and again after the wait', async () => {
+    const clock = new SteppedClock('2026-01-01T00:00:00.000Z');
+    const host = await MemoryHost.create({ clock, ids: new SequentialIds(), rateLimits: { ...DEFAULT_RATE_LIMITS, standard: 3 } });
+    try {
+      const one = await host.createAccount('one');
+      const two = await host.createAccount('two');
+      const read = (apiKey: string) => host.request({ method: 'GET', path: '/medical/v1/facility', headers: { 'x-api-key': apiKey } });
+      for (let i = 0; i < 3; i++) expect((await read(one.apiKey)).status).toBe(200);
+      const limited = await read(one.apiKey);
+      expect(limited.status).toBe(429);
+      expect(limited.headers['retry-after']).toBe('20');
+      expect((limited.body as { code: string }).code).toBe('RATE_LIMITED');
+      expect((await read(two.apiKey)).status).toBe(200);
+      clock.advance(20_000);
+      expect((await read(one.apiKey)).status).toBe(200);
+      // A wrong key is refused before any bucket is touched.
+      expect((await read('wrong')).status).toBe(401);
+    } finally {
+      await host.close();
+    }
+  });
+});
