@@ -23,7 +23,7 @@
  *   turned into its opposite.
  */
 import type { FhirResource } from '../../core/ports/ccda.port.js';
-import { attributeOf, hasTemplate, isCcdaNode, listOf, textOf, type CcdaNode } from './ccda-nodes.js';
+import { attributeOf, firstNode, hasTemplate, isCcdaNode, listOf, textOf, type CcdaNode } from './ccda-nodes.js';
 import { canonicalSystem } from './code-systems.js';
 import type { RepairContext, RepairRule } from './repair-rule.js';
 
@@ -43,7 +43,6 @@ const PREGNANCY_OBSERVATION = '2.16.840.1.113883.10.20.15.3.8';
 const concept = (system: string, code: string, display: string): CodeableConcept => ({ coding: [{ system, code, display }] });
 const isTrue = (node: CcdaNode | undefined, name: string) => attributeOf(node, name) === 'true';
 const statusCodeOf = (node: CcdaNode | undefined) => attributeOf(listOf(node?.statusCode).find(isCcdaNode), 'code');
-const firstNode = (value: unknown) => listOf(value).find(isCcdaNode);
 const codeOfConcept = (value: unknown): string | undefined => (attributeOf(value, 'nullFlavor') ? undefined : attributeOf(value, 'code'));
 
 /** The observation a concern act is about (its first SUBJ observation); undefined when it holds none. */

@@ -10,6 +10,9 @@ export const isCcdaNode = (value: unknown): value is CcdaNode => typeof value ==
 /** An element that may repeat, as a list (empty when absent). */
 export const listOf = (value: unknown): unknown[] => (Array.isArray(value) ? value : value === undefined ? [] : [value]);
 
+/** The first element of one that may repeat; undefined when there is none. */
+export const firstNode = (value: unknown): CcdaNode | undefined => listOf(value).find(isCcdaNode);
+
 /** An attribute's text; undefined when absent or empty. */
 export function attributeOf(node: unknown, name: string): string | undefined {
   const value = isCcdaNode(node) ? node[`@_${name}`] : undefined;

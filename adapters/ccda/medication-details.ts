@@ -4,7 +4,7 @@
  * "as needed" and for what, the indication, the patient's instructions, and a mixture's ingredients.
  */
 import { codeableConceptOf } from './assertions.js';
-import { attributeOf, hasTemplate, isCcdaNode, listOf, textOf, type CcdaNode } from './ccda-nodes.js';
+import { attributeOf, firstNode, hasTemplate, isCcdaNode, listOf, textOf, type CcdaNode } from './ccda-nodes.js';
 import { narrativeText } from './narrative.js';
 import type { RepairContext, RepairRule } from './repair-rule.js';
 
@@ -18,13 +18,12 @@ const UCUM = 'http://unitsofmeasure.org';
 /** Units of time as FHIR Timing's periodUnit. */
 const PERIOD_UNITS: Record<string, string> = { s: 's', min: 'min', h: 'h', d: 'd', wk: 'wk', mo: 'mo', a: 'a' };
 
-const first = (value: unknown) => listOf(value).find(isCcdaNode);
 
 /** An element's text: inline, or the narrative its reference points to. */
 function textOfElement(text: unknown, context: RepairContext | undefined): string | undefined {
   if (typeof text === 'string') return text.trim() || undefined;
   if (!isCcdaNode(text)) return undefined;
-  const reference = attributeOf(first(text.reference), 'value');
+  const reference = attributeOf(firstNode(text.reference), 'value');
   const referenced = reference ? context?.narrative?.(reference) : undefined;
   if (referenced) return referenced;
   const { reference: _reference, ...inline } = text;
@@ -43,16 +42,16 @@ function timingRepeat(element: CcdaNode): Json {
   for (const time of listOf(element.effectiveTime).filter(isCcdaNode)) {
     const type = attributeOf(time, 'xsi:type');
     if (type === 'EIVL_TS') {
-      const event = attributeOf(first(time.event), 'code');
+      const event = attributeOf(firstNode(time.event), 'code');
       if (event) repeat.when = [...((repeat.when as string[] | undefined) ?? []), event];
-      const offset = first(time.offset);
-      const width = Number(attributeOf(first(offset?.width), 'value') ?? attributeOf(offset, 'value'));
-      const unit = attributeOf(first(offset?.width), 'unit') ?? attributeOf(offset, 'unit');
+      const offset = firstNode(time.offset);
+      const width = Number(attributeOf(firstNode(offset?.width), 'value') ?? attributeOf(offset, 'value'));
+      const unit = attributeOf(firstNode(offset?.width), 'unit') ?? attributeOf(offset, 'unit');
       if (Number.isFinite(width) && width > 0) repeat.offset = Math.round(unit === 'h' ? width * 60 : unit === 'd' ? width * 1440 : width);
     } else if (type === 'PIVL_TS') {
-      const period = first(time.period);
-      const low = first(period?.low);
-      const high = first(period?.high);
+      const period = firstNode(time.period);
+      const low = firstNode(period?.low);
+      const high = firstNode(period?.high);
       const unit = PERIOD_UNITS[attributeOf(low, 'unit') ?? attributeOf(high, 'unit') ?? ''];
       if (low && high && unit) {
         repeat.period = Number(attributeOf(low, 'value'));
@@ -66,14 +65,14 @@ function timingRepeat(element: CcdaNode): Json {
 
 /** A mixture named but not coded: a Medication with its name, form and ingredients (with their strengths). */
 function mixtureOf(element: CcdaNode): Json | undefined {
-  const material = first(first(first(element.consumable)?.manufacturedProduct)?.manufacturedMaterial);
+  const material = firstNode(firstNode(firstNode(element.consumable)?.manufacturedProduct)?.manufacturedMaterial);
   if (!material) return undefined;
   const ingredients = listOf(material['pharm:ingredient']).filter(isCcdaNode).flatMap((ingredient) => {
-    const substance = codeableConceptOf(first(first(ingredient['pharm:ingredientSubstance'])?.['pharm:code']));
+    const substance = codeableConceptOf(firstNode(firstNode(ingredient['pharm:ingredientSubstance'])?.['pharm:code']));
     if (!substance) return [];
-    const quantity = first(ingredient['pharm:quantity']);
-    const numerator = first(quantity?.['pharm:numerator']);
-    const denominator = first(quantity?.['pharm:denominator']);
+    const quantity = firstNode(ingredient['pharm:quantity']);
+    const numerator = firstNode(quantity?.['pharm:numerator']);
+    const denominator = firstNode(quantity?.['pharm:denominator']);
     const amount = (node: CcdaNode | undefined) => {
       const value = Number(attributeOf(node, 'value'));
       const unit = attributeOf(node, 'unit');
@@ -84,7 +83,7 @@ function mixtureOf(element: CcdaNode): Json | undefined {
   });
   const name = listOf(material.name).map(textOf).find((text) => text !== undefined);
   if (ingredients.length === 0 && !name) return undefined;
-  const form = codeableConceptOf(first(material['pharm:formCode']));
+  const form = codeableConceptOf(firstNode(material['pharm:formCode']));
   return { ...(name ? { code: { text: name } } : {}), ...(form ? { form } : {}), ...(ingredients.length > 0 ? { ingredient: ingredients } : {}) };
 }
 
@@ -112,9 +111,9 @@ export const medicationDetails: RepairRule = {
       dosage.timing = { ...timing, repeat: { ...((timing.repeat as Json | undefined) ?? {}), ...repeat } };
     }
 
-    const criterion = first(first(source.precondition)?.criterion);
+    const criterion = firstNode(firstNode(source.precondition)?.criterion);
     if (criterion) {
-      const reason = codeableConceptOf(first(criterion.value)) ?? (textOfElement(criterion.text, context) ? { text: textOfElement(criterion.text, context) } : undefined);
+      const reason = codeableConceptOf(firstNode(criterion.value)) ?? (textOfElement(criterion.text, context) ? { text: textOfElement(criterion.text, context) } : undefined);
       delete dosage.asNeededBoolean;
       delete dosage.asNeededCodeableConcept;
       if (reason) dosage.asNeededCodeableConcept = reason;
@@ -123,14 +122,14 @@ export const medicationDetails: RepairRule = {
 
     const instructions = relationships(source, 'SUBJ', 'act')
       .filter((act) => hasTemplate(act, INSTRUCTION))
-      .flatMap((act) => textOfElement(act.text, context) ?? codeableConceptOf(first(act.code))?.coding?.[0]?.display ?? []);
+      .flatMap((act) => textOfElement(act.text, context) ?? codeableConceptOf(firstNode(act.code))?.coding?.[0]?.display ?? []);
     if (instructions.length > 0) dosage.patientInstruction = instructions.join('\n');
 
     if (Object.keys(dosage).length > 0) resource[key] = [dosage, ...dosages.slice(1)];
 
     const indications = relationships(source, 'RSON', 'observation')
       .filter((observation) => hasTemplate(observation, INDICATION))
-      .flatMap((observation) => codeableConceptOf(first(observation.value)) ?? []);
+      .flatMap((observation) => codeableConceptOf(firstNode(observation.value)) ?? []);
     if (indications.length > 0) resource.reasonCode = indications;
 
     if (!hasDrugCode(resource.medicationCodeableConcept) && resource.medicationReference === undefined) {

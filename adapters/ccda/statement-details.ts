@@ -5,7 +5,7 @@
  * encounter's discharge disposition.
  */
 import { codeableConceptOf } from './assertions.js';
-import { attributeOf, isCcdaNode, listOf, textOf, type CcdaNode } from './ccda-nodes.js';
+import { attributeOf, firstNode, hasTemplate, isCcdaNode, listOf, textOf, type CcdaNode } from './ccda-nodes.js';
 import { fhirDateTimeOf } from './hl7-time.js';
 import type { RepairContext, RepairRule } from './repair-rule.js';
 import { encounterDiagnosisRoles } from './tree-rules.js';
@@ -14,7 +14,6 @@ const DIAGNOSIS_ROLE = 'http://terminology.hl7.org/CodeSystem/diagnosis-role';
 
 type Json = Record<string, unknown>;
 const UCUM = 'http://unitsofmeasure.org';
-const first = (value: unknown) => listOf(value).find(isCcdaNode);
 
 function quantity(node: CcdaNode | undefined): Json | undefined {
   const value = Number(attributeOf(node, 'value'));
@@ -29,8 +28,8 @@ function quantity(node: CcdaNode | undefined): Json | undefined {
  * Both bounds given are a range.
  */
 function intervalValue(value: CcdaNode): Json | undefined {
-  const low = first(value.low);
-  const high = first(value.high);
+  const low = firstNode(value.low);
+  const high = firstNode(value.high);
   const lowQuantity = quantity(low);
   const highQuantity = quantity(high);
   const strict = (node: CcdaNode | undefined) => attributeOf(node, 'inclusive') === 'false';
@@ -49,7 +48,7 @@ function nonUcumValue(value: CcdaNode): Json | undefined {
   for (const translation of listOf(value.translation).filter(isCcdaNode)) {
     const number = Number(attributeOf(translation, 'value'));
     if (attributeOf(translation, 'value') === undefined || !Number.isFinite(number)) continue;
-    const unit = textOf(first(translation.originalText)) ?? textOf(translation.originalText);
+    const unit = textOf(firstNode(translation.originalText)) ?? textOf(translation.originalText);
     return { valueQuantity: { value: number, ...(unit ? { unit } : {}) } };
   }
   return undefined;
@@ -59,7 +58,7 @@ export const resultValues: RepairRule = {
   name: 'result bounds and units',
   apply(resource, context) {
     if (resource.resourceType !== 'Observation') return false;
-    const value = first(context?.sourceOf(resource)?.value);
+    const value = firstNode(context?.sourceOf(resource)?.value);
     if (!value) return false;
     const type = attributeOf(value, 'xsi:type');
     const found = type === 'IVL_PQ' ? intervalValue(value) : type === 'PQ' ? nonUcumValue(value) : undefined;
@@ -78,11 +77,11 @@ export const conditionBodySite: RepairRule = {
     if (resource.resourceType !== 'Condition' || resource.bodySite !== undefined) return false;
     const source = context?.sourceOf(resource);
     if (!source) return false;
-    const isProblem = listOf(source.templateId).some((template) => attributeOf(template, 'root') === PROBLEM_OBSERVATION);
+    const isProblem = hasTemplate(source, PROBLEM_OBSERVATION);
     const observation = isProblem
       ? source
       : listOf(source.entryRelationship).flatMap((relationship) => (isCcdaNode(relationship) ? listOf(relationship.observation).filter(isCcdaNode) : [])).find((o) =>
-          listOf(o.templateId).some((template) => attributeOf(template, 'root') === PROBLEM_OBSERVATION),
+          hasTemplate(o, PROBLEM_OBSERVATION),
         );
     const sites = listOf(observation?.targetSiteCode).filter(isCcdaNode).flatMap((site) => codeableConceptOf(site) ?? []);
     if (sites.length === 0) return false;
@@ -110,7 +109,7 @@ export const encounterDischarge: RepairRule = {
   name: 'encounter discharge disposition',
   apply(resource, context) {
     if (resource.resourceType !== 'Encounter') return false;
-    const disposition = codeableConceptOf(first(context?.sourceOf(resource)?.['sdtc:dischargeDispositionCode']));
+    const disposition = codeableConceptOf(firstNode(context?.sourceOf(resource)?.['sdtc:dischargeDispositionCode']));
     if (!disposition) return false;
     const hospitalization = (resource.hospitalization as Json | undefined) ?? {};
     if (JSON.stringify(hospitalization.dischargeDisposition) === JSON.stringify(disposition)) return false;
@@ -145,7 +144,7 @@ export const encounterDiagnosisRole: RepairRule = {
 };
 
 const FDA_UDI = '2.16.840.1.113883.3.3719';
-const PRODUCT_INSTANCE = '2.16.840.1.113883.10.20.22.4.37';
+const DEVICE_INSTANCE_TEMPLATE = '2.16.840.1.113883.10.20.22.4.37';
 
 /** The device identifier (GS1 application identifier 01) of a UDI in its human-readable form. */
 function deviceIdentifierOf(udi: string): string | undefined {
@@ -169,7 +168,7 @@ export const implantedDevices: RepairRule = {
     const roles = listOf(source.participant)
       .filter((participant) => isCcdaNode(participant) && participant['@_typeCode'] === 'DEV')
       .flatMap((participant) => listOf((participant as CcdaNode).participantRole).filter(isCcdaNode))
-      .filter((role) => listOf(role.templateId).some((template) => attributeOf(template, 'root') === PRODUCT_INSTANCE) || first(role.playingDevice));
+      .filter((role) => hasTemplate(role, DEVICE_INSTANCE_TEMPLATE) || firstNode(role.playingDevice));
     if (roles.length === 0) return false;
     const patient = resource.subject;
     const focal = roles.map((role, index) => {
@@ -177,7 +176,7 @@ export const implantedDevices: RepairRule = {
       const udi = ids.find((id) => attributeOf(id, 'root') === FDA_UDI && attributeOf(id, 'extension'));
       const carrier = udi ? attributeOf(udi, 'extension')! : undefined;
       const deviceIdentifier = carrier ? deviceIdentifierOf(carrier) : undefined;
-      const type = codeableConceptOf(first(first(role.playingDevice)?.code));
+      const type = codeableConceptOf(firstNode(firstNode(role.playingDevice)?.code));
       // The device is known by its UDI and kind: a product instance's other ids are a document's own (a bare
       // UUID is even rewritten per document), so the same device from two documents would not be one.
       const id = context.add!(`device:${resource.id}:${index}`, {
@@ -220,7 +219,7 @@ export const plannedStatementsAreRequests: RepairRule = {
     const source = context?.sourceOf(resource);
     if (!source) return false;
     const mood = attributeOf(source, 'moodCode') ?? 'EVN';
-    const has = (root: string) => listOf(source.templateId).some((template) => attributeOf(template, 'root') === root);
+    const has = (root: string) => hasTemplate(source, root);
     // A goal (mood GOL) is a Goal, whatever other template it also declares.
     if (mood === 'GOL' || has(GOAL_OBSERVATION)) return false;
     const planned = PLANNED.some(has);
@@ -231,11 +230,11 @@ export const plannedStatementsAreRequests: RepairRule = {
       resource.status = 'planned';
       return true;
     }
-    const code = codeableConceptOf(first(source.code)) ?? narrativeCode(source, context);
-    const time = first(source.effectiveTime);
+    const code = codeableConceptOf(firstNode(source.code)) ?? narrativeCode(source, context);
+    const time = firstNode(source.effectiveTime);
     const point = attributeOf(time, 'value');
-    const low = attributeOf(first(time?.low), 'value');
-    const high = attributeOf(first(time?.high), 'value');
+    const low = attributeOf(firstNode(time?.low), 'value');
+    const high = attributeOf(firstNode(time?.high), 'value');
     const occurrence = point ? fhirDateTimeOf(point) : undefined;
     const period = !point && (low || high) ? { ...(low && fhirDateTimeOf(low) ? { start: fhirDateTimeOf(low) } : {}), ...(high && fhirDateTimeOf(high) ? { end: fhirDateTimeOf(high) } : {}) } : undefined;
     const request: Json = {
@@ -244,7 +243,7 @@ export const plannedStatementsAreRequests: RepairRule = {
       ...(resource.meta ? { meta: resource.meta } : {}),
       ...(resource.identifier ? { identifier: resource.identifier } : {}),
       ...(resource.extension ? { extension: resource.extension } : {}),
-      status: REQUEST_STATUS[attributeOf(first(source.statusCode), 'code') ?? ''] ?? 'unknown',
+      status: REQUEST_STATUS[attributeOf(firstNode(source.statusCode), 'code') ?? ''] ?? 'unknown',
       intent: PLAN_MOODS[mood] ?? 'plan',
       ...(attributeOf(source, 'negationInd') === 'true' ? { doNotPerform: true } : {}),
       ...(code ? { code } : {}),
@@ -258,8 +257,8 @@ export const plannedStatementsAreRequests: RepairRule = {
 };
 
 function narrativeCode(source: CcdaNode, context: RepairContext | undefined): Json | undefined {
-  const original = first(source.code)?.originalText;
-  const reference = attributeOf(first(isCcdaNode(original) ? original.reference : undefined), 'value') ?? attributeOf(first(first(source.text)?.reference), 'value');
+  const original = firstNode(source.code)?.originalText;
+  const reference = attributeOf(firstNode(isCcdaNode(original) ? original.reference : undefined), 'value') ?? attributeOf(firstNode(firstNode(source.text)?.reference), 'value');
   const text = textOf(original) ?? (reference ? context?.narrative?.(reference) : undefined);
   return text ? { text } : undefined;
 }
@@ -274,7 +273,7 @@ export const procedureOutcome: RepairRule = {
     for (const relationship of listOf(source.entryRelationship).filter(isCcdaNode)) {
       if (relationship['@_typeCode'] !== 'SUBJ' || attributeOf(relationship, 'inversionInd') !== 'true') continue;
       for (const act of listOf(relationship.act).filter(isCcdaNode)) {
-        const outcome = codeableConceptOf(first(act.code));
+        const outcome = codeableConceptOf(firstNode(act.code));
         if (!outcome) continue;
         resource.outcome = outcome;
         return true;
