@@ -9,6 +9,7 @@ import {
   getPatient,
   getPatientByExternalId,
   getPatientFacilities,
+  hieOptOutChangeToWire,
   listPatients,
   matchPatient,
   setPatientFacilities,
@@ -436,7 +437,7 @@ export const patientRoutes = [
     query: z.object({ hieOptOut: queryBoolean }),
     success: { status: 200, schema: hieOptOutResponse },
     async handle({ deps, account, params, query }) {
-      return json(200, await setHieOptOut(deps, account.id, params.id!, query.hieOptOut));
+      return json(200, hieOptOutChangeToWire(await setHieOptOut(deps, account.id, params.id!, query.hieOptOut)));
     },
   }),
   defineRoute({

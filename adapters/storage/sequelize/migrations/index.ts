@@ -7,6 +7,7 @@ import * as documentQueryProgress from './0003-document-query-progress.js';
 import * as outboxStreams from './0004-outbox-streams.js';
 import * as outboxLeases from './0005-outbox-leases.js';
 import * as networkQueries from './0006-network-queries.js';
+import * as patientVersions from './0007-patient-versions.js';
 
 /** What every storage migration receives: DDL goes through `queryInterface` with `{ transaction }`. */
 export interface MigrationContext {
@@ -22,6 +23,7 @@ const MIGRATIONS: { name: string; up: (params: { context: MigrationContext }) =>
   outboxStreams,
   outboxLeases,
   networkQueries,
+  patientVersions,
 ];
 
 /** Where applied migrations are recorded; other adapters on the same database keep their own table. */
