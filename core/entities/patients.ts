@@ -243,7 +243,7 @@ export async function getHieOptOut(deps: Pick<CoreDeps, 'storage'>, accountId: s
 export function patientToWire(patient: Patient) {
   return {
     id: patient.id,
-    eTag: patient.updatedAt,
+    eTag: String(patient.version),
     facilityIds: patient.facilityIds,
     externalId: patient.externalId ?? null,
     dateCreated: patient.createdAt,

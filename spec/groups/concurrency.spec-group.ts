@@ -40,5 +40,62 @@ export function defineConcurrencyGroup({ describe, test, makeHost }: HostSpecOpt
         expect(lost).toEqual({ optOut: 0, cohort: 0, put: 0 });
       });
     });
+
+    test('a patient is answered with its version as ETag; a PUT or an opt-out with If-Match changes only that version, else 412 PRECONDITION_FAILED', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        const created = await api.call('POST', '/medical/v1/patient', { body: person(1) });
+        expect(created.status, created.text).toBe(201);
+        const id = created.body.id;
+        expect(created.headers.etag).toBe(`"${created.body.eTag}"`);
+        const read = await api.call('GET', `/medical/v1/patient/${id}`);
+        expect(read.headers.etag).toBe(created.headers.etag);
+        const path = `/medical/v1/patient/${id}`;
+        const put = (ifMatch: string, firstName: string) => api.call('PUT', path, { body: { ...person(1), firstName }, headers: { 'if-match': ifMatch } });
+
+        const changed = await put(read.headers.etag!, 'Anna');
+        expect(changed.status, changed.text).toBe(200);
+        expect(changed.headers.etag).toBe(`"${changed.body.eTag}"`);
+        expect(changed.headers.etag).not.toBe(read.headers.etag);
+        for (const stale of [read.headers.etag!, read.body.eTag, `W/${changed.headers.etag}`, '"no-such-version"']) {
+          const refused = await put(stale, 'Stale');
+          expect(refused.status, stale).toBe(412);
+          expect(refused.body).toMatchObject({ status: 412, code: 'PRECONDITION_FAILED', title: 'Precondition Failed' });
+        }
+        const optOut = `/medical/v1/patient/${id}/hie-opt-out`;
+        const refusedOptOut = await api.call('PUT', optOut, { query: { hieOptOut: 'true' }, headers: { 'if-match': read.headers.etag! } });
+        expect(refusedOptOut.status).toBe(412);
+        expect((await api.call('GET', path)).body).toMatchObject({ firstName: 'Anna', hieOptOut: false, eTag: changed.body.eTag });
+
+        // The current version, bare as the published SDK sends the eTag field, or among others; any (`*`).
+        expect((await put(changed.body.eTag, 'Annie')).status).toBe(200);
+        const current = (await api.call('GET', path)).headers.etag!;
+        const optedOut = await api.call('PUT', optOut, { query: { hieOptOut: 'true' }, headers: { 'if-match': `"old", ${current}` } });
+        expect(optedOut.status, optedOut.text).toBe(200);
+        expect(optedOut.headers.etag).not.toBe(current);
+        expect((await put('*', 'Ann')).status).toBe(200);
+        expect((await api.call('GET', path)).body).toMatchObject({ firstName: 'Ann', hieOptOut: true });
+        // A missing patient is missing, whatever the condition.
+        expect((await api.call('PUT', '/medical/v1/patient/00000000-0000-4000-8000-000000000000', { body: person(1), headers: { 'if-match': '*' } })).status).toBe(404);
+      });
+    });
+
+    test(`PUTs sent at once with the same If-Match: exactly one lands, the others are 412 (${TRIALS} trials)`, async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        for (let trial = 0; trial < TRIALS; trial++) {
+          const created = await api.call('POST', '/medical/v1/patient', { body: person(trial) });
+          const path = `/medical/v1/patient/${created.body.id}`;
+          const answers = await Promise.all(
+            ['Ada', 'Bea', 'Cy'].map((firstName) => api.call('PUT', path, { body: { ...person(trial), firstName }, headers: { 'if-match': created.headers.etag! } })),
+          );
+          expect(answers.map((answer) => answer.status).sort()).toEqual([200, 412, 412]);
+          const winner = answers.find((answer) => answer.status === 200)!;
+          expect((await api.call('GET', path)).body).toEqual(winner.body);
+        }
+      });
+    });
   });
 }
