@@ -2,6 +2,7 @@ import type { PatientCreate } from '../api/schemas.js';
 import { DOB_IN_FUTURE } from '../csv/dates.js';
 import type { CoreDeps } from '../deps.js';
 import type { Patient } from '../domain/types.js';
+import type { StoragePort } from '../ports/storage.port.js';
 import { CoreError } from '../errors.js';
 import { facilityToWire, resolveFacility } from './facilities.js';
 import { matchKeysFor } from '../matching/block.js';
@@ -73,24 +74,57 @@ function demographics(input: PatientCreate) {
   };
 }
 
-export async function createPatient(deps: Deps, accountId: string, facilityId: string | undefined, input: PatientCreate): Promise<Patient> {
+/**
+ * Creates the patient, unless one of the account's patients is the same person (the import's matching
+ * rule, see `matchPatient`): that one is returned as it is (`created: false`), so a person sent twice, or
+ * by two callers at once, is one patient. Several matching is a CONFLICT naming the count.
+ */
+export async function createPatient(deps: Deps, accountId: string, facilityId: string | undefined, input: PatientCreate): Promise<{ patient: Patient; created: boolean }> {
   assertDobNotFuture(deps, input.dob);
   const facility = await resolveFacility(deps, accountId, facilityId);
-  const now = nowIso(deps.clock);
-  const patient: Patient = {
-    id: deps.ids.next(),
-    accountId,
-    facilityIds: [facility.id],
-    cohortIds: [],
-    ...(input.externalId ? { externalId: input.externalId } : {}),
-    ...demographics(input),
-    hieOptOut: false,
-    version: 1,
-    createdAt: now,
-    updatedAt: now,
-  };
-  await deps.storage.patients.insert(patient);
-  return patient;
+  const fields = demographics(input);
+  return deps.storage.transaction(async (tx) => {
+    // Held from the look-up to the insert: another request or an import's batch creating the same person
+    // waits, and then finds this one.
+    await tx.patients.lockAccount(accountId);
+    const existing = await sameSingle(tx, accountId, input, fields.matchKeys);
+    if (existing) return { patient: existing, created: false };
+    const now = nowIso(deps.clock);
+    const patient: Patient = {
+      id: deps.ids.next(),
+      accountId,
+      facilityIds: [facility.id],
+      cohortIds: [],
+      ...(input.externalId ? { externalId: input.externalId } : {}),
+      ...fields,
+      hieOptOut: false,
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await tx.patients.insert(patient);
+    return { patient, created: true };
+  });
+}
+
+/**
+ * The one patient of the account whose demographics match, undefined when none does; CONFLICT when
+ * several do (one is never picked silently).
+ */
+async function sameSingle(storage: Pick<StoragePort, 'patients'>, accountId: string, input: PatientCreate, matchKeys: readonly string[]): Promise<Patient | undefined> {
+  const candidates = await storage.patients.findByMatchKeys(accountId, matchKeys);
+  if (candidates.length === 0) return undefined;
+  const decision = decideMatch(
+    { firstName: input.firstName, lastName: input.lastName, dob: input.dob, genderAtBirth: input.genderAtBirth, zips: input.address.map((a) => a.zip) },
+    candidates.map(demographicsOfPatient),
+  );
+  if (decision.kind === 'created') return undefined;
+  if (decision.kind === 'ambiguous') {
+    throw new CoreError('CONFLICT', `${decision.count} patients match these demographics; add details (another address, the externalId) to tell them apart`, {
+      details: { count: decision.count },
+    });
+  }
+  return candidates.find((candidate) => candidate.id === decision.patientId)!;
 }
 
 export async function getPatient(deps: Pick<CoreDeps, 'storage'>, accountId: string, id: string): Promise<Patient> {
@@ -119,18 +153,9 @@ export async function getPatientByExternalId(deps: Pick<CoreDeps, 'storage'>, ac
  * several do (never one picked silently).
  */
 export async function matchPatient(deps: Pick<CoreDeps, 'storage'>, accountId: string, input: PatientCreate): Promise<Patient> {
-  const candidates = await deps.storage.patients.findByMatchKeys(accountId, matchKeysFor(input));
-  const decision = decideMatch(
-    { firstName: input.firstName, lastName: input.lastName, dob: input.dob, genderAtBirth: input.genderAtBirth, zips: input.address.map((a) => a.zip) },
-    candidates.map(demographicsOfPatient),
-  );
-  if (decision.kind === 'created') throw new CoreError('PATIENT_NOT_FOUND', 'No patient in your account matches these demographics');
-  if (decision.kind === 'ambiguous') {
-    throw new CoreError('CONFLICT', `${decision.count} patients match these demographics; add details (another address, the externalId) to tell them apart`, {
-      details: { count: decision.count },
-    });
-  }
-  return candidates.find((candidate) => candidate.id === decision.patientId)!;
+  const found = await sameSingle(deps.storage, accountId, input, matchKeysFor(input));
+  if (!found) throw new CoreError('PATIENT_NOT_FOUND', 'No patient in your account matches these demographics');
+  return found;
 }
 
 /** The patient's facilities, in the patient's order. */

@@ -1,10 +1,15 @@
 import { expect } from 'vitest';
 import type { HostSpecOptions } from '../host.suite.js';
 import { withHost } from '../host.suite.js';
-import { AccountApi, SAMPLE_ADDRESS } from '../support/api.js';
+import { AccountApi, csvOf, personRow, SAMPLE_ADDRESS } from '../support/api.js';
 
 /** Trials of each race: a write lost once in a few tries shows up in this many. */
 const TRIALS = 20;
+/** Trials of imports run at once (each imports a few hundred rows twice). */
+const IMPORT_TRIALS = 5;
+
+/** People `from`..`to` - 1 as import rows, opted out so the imports start no document queries. */
+const rowsOf = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => personRow(from + i, { hieOptOut: 'true' }));
 
 const person = (n: number) => ({ firstName: 'Ana', lastName: `Lee${n}`, dob: '1980-01-02', genderAtBirth: 'F', address: [SAMPLE_ADDRESS] });
 
@@ -79,6 +84,44 @@ export function defineConcurrencyGroup({ describe, test, makeHost }: HostSpecOpt
         // A missing patient is missing, whatever the condition.
         expect((await api.call('PUT', '/medical/v1/patient/00000000-0000-4000-8000-000000000000', { body: person(1), headers: { 'if-match': '*' } })).status).toBe(404);
       });
+    });
+
+    test(`the same person created by several requests at once is one patient (${TRIALS} trials)`, async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        for (let trial = 0; trial < TRIALS; trial++) {
+          const answers = await Promise.all(Array.from({ length: 4 }, (_, i) => api.call('POST', '/medical/v1/patient', { body: { ...person(trial), externalId: `emr-${trial}-${i}` } })));
+          // One created it; the others were answered that patient, unchanged.
+          expect(answers.map((answer) => answer.status).sort(), answers.map((answer) => answer.text).join('\n')).toEqual([200, 200, 200, 201]);
+          expect(new Set(answers.map((answer) => answer.body.id)).size).toBe(1);
+          expect(new Set(answers.map((answer) => answer.body.externalId)).size).toBe(1);
+        }
+        expect(await api.listAllPatients()).toHaveLength(TRIALS);
+      });
+    });
+
+    test(`imports of overlapping people run at once, and requests creating some of them meanwhile, make one patient per person (${IMPORT_TRIALS} trials)`, async () => {
+      for (let trial = 0; trial < IMPORT_TRIALS; trial++) {
+        await withHost(makeHost, async (host) => {
+          const api = await AccountApi.create(host);
+          await api.createFacility();
+          // People 0..399 and 200..599 (200 in both), then the same 400 again: a file imported twice at once.
+          const files = [csvOf(rowsOf(0, 400)), csvOf(rowsOf(200, 600)), csvOf(rowsOf(0, 400))];
+          const started = await Promise.all(files.map(() => api.startBulk()));
+          for (const [i, file] of files.entries()) expect((await api.upload(started[i]!.body.uploadUrl, file)).status).toBe(200);
+          const settling = host.settle();
+          // People of the files, created through the API while the imports run (or before, or after).
+          const creates = [3, 250, 599].map((n) => api.call('POST', '/medical/v1/patient', { body: { firstName: `Jane${String.fromCharCode(97 + (n % 26))}`, lastName: `Doe${n}`, dob: '1980-01-15', genderAtBirth: 'F', address: [{ ...SAMPLE_ADDRESS, zip: '62701' }] } }));
+          await Promise.all([settling, ...creates]);
+          for (const answer of await Promise.all(creates)) expect([200, 201], answer.text).toContain(answer.status);
+          await host.settle();
+          for (const request of started) expect((await api.bulkStatus(request.body.requestId)).body).toMatchObject({ status: 'completed', failed: 0 });
+          const patients = await api.listAllPatients();
+          const people = new Set(patients.map((patient) => `${patient.firstName}|${patient.lastName}`));
+          expect({ trial, patients: patients.length, people: people.size }).toEqual({ trial, patients: 600, people: 600 });
+        });
+      }
     });
 
     test(`PUTs sent at once with the same If-Match: exactly one lands, the others are 412 (${TRIALS} trials)`, async () => {

@@ -300,14 +300,14 @@ export const patientRoutes = [
     path: `${V1}/patient`,
     auth: 'apiKey',
     tag: 'Patient',
-    summary: 'Create a patient',
+    summary: 'Create a patient; when a patient of the account is the same person (the import matching rule), 200 with that patient, unchanged (409 when several are)',
     query: facilityQuery,
     body: patientCreateSchema,
     etag: true,
     success: { status: 201, schema: patientResponse },
     async handle({ deps, account, query, body }) {
-      const patient = await createPatient(deps, account.id, query.facilityId, body);
-      return json(201, patientToWire(patient), etagHeader(patient.version));
+      const { patient, created } = await createPatient(deps, account.id, query.facilityId, body);
+      return json(created ? 201 : 200, patientToWire(patient), etagHeader(patient.version));
     },
   }),
   defineRoute({
