@@ -47,13 +47,22 @@ interface ValidRow {
   keys: string[];
 }
 
+/** What a batch needs of the batch before it: what that one writes, then how its write went. */
+interface BatchWrite {
+  /** Its patients as they will be stored (an updated one a version on), until the next batch patched them in. */
+  writes: Patient[];
+  /** Once written: the revision its write held the account at, and whether it was matched again then. */
+  heldAt?: number;
+  rematched?: boolean;
+}
+
 /** The stored patients a batch may match, and what tells at its write whether they are still all of them. */
 export interface LookedUp {
   found: Patient[];
   /** The account's patient revision noted just before the look-up. */
   revision: number;
   /** The batch of this import still being written when the look-up was made (matching patches its patients in). */
-  dependsOn: DecidedBatch | undefined;
+  dependsOn: BatchWrite | undefined;
 }
 
 /** What `match` makes of a batch: the patients it creates and changes, one outcome per row. */
@@ -66,14 +75,13 @@ interface Matched {
 
 /** A batch matched and ready to write: its patients, its outcomes, and its result part being stored. */
 export interface DecidedBatch extends Matched {
-  /** Its patients as they will be stored (an updated one a version on), for the next batch to patch in. */
-  writes: Patient[];
   part: Promise<void>;
-  prepared: PreparedBatch;
+  /** Its lines, kept rather than their parsed cells (far larger): a batch matched again is prepared again. */
+  rows: readonly PendingRow[];
+  layout: HeaderLayout;
   looked: Pick<LookedUp, 'revision' | 'dependsOn'>;
-  /** Once written: the revision its write found (see `write`), and whether it was matched again then. */
-  heldAt?: number;
-  rematched?: boolean;
+  /** How its write goes, for the batch after it. */
+  written: BatchWrite;
 }
 
 /**
@@ -83,7 +91,7 @@ export interface DecidedBatch extends Matched {
  * revision, and nothing came between it and this write). The batch patched in must itself have been
  * written as matched, or what was patched in is not what was stored.
  */
-function matchedOnCurrent(looked: DecidedBatch['looked'], held: number): boolean {
+function matchedOnCurrent(looked: Pick<LookedUp, 'revision' | 'dependsOn'>, held: number): boolean {
   const previous = looked.dependsOn;
   if (previous?.rematched) return false;
   return held === looked.revision || (previous !== undefined && previous.heldAt === looked.revision && held === looked.revision + 1);
@@ -138,7 +146,7 @@ export class RowImporter {
    */
   async lookUp(batch: PreparedBatch): Promise<LookedUp> {
     await this.learnReferences(batch.valid.map((v) => v.row));
-    const dependsOn = this.pending;
+    const dependsOn = this.pending?.written;
     // A dry run writes no patient, so it has nothing to check at its write.
     const revision = this.request.dryRun ? 0 : await this.deps.storage.patients.revision(this.request.accountId);
     return { found: await this.candidatesOf(batch, this.deps.storage), revision, dependsOn };
@@ -160,13 +168,16 @@ export class RowImporter {
    */
   decide(batch: PreparedBatch, looked: LookedUp): DecidedBatch {
     const matched = this.match(batch, looked.found, looked.dependsOn?.writes ?? []);
+    // Patched in: only how that batch's write goes matters from here.
+    if (looked.dependsOn) looked.dependsOn.writes = [];
     this.pending = {
       ...matched,
-      // As they will be stored: an updated patient one version on (the next batch may update it again).
-      writes: [...matched.created, ...matched.updated.map((patient) => ({ ...patient, version: patient.version + 1 }))],
       part: this.storePart(batch, matched.outcomes),
-      prepared: batch,
+      rows: batch.rows,
+      layout: batch.layout,
       looked: { revision: looked.revision, dependsOn: looked.dependsOn },
+      // As they will be stored: an updated patient one version on (the next batch may update it again).
+      written: { writes: [...matched.created, ...matched.updated.map((patient) => ({ ...patient, version: patient.version + 1 }))] },
     };
     return this.pending;
   }
@@ -253,7 +264,7 @@ export class RowImporter {
   }
 
   /** Starts storing the batch's result part (its lines with their outcomes). */
-  private storePart(batch: PreparedBatch, outcomes: readonly BulkRowOutcome[]): Promise<void> {
+  private storePart(batch: Pick<PreparedBatch, 'rows' | 'layout'>, outcomes: readonly BulkRowOutcome[]): Promise<void> {
     const { rows, layout } = batch;
     const width = layout.original.length;
     // Stored while the batch waits for its turn and is written. A crash in between either replays the
@@ -286,16 +297,17 @@ export class RowImporter {
     const stored = await this.deps.storage.transaction(async (tx) => {
       if (!this.request.dryRun) {
         const held = await tx.patients.lockAccount(accountId);
-        decided.heldAt = held;
+        decided.written.heldAt = held;
         if (!matchedOnCurrent(decided.looked, held)) {
-          decided.rematched = true;
+          decided.written.rematched = true;
+          const prepared = this.prepare(decided.rows, decided.layout);
           // Everything before this batch has committed and the lock keeps others out: nothing to patch in.
-          batch = this.match(decided.prepared, await this.candidatesOf(decided.prepared, tx), []);
+          batch = this.match(prepared, await this.candidatesOf(prepared, tx), []);
           // The part stored at matching says what the first matching did. It goes before the commit: a
           // crash after it leaves this batch without a part, which completion rebuilds from the stored
           // outcomes, never with outcomes other than those stored.
           await decided.part.catch(() => undefined);
-          await removeResultPart(this.deps, this.request, decided.prepared.rows[0]!.rowIndex);
+          await removeResultPart(this.deps, this.request, decided.rows[0]!.rowIndex);
         }
       }
       const { outcomes, created, updated, failed } = batch;
@@ -322,10 +334,7 @@ export class RowImporter {
     if (!stored) throw new CoreError('CONFLICT', `Bulk request ${this.request.id} left processing while rows were applied`);
     this.request = stored;
     if (this.pending === decided) this.pending = undefined;
-    // A later batch checks only `heldAt` and `rematched` of this one: its predecessor goes, so the batches
-    // of an import do not hold each other (and their rows) in a chain.
-    decided.looked = { revision: decided.looked.revision, dependsOn: undefined };
-    await (decided.rematched ? this.storePart(decided.prepared, batch.outcomes) : decided.part);
+    await (decided.written.rematched ? this.storePart(decided, batch.outcomes) : decided.part);
     return stored;
   }
 
