@@ -114,6 +114,7 @@ async function main(): Promise<void> {
     personalIdentifiers: [],
     hieOptOut: false,
     matchKeys: [],
+    version: 1,
     createdAt: now,
     updatedAt: now,
   };

@@ -84,6 +84,7 @@ export async function prepareDataDir(dataDir: string, existing: number, database
           personalIdentifiers: [],
           hieOptOut: false,
           matchKeys: matchKeysFor({ lastName: person.lastName, dob: person.dob, genderAtBirth: person.gender as Patient['genderAtBirth'] }),
+          version: 1,
           createdAt: now,
           updatedAt: now,
         });

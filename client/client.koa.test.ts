@@ -140,6 +140,21 @@ describe('patients', () => {
     expect(await apiError(client.getPatient(created.id))).toMatchObject({ status: 404, code: 'PATIENT_NOT_FOUND' });
   });
 
+  test('ifMatch: a write from the eTag read lands; one from an eTag overtaken since is PRECONDITION_FAILED and changes nothing', async () => {
+    const client = await newClient();
+    await client.createFacility(FACILITY);
+    const read = await client.createPatient(patientInput());
+    const updated = await client.updatePatient(read.id, patientInput({ firstName: 'Anna' }), undefined, { ifMatch: read.eTag });
+    expect(updated).toMatchObject({ firstName: 'Anna' });
+    expect(updated.eTag).not.toBe(read.eTag);
+    const refused = await apiError(client.updatePatient(read.id, patientInput({ firstName: 'Stale' }), undefined, { ifMatch: read.eTag }));
+    expect(refused).toMatchObject({ status: 412, code: 'PRECONDITION_FAILED', title: 'Precondition Failed' });
+    expect(await apiError(client.updatePatientHieOptOut(read.id, true, { ifMatch: read.eTag }))).toMatchObject({ status: 412, code: 'PRECONDITION_FAILED' });
+    expect(await client.getPatient(read.id)).toEqual(updated);
+    expect(await client.updatePatientHieOptOut(read.id, true, { ifMatch: updated.eTag })).toMatchObject({ hieOptOut: true });
+    expect(await client.updatePatientHieOptOut(read.id, false, { ifMatch: '*' })).toMatchObject({ hieOptOut: false });
+  });
+
   test('bad input is a 400 naming the field; another account sees 404', async () => {
     const client = await newClient();
     await client.createFacility(FACILITY);

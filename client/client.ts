@@ -79,6 +79,24 @@ type Query = Record<string, string | number | boolean | undefined>;
 interface CallOptions {
   query?: Query;
   body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** A conditional write: applied only when the record is still at this version. */
+export interface WriteCondition {
+  /**
+   * The version the change was made from: the `eTag` of the record as last read (or `*` for any). When the
+   * record has changed since, the write is refused with `PRECONDITION_FAILED` (412) and nothing changes:
+   * read it again and redo the change.
+   */
+  ifMatch?: string;
+}
+
+/** `If-Match` of a condition: the eTag as an entity tag (the service takes it bare too). */
+function conditionHeaders(condition: WriteCondition): Record<string, string> {
+  const tag = condition.ifMatch;
+  if (tag === undefined) return {};
+  return { 'if-match': tag === '*' || tag.startsWith('"') || tag.startsWith('W/') ? tag : `"${tag}"` };
 }
 
 const V1 = '/medical/v1';
@@ -283,18 +301,25 @@ export class CarebridgeClient {
     return (await this.call<{ cohorts: PatientCohorts }>('POST', `${V1}/patient/${id(patientId)}/cohort`, { body: { cohortIds } })).cohorts;
   }
 
-  /** Replaces the demographics; a `facilityId` is added to the patient's facilities. */
-  updatePatient(patientId: string, input: PatientCreate, facilityId?: string): Promise<Patient> {
-    return this.call('PUT', `${V1}/patient/${id(patientId)}`, { query: { facilityId }, body: input });
+  /**
+   * Replaces the demographics; a `facilityId` is added to the patient's facilities. With
+   * `{ ifMatch: patient.eTag }`, only if nobody changed the patient since it was read (`PRECONDITION_FAILED`
+   * otherwise); without, the demographics are replaced whatever changed meanwhile (and nothing else is lost).
+   */
+  updatePatient(patientId: string, input: PatientCreate, facilityId?: string, condition: WriteCondition = {}): Promise<Patient> {
+    return this.call('PUT', `${V1}/patient/${id(patientId)}`, { query: { facilityId }, body: input, headers: conditionHeaders(condition) });
   }
 
   async removePatient(patientId: string): Promise<void> {
     await this.call('DELETE', `${V1}/patient/${id(patientId)}`);
   }
 
-  /** `true` opts the patient out of data sharing and pulling through HIEs; `false` opts back in. Idempotent. */
-  updatePatientHieOptOut(patientId: string, hieOptOut: boolean): Promise<HieOptOutUpdate> {
-    return this.call('PUT', `${V1}/patient/${id(patientId)}/hie-opt-out`, { query: { hieOptOut } });
+  /**
+   * `true` opts the patient out of data sharing and pulling through HIEs; `false` opts back in. Idempotent.
+   * `ifMatch` as for `updatePatient`.
+   */
+  updatePatientHieOptOut(patientId: string, hieOptOut: boolean, condition: WriteCondition = {}): Promise<HieOptOutUpdate> {
+    return this.call('PUT', `${V1}/patient/${id(patientId)}/hie-opt-out`, { query: { hieOptOut }, headers: conditionHeaders(condition) });
   }
 
   getPatientHieOptOut(patientId: string): Promise<HieOptOutStatus> {
@@ -560,7 +585,7 @@ export class CarebridgeClient {
     for (const [name, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) url.searchParams.set(name, String(value));
     }
-    const headers: Record<string, string> = { ...this.extraHeaders, 'x-api-key': this.apiKey, accept: 'application/json' };
+    const headers: Record<string, string> = { ...this.extraHeaders, ...options.headers, 'x-api-key': this.apiKey, accept: 'application/json' };
     const init: RequestInit = { method, headers };
     if (options.body !== undefined) {
       headers['content-type'] = 'application/json';

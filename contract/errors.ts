@@ -36,6 +36,8 @@ export const ERROR_CODES = {
   // 410: gone for good
   UPLOAD_URL_EXPIRED: 410,
   URL_EXPIRED: 410,
+  // 412: a conditional request (If-Match) naming a version that is no longer the current one
+  PRECONDITION_FAILED: 412,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   CCDA_INVALID: 422,

@@ -11,6 +11,8 @@ const id = z.string().describe('UUID');
 const instant = z.string().describe('ISO 8601 instant');
 /** The version of a record, for optimistic concurrency (If-Match): its last change. */
 const eTag = z.string().describe('Version of the record (its last change), for If-Match');
+/** A patient's version: it counts the patient's changes, and is the patient's ETag (quoted there). */
+const patientETag = z.string().describe("Version of the patient (its ETag header, unquoted): send it as If-Match to change only this version");
 
 export const addressResponse = z.strictObject({
   addressLine1: z.string(),
@@ -56,7 +58,7 @@ const personalIdentifier = z.discriminatedUnion('type', [
 
 export const patientResponse = z.strictObject({
   id,
-  eTag,
+  eTag: patientETag,
   facilityIds: z.array(id),
   externalId: z.string().nullable(),
   dateCreated: instant,

@@ -5,6 +5,7 @@ import { defineBulkFuzzGroup } from './groups/bulk-fuzz.spec-group.js';
 import { defineBulkHostileGroup } from './groups/bulk-hostile.spec-group.js';
 import { defineBulkPropertiesGroup } from './groups/bulk-properties.spec-group.js';
 import { defineBulkStateMachineGroup } from './groups/bulk-state-machine.spec-group.js';
+import { defineConcurrencyGroup } from './groups/concurrency.spec-group.js';
 import { defineConsolidatedGroup } from './groups/consolidated.spec-group.js';
 import { defineDocumentsGroup } from './groups/documents.spec-group.js';
 import { defineEntitiesGroup } from './groups/entities.spec-group.js';
@@ -33,6 +34,7 @@ export function defineHostSpec(options: HostSpecOptions): void {
   defineEntitiesGroup(options);
   defineTenancyGroup(options);
   defineOptOutGroup(options);
+  defineConcurrencyGroup(options);
   defineBulkCreateGroup(options);
   defineBulkPropertiesGroup(options);
   defineBulkStateMachineGroup(options);

@@ -3,6 +3,7 @@ import type { CoreDeps } from '../deps.js';
 import type { Account } from '../domain/types.js';
 import { CoreError } from '../errors.js';
 import { verifySignedRequest } from '../signed-urls.js';
+import { ifMatchOf } from './conditional.js';
 import { checkJsonBody, checkPathParams, checkQuery } from './input-text.js';
 import { errorToResponse, parseWith, problemResponse } from './problem.js';
 import { RateLimiter, rateClassOf, type RateLimits } from './rate-limit.js';
@@ -78,7 +79,8 @@ export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}
       }
       const parsedQuery = route.query ? parseWith(route.query, query, 'query') : query;
       const parsedBody = route.body ? parseWith(route.body, request.body ?? {}, 'body') : request.body;
-      const response = await route.handle({ deps, request, params, query: parsedQuery, body: parsedBody, account: account as Account });
+      const condition = route.ifMatch ? ifMatchOf(request) : undefined;
+      const response = await route.handle({ deps, request, params, query: parsedQuery, body: parsedBody, account: account as Account, condition });
       if (route.deprecated) response.headers.deprecation = 'true';
       return response;
     } catch (error) {

@@ -103,6 +103,11 @@ const PROBLEM_EXAMPLES: Record<number, { title: string; detail: string; code: ke
   401: { title: 'Unauthorized', detail: 'Missing or unknown API key (send it in the x-api-key header)', code: 'UNAUTHORIZED' },
   403: { title: 'Forbidden', detail: 'The URL signature does not match; use the URL exactly as it was handed out', code: 'SIGNATURE_INVALID' },
   404: { title: 'Not Found', detail: 'No patient with this id in your account', code: 'PATIENT_NOT_FOUND' },
+  412: {
+    title: 'Precondition Failed',
+    detail: 'The patient has changed since the version given in If-Match; get it again and redo the change on its current version',
+    code: 'PRECONDITION_FAILED',
+  },
   413: { title: 'Payload Too Large', detail: 'The JSON body is larger than 1 MB', code: 'PAYLOAD_TOO_LARGE' },
   415: { title: 'Unsupported Media Type', detail: 'Send the body as JSON with Content-Type: application/json', code: 'UNSUPPORTED_MEDIA_TYPE' },
   500: { title: 'Internal Server Error', detail: 'Something went wrong on our side; quote requestId 0192f1c2-7a1b-7c3d-8e4f-5a6b7c8d9e0f', code: 'INTERNAL' },
@@ -115,6 +120,18 @@ function problemResponse(description: string, status: number) {
     content: { 'application/problem+json': { schema: PROBLEM_REF, ...(example ? { example: { status, ...example } } : {}) } },
   };
 }
+
+/** `If-Match` of a route that declares `ifMatch`. */
+const IF_MATCH_PARAMETER = {
+  name: 'If-Match',
+  in: 'header',
+  required: false,
+  description: 'Apply the change only to this version: the ETag (or the eTag field) a read of the record gave. `*` accepts any.',
+  schema: { type: 'string' },
+};
+
+/** The `ETag` header of a route that declares `etag`. */
+const ETAG_HEADER = { ETag: { description: 'Version of the record, quoted; send it as If-Match to change only this version', schema: { type: 'string' } } };
 
 /** A fixed instant for examples, so the document stays deterministic. */
 const EXAMPLE_INSTANT = '2026-11-25T09:30:00.000Z';
@@ -242,6 +259,7 @@ function operationOf(route: RouteDefinition): Record<string, unknown> {
   }));
   if (route.auth === 'signed' || route.auth === 'signedAndApiKey') parameters.push(...SIGNED_PARAMETERS);
   if (route.query) parameters.push(...queryParameters(route.query));
+  if (route.ifMatch) parameters.push(IF_MATCH_PARAMETER);
 
   const successStatus = route.success?.status ?? 200;
   const success =
@@ -249,6 +267,7 @@ function operationOf(route: RouteDefinition): Record<string, unknown> {
       ? { description: 'Done; no content' }
       : {
           description: successStatus === 501 ? 'Not served by carebridge; `detail` says why' : 'Success',
+          ...(route.etag ? { headers: ETAG_HEADER } : {}),
           content: {
             [route.success?.mediaType ?? 'application/json']: successContent(route),
           },
@@ -259,6 +278,7 @@ function operationOf(route: RouteDefinition): Record<string, unknown> {
   if (route.auth === 'apiKey' || route.auth === 'signedAndApiKey') responses['401'] = problemResponse('Missing or unknown API key', 401);
   if (route.auth === 'signed' || route.auth === 'signedAndApiKey') responses['403'] = problemResponse('The URL signature does not match', 403);
   if (route.path.includes(':')) responses['404'] = problemResponse('Not found, or not in your account', 404);
+  if (route.ifMatch) responses['412'] = problemResponse('If-Match names a version that is no longer the current one; nothing was changed', 412);
   if (route.body || route.rawBody) {
     responses['413'] = problemResponse('Body too large', 413);
     responses['415'] = problemResponse('Unsupported Content-Type', 415);

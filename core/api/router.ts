@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { CoreDeps } from '../deps.js';
 import type { Account } from '../domain/types.js';
+import type { VersionCondition } from '../entities/patients.js';
 import type { ApiRequest, ApiResponse } from './types.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -19,6 +20,8 @@ export interface RouteContext<Q = Record<string, string | undefined>, B = unknow
   body: B;
   /** Present for every route whose auth involves an API key. */
   account: Account;
+  /** The request's `If-Match`, for a route that declares `ifMatch`; undefined when it sent none. */
+  condition: VersionCondition | undefined;
 }
 
 export interface RouteDefinition<QS extends z.ZodType = z.ZodType, BS extends z.ZodType = z.ZodType> {
@@ -38,6 +41,13 @@ export interface RouteDefinition<QS extends z.ZodType = z.ZodType, BS extends z.
    * body is buffered up to it, a raw body is streamed and cut off past it. Default `bodyLimitOf`.
    */
   bodyLimitBytes?: number;
+  /**
+   * The route writes a versioned resource and honours `If-Match` (handed to it as `condition`): a version
+   * that is not the current one answers 412 PRECONDITION_FAILED. Documented as a header and a 412 answer.
+   */
+  ifMatch?: boolean;
+  /** The success answer carries the resource's version as its `ETag` header (documented on the answer). */
+  etag?: boolean;
   /** Success status and schema, for the OpenAPI document. */
   success?: {
     status: number;

@@ -41,6 +41,33 @@ function slowCommits(storage: StoragePort, delayMs: number): StoragePort {
   };
 }
 
+/**
+ * A storage on which another writer acts right after the importer's `lookUp`-th look-up of candidates (the
+ * one outside a transaction) has read, before the batch is written: what a request or another import does
+ * in that window, made to happen every time instead of by chance.
+ */
+function writerAfterLookUp(storage: StoragePort, lookUp: number, write: (storage: StoragePort) => Promise<void>): StoragePort & { wrote: () => boolean } {
+  let lookUps = 0;
+  let wrote = false;
+  return {
+    ...storage,
+    wrote: () => wrote,
+    patients: {
+      ...storage.patients,
+      findByMatchKeys: async (accountId, keys) => {
+        const found = await storage.patients.findByMatchKeys(accountId, keys);
+        if (++lookUps === lookUp) {
+          await write(storage);
+          wrote = true;
+        }
+        return found;
+      },
+    },
+    transaction: (work) => storage.transaction(work),
+    close: () => storage.close(),
+  };
+}
+
 /** A storage whose row outcomes fail to store from the `failAt`-th batch on, as a database gone bad would. */
 function failingOutcomes(storage: StoragePort, failAt: number): StoragePort {
   let calls = 0;
@@ -181,6 +208,81 @@ describe('processBulkRequest', () => {
     expect(outcomes[3 * B + 10]).toMatchObject({ status: 'failed', reason: expect.stringMatching(/^the same person as row 11 of this file/) });
     expect(await storage.patients.get(account.id, outcomes[10]!.patientId!)).toMatchObject({ externalId: 'ann-1' });
     expect(await storage.bulkRequests.getById(request.id)).toMatchObject({ status: 'completed', created: 3 * B + 99, updated: 0, failed: 1 });
+  });
+
+  test('a person another writer creates between a batch’s look-up and its write is matched, not created again; so are the later batches’ rows of the batch matched again', async () => {
+    const B = BULK_BATCH_SIZE;
+    const rows = 3 * B;
+    const memory = new MemoryStorage();
+    const ann = 'ann-1,Ann,Able,1970-02-02,F,1 Main St,Springfield,IL,11111';
+    let foreignId = '';
+    // The second look-up is batch 1's, made while batch 0 is written: Ann arrives from elsewhere then.
+    const storage = writerAfterLookUp(memory, 2, async (store) => {
+      const [account] = await store.accounts.list();
+      const facility = (await store.facilities.list(account!.id))[0]!;
+      foreignId = '01900000-0000-7000-8000-0000000000aa';
+      await store.patients.insert({
+        id: foreignId,
+        accountId: account!.id,
+        facilityIds: [facility.id],
+        cohortIds: [],
+        firstName: 'Ann',
+        lastName: 'Able',
+        dob: '1970-02-02',
+        genderAtBirth: 'F',
+        address: [{ addressLine1: '9 Far Rd', city: 'Springfield', state: 'IL', zip: '11111', country: 'USA' }],
+        contact: [],
+        personalIdentifiers: [],
+        hieOptOut: true,
+        matchKeys: ['1970-02-02|F|able'],
+        version: 1,
+        createdAt: '2026-01-05T09:00:00.000Z',
+        updatedAt: '2026-01-05T09:00:00.000Z',
+      });
+    });
+    const { deps, account, facilityId } = await world(storage);
+    // Ann in batch 1 (matched again at its write), then in batch 2 (matched against batch 1 as first
+    // matched, so again too), and a person of batch 1 again in batch 2 (the ids batch 1 wrote are new).
+    const csv = csvOf(rows, { [B + 5]: ann, [2 * B + 5]: ann.replace('ann-1', 'ann-2'), [2 * B + 6]: `again,Pat,Person${B + 7},1980-01-0${1 + ((B + 7) % 9)},F,1 Main St,Springfield,IL,62701` });
+    const request = await upload(deps, account, facilityId, csv);
+    await processBulkRequest(deps, request.id);
+    expect(storage.wrote()).toBe(true);
+
+    const outcomes = await deps.storage.bulkRows.range(request.id, 0, rows);
+    expect(outcomes[B + 5]).toMatchObject({ status: 'succeeded', action: 'updated', patientId: foreignId });
+    expect(outcomes[2 * B + 5]).toMatchObject({ status: 'succeeded', action: 'updated', patientId: foreignId });
+    expect(outcomes[2 * B + 6]).toMatchObject({ status: 'succeeded', action: 'updated', patientId: outcomes[B + 7]!.patientId });
+    // Every patient an outcome names exists: a batch matched against what was not written would name others.
+    for (const id of new Set(outcomes.map((outcome) => outcome.patientId!))) expect(await deps.storage.patients.get(account.id, id), id).toBeDefined();
+    expect(await deps.storage.patients.count(account.id)).toBe(rows - 2);
+    // The row's empty hieOptOut cell keeps what the other writer set; the address is the row's.
+    expect(await deps.storage.patients.get(account.id, foreignId)).toMatchObject({ hieOptOut: true, externalId: 'ann-2', address: [{ addressLine1: '1 Main St' }] });
+    // The result file says what was stored.
+    const result = (await resultText(deps, request)).split('\r\n');
+    expect(result[B + 6]).toContain(foreignId);
+  });
+
+  test('an opt-out sent between a batch’s look-up and its write is kept: the batch is matched again on the patient as it is then', async () => {
+    const rows = 20;
+    const memory = new MemoryStorage();
+    let optedOut: string | undefined;
+    const storage = writerAfterLookUp(memory, 2, async (store) => {
+      const [account] = await store.accounts.list();
+      const [first] = await store.patients.list(account!.id, { limit: 1 });
+      const stored = await store.patients.update({ ...first!, hieOptOut: true });
+      expect(stored).toMatchObject({ hieOptOut: true });
+      optedOut = first!.id;
+    });
+    const { deps, account, facilityId } = await world(storage);
+    await processBulkRequest(deps, (await upload(deps, account, facilityId, csvOf(rows))).id);
+    // The same people again, with empty hieOptOut cells: the second import's look-up is the second.
+    const again = await upload(deps, account, facilityId, csvOf(rows));
+    await processBulkRequest(deps, again.id);
+    expect(optedOut).toBeDefined();
+    const outcomes = await deps.storage.bulkRows.range(again.id, 0, rows);
+    expect(outcomes.every((outcome) => outcome.action === 'updated')).toBe(true);
+    expect(await deps.storage.patients.get(account.id, optedOut!)).toMatchObject({ hieOptOut: true, version: 3 });
+    expect(await deps.storage.patients.count(account.id)).toBe(rows);
   });
 
   test('a request that fails after some batches keeps its upload and nothing else it wrote to the blob storage', async () => {

@@ -51,7 +51,8 @@ async function uploadRecords(deps: CoreDeps, request: BulkRequest): Promise<Asyn
  * is read, validated, looked up and matched, ready to be written the moment N commits. Batches commit one
  * after the other, in file order. A lookup is made only once every batch but the one being written has
  * committed, and matching patches in what that one writes, so a row sees every patient the earlier rows
- * created or changed.
+ * created or changed. What other writers (imports, API calls, instances) do meanwhile is checked at each
+ * batch's write, which matches the batch again when it has to (see `RowImporter.write`).
  */
 export async function processBulkRequest(deps: CoreDeps, requestId: string): Promise<void> {
   let request = await deps.storage.bulkRequests.getById(requestId);
@@ -79,6 +80,9 @@ export async function processBulkRequest(deps: CoreDeps, requestId: string): Pro
     const prepared = importer.prepare(rows, header);
     // Everything but the last batch has committed: the lookup misses at most what that one writes.
     if (writeBefore) await writeBefore;
+    // Unless that one will be matched again at its write (someone else wrote the account's patients): this
+    // batch would then have to be too, and so on; waiting for it matches this one right the first time.
+    if (lastWrite && importer.pendingWillRematch) await lastWrite;
     const decided = importer.decide(prepared, await importer.lookUp(prepared));
     const previous = lastWrite;
     writeBefore = previous;

@@ -73,6 +73,11 @@ export async function writeResultPart(deps: Pick<CoreDeps, 'blob'>, request: Bul
   await deps.blob.put(partKey(request, firstRowIndex), encoder.encode(text), { contentType: 'text/csv' });
 }
 
+/** Removes a batch's part, when it has one. */
+export async function removeResultPart(deps: Pick<CoreDeps, 'blob'>, request: BulkRequest, firstRowIndex: number): Promise<void> {
+  await deps.blob.delete(partKey(request, firstRowIndex));
+}
+
 /**
  * Joins the parts into the result CSV and removes them. `partStarts` are the first row indexes of the
  * batches in order. When a part is missing (a file imported before parts existed, or a lost blob) the

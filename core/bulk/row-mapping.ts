@@ -47,6 +47,7 @@ export function newPatientFromRow(row: ParsedRow, at: { id: string; accountId: s
     ...demographicFields(row, at.matchKeys),
     // An empty hieOptOut cell opts a new patient in.
     hieOptOut: row.hieOptOut ?? false,
+    version: 1,
     createdAt: at.now,
     updatedAt: at.now,
   };

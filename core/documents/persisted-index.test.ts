@@ -85,7 +85,7 @@ function definePersistedIndexTests(name: string, openStores: () => Promise<Store
       const { account } = await createAccount(deps, { name: 'Unit Clinic' });
       const now = clock.now().toISOString();
       await deps.storage.facilities.insert({ id: ids.next(), accountId: account.id, oid: '2.25.1', name: 'Main', npi: '1234567893', active: true, address: ADDRESS, createdAt: now, updatedAt: now });
-      const patient = await createPatient(deps, account.id, undefined, {
+      const { patient } = await createPatient(deps, account.id, undefined, {
         firstName: 'Eve', lastName: 'Unit1', dob: '1975-05-01', genderAtBirth: 'F', address: [ADDRESS], contact: [], personalIdentifiers: [], externalId: undefined,
       });
       await startDocumentQuery(deps, account, { patientId: patient.id });

@@ -104,7 +104,7 @@ async function makeWorld(options: { fixturesDir?: string; shareWith?: World; sea
 }
 
 async function newPatient(world: World, n: number): Promise<Patient> {
-  return createPatient(world.deps, world.account.id, undefined, {
+  const { patient } = await createPatient(world.deps, world.account.id, undefined, {
     firstName: 'Eve',
     lastName: `Unit${n}`,
     dob: '1975-05-01',
@@ -114,6 +114,7 @@ async function newPatient(world: World, n: number): Promise<Patient> {
     personalIdentifiers: [],
     externalId: undefined,
   });
+  return patient;
 }
 
 /** A new patient for whom the world's sandbox holds documents satisfying `wanted`. */

@@ -102,6 +102,12 @@ export interface Patient {
    * demographics, stored so a candidate lookup is an index hit, never a scan.
    */
   matchKeys: string[];
+  /**
+   * How many times the stored patient was written: 1 when created, one more with every update (the
+   * storage counts, see PatientRepository.update). A write states the version it read, so one made from a
+   * stale read is refused rather than silently undoing another; it is also the patient resource's ETag.
+   */
+  version: number;
   createdAt: string;
   updatedAt: string;
 }

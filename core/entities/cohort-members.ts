@@ -3,12 +3,15 @@ import type { Patient } from '../domain/types.js';
 import { CoreError } from '../errors.js';
 import { nowIso } from '../time.js';
 import { cohortToWire, getCohort } from './cohorts.js';
-import { getPatient } from './patients.js';
+import { changePatient, getPatient } from './patients.js';
 
 type Deps = Pick<CoreDeps, 'storage' | 'clock'>;
 
 /** Patients read and written at once when a change covers the whole account. */
 const PAGE = 500;
+
+/** Tries of one page (see WRITE_TRIES in patients.ts: each refused try means another writer landed). */
+const PAGE_TRIES = 25;
 
 export interface CohortMembersInput {
   patientIds?: readonly string[];
@@ -49,20 +52,34 @@ function checkInput(input: CohortMembersInput): void {
 export async function changeCohortMembers(deps: Deps, accountId: string, cohortId: string, input: CohortMembersInput, change: 'add' | 'remove') {
   const cohort = await getCohort(deps, accountId, cohortId);
   checkInput(input);
+  const changeOf = (patient: Patient, now: string): Patient | undefined => {
+    const member = patient.cohortIds.includes(cohort.id);
+    if (change === 'add' ? member : !member) return undefined;
+    const cohortIds = change === 'add' ? [...patient.cohortIds, cohort.id] : patient.cohortIds.filter((id) => id !== cohort.id);
+    return { ...patient, cohortIds, updatedAt: now };
+  };
   let changed = 0;
-  for await (const page of patientsOf(deps, accountId, input)) {
-    const now = nowIso(deps.clock);
-    const updates = page.flatMap((patient) => {
-      const member = patient.cohortIds.includes(cohort.id);
-      if (change === 'add' ? member : !member) return [];
-      const cohortIds = change === 'add' ? [...patient.cohortIds, cohort.id] : patient.cohortIds.filter((id) => id !== cohort.id);
-      return [{ ...patient, cohortIds, updatedAt: now }];
-    });
-    if (updates.length > 0) await deps.storage.patients.updateMany(updates);
-    changed += updates.length;
-  }
+  for await (const page of patientsOf(deps, accountId, input)) changed += await changePage(deps, accountId, page, changeOf);
   const verb = change === 'add' ? 'added to' : 'removed from';
   return { cohort: cohortToWire(cohort), message: `${changed} patient${changed === 1 ? '' : 's'} ${verb} the cohort` };
+}
+
+/**
+ * Writes the change of each patient of the page that needs one, all at once. The patients were read
+ * before: those written by someone else since are refused as stale, read again and changed again (the
+ * others are written with them), so no concurrent write of theirs is undone. Returns how many changed.
+ */
+async function changePage(deps: Deps, accountId: string, page: readonly Patient[], changeOf: (patient: Patient, now: string) => Patient | undefined): Promise<number> {
+  let current = page;
+  for (let attempt = 0; attempt < PAGE_TRIES; attempt++) {
+    const now = nowIso(deps.clock);
+    const updates = current.flatMap((patient) => changeOf(patient, now) ?? []);
+    if (updates.length === 0) return 0;
+    const stale = await deps.storage.patients.updateMany(updates);
+    if (stale.length === 0) return updates.length;
+    current = await Promise.all(updates.map((patient) => getPatient(deps, accountId, patient.id)));
+  }
+  throw new CoreError('CONFLICT', 'Patients of this change were changed by other requests too many times meanwhile; send it again');
 }
 
 /** The cohorts the patient is in, in the patient's order. */
@@ -74,9 +91,11 @@ export async function cohortsOfPatient(deps: Pick<CoreDeps, 'storage'>, accountI
 
 /** Adds the patient to each cohort (kept where it is already). Throws PATIENT_NOT_FOUND, COHORT_NOT_FOUND (nothing changes). */
 export async function addPatientToCohorts(deps: Deps, accountId: string, patientId: string, cohortIds: readonly string[]) {
-  const patient = await getPatient(deps, accountId, patientId);
+  await getPatient(deps, accountId, patientId);
   for (const id of cohortIds) await getCohort(deps, accountId, id);
-  const wanted = [...new Set([...patient.cohortIds, ...cohortIds])];
-  if (wanted.length !== patient.cohortIds.length) await deps.storage.patients.update({ ...patient, cohortIds: wanted, updatedAt: nowIso(deps.clock) });
+  await changePatient(deps, accountId, patientId, (patient) => {
+    const wanted = [...new Set([...patient.cohortIds, ...cohortIds])];
+    return wanted.length === patient.cohortIds.length ? undefined : { ...patient, cohortIds: wanted, updatedAt: nowIso(deps.clock) };
+  });
   return cohortsOfPatient(deps, accountId, patientId);
 }

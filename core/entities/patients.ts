@@ -2,6 +2,7 @@ import type { PatientCreate } from '../api/schemas.js';
 import { DOB_IN_FUTURE } from '../csv/dates.js';
 import type { CoreDeps } from '../deps.js';
 import type { Patient } from '../domain/types.js';
+import type { StoragePort } from '../ports/storage.port.js';
 import { CoreError } from '../errors.js';
 import { facilityToWire, resolveFacility } from './facilities.js';
 import { matchKeysFor } from '../matching/block.js';
@@ -9,6 +10,52 @@ import { decideMatch, demographicsOfPatient } from '../matching/decide.js';
 import { nowIso, todayIso } from '../time.js';
 
 type Deps = Pick<CoreDeps, 'storage' | 'ids' | 'clock'>;
+
+/**
+ * Tries of one change of a patient before it gives up. A try is refused only when another write of the
+ * patient landed after the read it was made from, so every refused try means another writer got through:
+ * this many writers of one patient at once all land.
+ */
+const WRITE_TRIES = 25;
+
+/**
+ * What a conditional request (`If-Match`) accepts: any version of the patient (`*`), or one of the versions
+ * it lists (the ETags, i.e. `eTag`, it was given).
+ */
+export type VersionCondition = { any: true } | { versions: readonly string[] };
+
+function accepts(condition: VersionCondition, patient: Patient): boolean {
+  return 'any' in condition || condition.versions.includes(String(patient.version));
+}
+
+/**
+ * Applies `change` to the stored patient and writes the result, as one atomic step as far as every other
+ * writer can tell: the write states the version it was made from, and when another write landed first
+ * (`'stale'`) the patient is read again and the change made again from it, so neither write is lost.
+ * `change` returns undefined when the patient is already as wanted (nothing is written). With a
+ * `condition`, a patient whose version it does not accept is a PRECONDITION_FAILED and nothing is written,
+ * also when the version it accepted was overtaken between the read and the write.
+ */
+export async function changePatient(
+  deps: Pick<CoreDeps, 'storage'>,
+  accountId: string,
+  id: string,
+  change: (patient: Patient) => Patient | undefined,
+  condition?: VersionCondition,
+): Promise<Patient> {
+  for (let attempt = 0; attempt < WRITE_TRIES; attempt++) {
+    const current = await getPatient(deps, accountId, id);
+    if (condition && !accepts(condition, current)) {
+      throw new CoreError('PRECONDITION_FAILED', 'The patient has changed since the version given in If-Match; get it again and redo the change on its current version');
+    }
+    const changed = change(current);
+    if (!changed) return current;
+    const stored = await deps.storage.patients.update(changed);
+    if (stored === undefined) throw new CoreError('PATIENT_NOT_FOUND', 'No patient with this id in your account');
+    if (stored !== 'stale') return stored;
+  }
+  throw new CoreError('CONFLICT', 'The patient was changed by other requests too many times while this change was applied; send it again');
+}
 
 function assertDobNotFuture(deps: Pick<CoreDeps, 'clock'>, dob: string): void {
   if (dob > todayIso(deps.clock)) throw new CoreError('VALIDATION_FAILED', `dob: ${DOB_IN_FUTURE}`, { details: { field: 'dob' } });
@@ -27,23 +74,57 @@ function demographics(input: PatientCreate) {
   };
 }
 
-export async function createPatient(deps: Deps, accountId: string, facilityId: string | undefined, input: PatientCreate): Promise<Patient> {
+/**
+ * Creates the patient, unless one of the account's patients is the same person (the import's matching
+ * rule, see `matchPatient`): that one is returned as it is (`created: false`), so a person sent twice, or
+ * by two callers at once, is one patient. Several matching is a CONFLICT naming the count.
+ */
+export async function createPatient(deps: Deps, accountId: string, facilityId: string | undefined, input: PatientCreate): Promise<{ patient: Patient; created: boolean }> {
   assertDobNotFuture(deps, input.dob);
   const facility = await resolveFacility(deps, accountId, facilityId);
-  const now = nowIso(deps.clock);
-  const patient: Patient = {
-    id: deps.ids.next(),
-    accountId,
-    facilityIds: [facility.id],
-    cohortIds: [],
-    ...(input.externalId ? { externalId: input.externalId } : {}),
-    ...demographics(input),
-    hieOptOut: false,
-    createdAt: now,
-    updatedAt: now,
-  };
-  await deps.storage.patients.insert(patient);
-  return patient;
+  const fields = demographics(input);
+  return deps.storage.transaction(async (tx) => {
+    // Held from the look-up to the insert: another request or an import's batch creating the same person
+    // waits, and then finds this one.
+    await tx.patients.lockAccount(accountId);
+    const existing = await sameSingle(tx, accountId, input, fields.matchKeys);
+    if (existing) return { patient: existing, created: false };
+    const now = nowIso(deps.clock);
+    const patient: Patient = {
+      id: deps.ids.next(),
+      accountId,
+      facilityIds: [facility.id],
+      cohortIds: [],
+      ...(input.externalId ? { externalId: input.externalId } : {}),
+      ...fields,
+      hieOptOut: false,
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await tx.patients.insert(patient);
+    return { patient, created: true };
+  });
+}
+
+/**
+ * The one patient of the account whose demographics match, undefined when none does; CONFLICT when
+ * several do (one is never picked silently).
+ */
+async function sameSingle(storage: Pick<StoragePort, 'patients'>, accountId: string, input: PatientCreate, matchKeys: readonly string[]): Promise<Patient | undefined> {
+  const candidates = await storage.patients.findByMatchKeys(accountId, matchKeys);
+  if (candidates.length === 0) return undefined;
+  const decision = decideMatch(
+    { firstName: input.firstName, lastName: input.lastName, dob: input.dob, genderAtBirth: input.genderAtBirth, zips: input.address.map((a) => a.zip) },
+    candidates.map(demographicsOfPatient),
+  );
+  if (decision.kind === 'created') return undefined;
+  if (decision.kind === 'ambiguous') {
+    throw new CoreError('CONFLICT', `${decision.count} patients match these demographics; add details (another address, the externalId) to tell them apart`, {
+      details: { count: decision.count },
+    });
+  }
+  return candidates.find((candidate) => candidate.id === decision.patientId)!;
 }
 
 export async function getPatient(deps: Pick<CoreDeps, 'storage'>, accountId: string, id: string): Promise<Patient> {
@@ -72,18 +153,9 @@ export async function getPatientByExternalId(deps: Pick<CoreDeps, 'storage'>, ac
  * several do (never one picked silently).
  */
 export async function matchPatient(deps: Pick<CoreDeps, 'storage'>, accountId: string, input: PatientCreate): Promise<Patient> {
-  const candidates = await deps.storage.patients.findByMatchKeys(accountId, matchKeysFor(input));
-  const decision = decideMatch(
-    { firstName: input.firstName, lastName: input.lastName, dob: input.dob, genderAtBirth: input.genderAtBirth, zips: input.address.map((a) => a.zip) },
-    candidates.map(demographicsOfPatient),
-  );
-  if (decision.kind === 'created') throw new CoreError('PATIENT_NOT_FOUND', 'No patient in your account matches these demographics');
-  if (decision.kind === 'ambiguous') {
-    throw new CoreError('CONFLICT', `${decision.count} patients match these demographics; add details (another address, the externalId) to tell them apart`, {
-      details: { count: decision.count },
-    });
-  }
-  return candidates.find((candidate) => candidate.id === decision.patientId)!;
+  const found = await sameSingle(deps.storage, accountId, input, matchKeysFor(input));
+  if (!found) throw new CoreError('PATIENT_NOT_FOUND', 'No patient in your account matches these demographics');
+  return found;
 }
 
 /** The patient's facilities, in the patient's order. */
@@ -98,29 +170,45 @@ export async function getPatientFacilities(deps: Pick<CoreDeps, 'storage'>, acco
  * FACILITY_NOT_FOUND naming the first id that is not one of the account's; nothing changes then.
  */
 export async function setPatientFacilities(deps: Deps, accountId: string, id: string, facilityIds: readonly string[]) {
-  const patient = await getPatient(deps, accountId, id);
+  await getPatient(deps, accountId, id);
   const wanted = [...new Set(facilityIds)];
   for (const facilityId of wanted) {
     if (!(await deps.storage.facilities.get(accountId, facilityId))) {
       throw new CoreError('FACILITY_NOT_FOUND', 'No facility with this id in your account', { details: { facilityId } });
     }
   }
-  await deps.storage.patients.update({ ...patient, facilityIds: wanted, updatedAt: nowIso(deps.clock) });
+  await changePatient(deps, accountId, id, (patient) => ({ ...patient, facilityIds: wanted, updatedAt: nowIso(deps.clock) }));
   return getPatientFacilities(deps, accountId, id);
 }
 
-export async function updatePatient(deps: Deps, accountId: string, id: string, facilityId: string | undefined, input: PatientCreate): Promise<Patient> {
+/**
+ * Replaces the patient's demographics (and externalId, when given); a `facilityId` is added to its
+ * facilities. Everything else (opt-out, cohorts) stays as stored when the change lands, whatever was
+ * written since this request read the patient. With `condition` (If-Match), only from the version it names.
+ */
+export async function updatePatient(
+  deps: Deps,
+  accountId: string,
+  id: string,
+  facilityId: string | undefined,
+  input: PatientCreate,
+  condition?: VersionCondition,
+): Promise<Patient> {
   assertDobNotFuture(deps, input.dob);
-  const existing = await getPatient(deps, accountId, id);
-  let facilityIds = existing.facilityIds;
-  if (facilityId !== undefined) {
-    const facility = await resolveFacility(deps, accountId, facilityId);
-    if (!facilityIds.includes(facility.id)) facilityIds = [...facilityIds, facility.id];
-  }
-  const updated: Patient = { ...existing, ...demographics(input), facilityIds, updatedAt: nowIso(deps.clock) };
-  if (input.externalId) updated.externalId = input.externalId;
-  await deps.storage.patients.update(updated);
-  return updated;
+  await getPatient(deps, accountId, id);
+  const facility = facilityId === undefined ? undefined : await resolveFacility(deps, accountId, facilityId);
+  return changePatient(
+    deps,
+    accountId,
+    id,
+    (existing) => {
+      const facilityIds = facility && !existing.facilityIds.includes(facility.id) ? [...existing.facilityIds, facility.id] : existing.facilityIds;
+      const updated: Patient = { ...existing, ...demographics(input), facilityIds, updatedAt: nowIso(deps.clock) };
+      if (input.externalId) updated.externalId = input.externalId;
+      return updated;
+    },
+    condition,
+  );
 }
 
 export async function removePatient(deps: Pick<CoreDeps, 'storage'>, accountId: string, id: string): Promise<void> {
@@ -152,16 +240,21 @@ export async function listPatients(
   return page.length > options.limit ? { patients, next: patients[patients.length - 1]!.id } : { patients };
 }
 
-/** HIE Opt-Out. Idempotent: setting the current value again succeeds and changes nothing else. */
-export async function setHieOptOut(deps: Deps, accountId: string, id: string, hieOptOut: boolean) {
-  const patient = await getPatient(deps, accountId, id);
-  if (patient.hieOptOut !== hieOptOut) {
-    await deps.storage.patients.update({ ...patient, hieOptOut, updatedAt: nowIso(deps.clock) });
-  }
+/**
+ * HIE Opt-Out: returns the patient as stored afterwards. Idempotent: setting the current value again
+ * succeeds and changes nothing. Lands whatever else is written to the patient at the same time. With
+ * `condition` (If-Match), only from the version it names.
+ */
+export async function setHieOptOut(deps: Deps, accountId: string, id: string, hieOptOut: boolean, condition?: VersionCondition): Promise<Patient> {
+  return changePatient(deps, accountId, id, (current) => (current.hieOptOut === hieOptOut ? undefined : { ...current, hieOptOut, updatedAt: nowIso(deps.clock) }), condition);
+}
+
+/** The answer of `PUT /patient/:id/hie-opt-out`. */
+export function hieOptOutChangeToWire(patient: Patient) {
   return {
     id: patient.id,
-    hieOptOut,
-    message: hieOptOut
+    hieOptOut: patient.hieOptOut,
+    message: patient.hieOptOut
       ? 'The patient is opted out of data sharing and pulling through health information exchanges'
       : 'The patient is opted in to data sharing and pulling through health information exchanges',
   };
@@ -175,7 +268,7 @@ export async function getHieOptOut(deps: Pick<CoreDeps, 'storage'>, accountId: s
 export function patientToWire(patient: Patient) {
   return {
     id: patient.id,
-    eTag: patient.updatedAt,
+    eTag: String(patient.version),
     facilityIds: patient.facilityIds,
     externalId: patient.externalId ?? null,
     dateCreated: patient.createdAt,

@@ -120,6 +120,7 @@ describe('demographics of records', () => {
       personalIdentifiers: [],
       hieOptOut: false,
       matchKeys: [],
+      version: 1,
       createdAt: '2025-01-01T00:00:00.000Z',
       updatedAt: '2025-01-01T00:00:00.000Z',
     };

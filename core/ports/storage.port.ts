@@ -24,7 +24,8 @@ import type {
  * Common contract, unless a method says otherwise:
  * - `get*` returns `undefined` when the record is missing (never throws for that).
  * - `insert*` of an id that already exists throws (adapters may surface their own error); callers generate ids.
- * - `update*` replaces the whole record and returns `undefined` when it is missing.
+ * - `update*` replaces the whole record and returns `undefined` when it is missing (patients: see
+ *   PatientRepository, whose updates are compare-and-set on a version).
  * - Records come back as copies: mutating a returned object never changes what is stored.
  * - List order is stated per method; ties break by id ascending.
  */
@@ -116,9 +117,23 @@ export interface PatientListOptions {
   limit?: number;
 }
 
+/**
+ * Patients, with two guarantees for writers that run at once (requests, imports, several instances on one
+ * database), so that no accepted write is lost and no person is created twice:
+ *
+ * - Versions. Every patient has a `version` (1 when inserted). `update` and `updateMany` are compare-and-set:
+ *   they state the version the caller read, and a write made from a stale read is refused (`'stale'`) rather
+ *   than undoing the write that came first. The caller reads again and redoes its change.
+ * - The account lock. Every write of patients (insert, update, remove) holds the account's patients until
+ *   its transaction ends (see `lockAccount`): writes of one account's patients happen one after the other,
+ *   and each committed transaction that wrote them advances the account's `revision` by one. A reader that
+ *   noted the revision before looking patients up can tell, once it holds the lock, whether anyone wrote any
+ *   of them since: creating a patient after matching is then safe.
+ */
 export interface PatientRepository {
+  /** Stores a new patient as given (callers create it at version 1). Takes the account lock. */
   insert(patient: Patient): Promise<void>;
-  /** Inserts all, or none when one fails. Order of the input is kept for ids. */
+  /** Inserts all, or none when one fails. Order of the input is kept for ids. Takes the account lock of each account. */
   insertMany(patients: readonly Patient[]): Promise<void>;
   get(accountId: string, id: string): Promise<Patient | undefined>;
   /** Patients of the account whose `externalId` equals the given one, oldest first. */
@@ -131,10 +146,41 @@ export interface PatientRepository {
   /** Ordered by id ascending (ids are time-ordered), paged with `after`. */
   list(accountId: string, options?: PatientListOptions): Promise<Patient[]>;
   count(accountId: string): Promise<number>;
-  update(patient: Patient): Promise<Patient | undefined>;
-  /** Replaces each patient (all or none); patients missing from storage are an error. */
-  updateMany(patients: readonly Patient[]): Promise<void>;
+  /**
+   * Compare-and-set on the version: replaces the whole patient (blocking keys included) when the stored one
+   * still has `patient.version`, the version the caller read; what is stored then has `version + 1` and is
+   * returned. Returns `'stale'` when the stored version differs (another write came first; nothing is
+   * written), `undefined` when the patient is missing or another account's. So of two writers that read the
+   * same version, the second is refused, and its retry (read again, change again) keeps both changes.
+   * Takes the account lock.
+   */
+  update(patient: Patient): Promise<Patient | 'stale' | undefined>;
+  /**
+   * `update` of many patients at once, all or none: returns the ids of those whose stored version is not the
+   * given one (then nothing at all is written), or `[]` when every one was replaced (each stored at
+   * `version + 1`). A patient missing or another account's throws PATIENT_NOT_FOUND, writing nothing. A
+   * patient given twice counts once, as its last version. Takes the account lock of each account.
+   */
+  updateMany(patients: readonly Patient[]): Promise<string[]>;
+  /** `true` when something was removed; missing or another account's is `false`. Takes the account lock. */
   remove(accountId: string, id: string): Promise<boolean>;
+  /**
+   * The account's patient revision: how many transactions that held the account lock (every write of the
+   * account's patients does) have committed; 0 for an account never written. Waits for no lock. Read it
+   * before looking patients up; `lockAccount` later tells whether it moved, i.e. whether anyone wrote the
+   * account's patients since.
+   */
+  revision(accountId: string): Promise<number>;
+  /**
+   * Takes the account lock for the rest of the transaction; call it on the storage a transaction hands its
+   * work. Waits while another transaction holds it (in this process or another sharing the database), then
+   * makes every other write of the account's patients wait until this transaction ends. Returns the
+   * revision as last committed before it (so reads made after it see every write that revision counts);
+   * the revision is one more once this transaction commits, unchanged if it rolls back. Called again in the
+   * same transaction (or after one of its writes took the lock), returns the same number and changes
+   * nothing. Throws outside a transaction, where there is nothing to hold it for.
+   */
+  lockAccount(accountId: string): Promise<number>;
 }
 
 export interface BulkRequestRepository {

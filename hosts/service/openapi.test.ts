@@ -87,6 +87,27 @@ describe('GET /openapi.json', () => {
     expect(upload.responses).toHaveProperty('413');
   });
 
+  test('the patient routes that take If-Match document it and their 412; the answers that carry an ETag document it', () => {
+    const conditional = ['PUT /medical/v1/patient/:id', 'PUT /medical/v1/patient/:id/hie-opt-out'];
+    for (const route of conditional) {
+      const [method, path] = route.split(' ') as [string, string];
+      const documented = operation(method, path)!;
+      expect(documented.parameters.find((p) => p.in === 'header'), route).toMatchObject({ name: 'If-Match', required: false });
+      expect(documented.responses, route).toHaveProperty('412');
+    }
+    for (const route of [...conditional, 'GET /medical/v1/patient/:id', 'POST /medical/v1/patient']) {
+      const [method, path] = route.split(' ') as [string, string];
+      const documented = operation(method, path)!;
+      const success = Object.entries(documented.responses).find(([status]) => status.startsWith('2'))![1] as { headers?: Record<string, unknown> };
+      expect(success.headers, route).toHaveProperty('ETag');
+    }
+    // Only routes that honour If-Match say so.
+    const withIfMatch = Object.entries(served.paths).flatMap(([path, item]) =>
+      Object.entries(item).flatMap(([method, documented]) => ((documented as Operation).parameters.some((p) => p.name === 'If-Match') ? [`${method.toUpperCase()} ${path}`] : [])),
+    );
+    expect(withIfMatch.sort()).toEqual(['PUT /medical/v1/patient/{id}', 'PUT /medical/v1/patient/{id}/hie-opt-out']);
+  });
+
   test('is built deterministically from the route table', () => {
     expect(buildOpenApiDocument(apiRoutes)).toEqual(served);
     expect(JSON.stringify(buildOpenApiDocument(apiRoutes, { serverUrl: 'https://api.example.org' }).servers)).toBe('[{"url":"https://api.example.org"}]');

@@ -290,7 +290,11 @@ describe('@metriport/api-sdk against carebridge', () => {
     // Same person written differently: names case-insensitive, one of the names enough.
     expect(await sdk.matchPatient({ ...demographics, firstName: 'ANA Maria', lastName: data.lastName.toLowerCase() })).toMatchObject({ id: patient.id });
     expect(await sdk.matchPatient({ ...demographics, dob: '1975-03-10' })).toBeUndefined();
-    await sdk.createPatient({ ...data, externalId: 'emr-twin' }, main.id);
+    // Created again, the same person is the same patient, unchanged (as the public API answers).
+    expect(await sdk.createPatient({ ...data, externalId: 'emr-twin' }, main.id)).toEqual(patient);
+    // A change can still make two patients one person: matching then refuses to pick one.
+    const twin = await sdk.createPatient({ ...patientData(), externalId: 'emr-twin' }, main.id);
+    await sdk.updatePatient({ ...twin, ...demographics, externalId: 'emr-twin' } as Parameters<MetriportMedicalApi['updatePatient']>[0], main.id);
     expect(await problemOf(sdk.matchPatient(demographics))).toMatchObject({ status: 409, code: 'CONFLICT' });
 
     const others = [];

@@ -107,7 +107,8 @@ export function defineEntitiesGroup({ describe, test, makeHost }: HostSpecOption
         await api.createFacility();
         const ids: string[] = [];
         for (let i = 0; i < 7; i++) {
-          const created = await api.call('POST', '/medical/v1/patient', { body: { ...PATIENT, externalId: `e${i}` } });
+          // Seven people: the same demographics would be one patient.
+          const created = await api.call('POST', '/medical/v1/patient', { body: { ...PATIENT, lastName: `Ortega${i}`, externalId: `e${i}` } });
           ids.push(created.body.id);
         }
         const first = await api.call('GET', '/medical/v1/patient', { query: { count: '3' } });

@@ -102,7 +102,7 @@ async function main(): Promise<void> {
     for (let n = 1; n <= PATIENTS; n += BATCH) {
       const batch: string[] = [];
       for (let i = n; i < n + BATCH && i <= PATIENTS; i++) {
-        const patient = await createPatient(deps, account.id, facilityId, {
+        const { patient } = await createPatient(deps, account.id, facilityId, {
           firstName: 'Eve',
           lastName: `Memory${i}`,
           dob: '1975-05-01',

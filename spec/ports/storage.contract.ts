@@ -145,6 +145,7 @@ function builders() {
       ],
       hieOptOut: false,
       matchKeys: ['1980-02-29|M|nunez'],
+      version: 1,
       createdAt: at(0),
       updatedAt: at(0),
       ...overrides,
@@ -301,8 +302,8 @@ const identifierArb: fc.Arbitrary<PersonalIdentifier> = fc.oneof(
 );
 const uuidArb = fc.uuid();
 
-/** Everything of a patient but its identity (id, account, creation time). */
-type Demographics = Omit<Patient, 'id' | 'accountId' | 'createdAt'>;
+/** Everything of a patient but its identity (id, account, creation time) and the version the storage counts. */
+type Demographics = Omit<Patient, 'id' | 'accountId' | 'createdAt' | 'version'>;
 
 const demographicsArb: fc.Arbitrary<Demographics> = fc.record(
   {
@@ -661,8 +662,9 @@ export function defineStorageContract(options: StorageContractOptions): void {
     await storage.patients.insert(patient);
     const { externalId: _dropped, ...rest } = patient;
     const updated: Patient = { ...rest, firstName: 'Zoë', hieOptOut: true, matchKeys: ['kept', 'new'], address: [address({ zip: '73301' })], updatedAt: at(8) };
-    expect(await storage.patients.update(updated)).toEqual(updated);
-    expect(await storage.patients.get(ACCOUNT_A, patient.id)).toEqual(updated);
+    // Stored as given, one version on from the one it was read at.
+    expect(await storage.patients.update(updated)).toEqual({ ...updated, version: 2 });
+    expect(await storage.patients.get(ACCOUNT_A, patient.id)).toEqual({ ...updated, version: 2 });
     expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['old'])).toEqual([]);
     expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, ['new']))).toEqual([patient.id]);
     expect(await storage.patients.findByExternalId(ACCOUNT_A, 'ext-1')).toEqual([]);
@@ -682,11 +684,12 @@ export function defineStorageContract(options: StorageContractOptions): void {
     const batch = Array.from({ length: 5 }, (_, i) => build.patient(ACCOUNT_A, { matchKeys: [`before-${i}`] }));
     await storage.patients.insertMany(batch);
     const updated = batch.map((patient, i) => ({ ...patient, lastName: `Æsir ${i}`, matchKeys: [`after-${i}`], cohortIds: ['c1'] }));
-    await storage.patients.updateMany(updated);
-    await storage.patients.updateMany([]);
-    expect(await storage.patients.list(ACCOUNT_A)).toEqual(updated);
+    expect(await storage.patients.updateMany(updated)).toEqual([]);
+    expect(await storage.patients.updateMany([])).toEqual([]);
+    const stored = updated.map((patient) => ({ ...patient, version: 2 }));
+    expect(await storage.patients.list(ACCOUNT_A)).toEqual(stored);
     expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['before-2'])).toEqual([]);
-    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['after-2'])).toEqual([updated[2]]);
+    expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['after-2'])).toEqual([stored[2]]);
   });
 
   test('patients: updateMany is all or none when one is missing or foreign', async (storage, build) => {
@@ -713,6 +716,127 @@ export function defineStorageContract(options: StorageContractOptions): void {
     // The id is free again: nothing of the patient was left behind.
     await storage.patients.insert(patient);
     expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, ['k']))).toEqual([patient.id]);
+  });
+
+  test('patients: of two writers that read the same version (read A, read B, write A, write B), the second is refused as stale; its retry keeps both changes', async (storage, build) => {
+    const patient = build.patient(ACCOUNT_A, { cohortIds: [], hieOptOut: false });
+    await storage.patients.insert(patient);
+    const readByA = (await storage.patients.get(ACCOUNT_A, patient.id))!;
+    const readByB = (await storage.patients.get(ACCOUNT_A, patient.id))!;
+    expect(await storage.patients.update({ ...readByA, hieOptOut: true, updatedAt: at(1) })).toEqual({ ...patient, hieOptOut: true, updatedAt: at(1), version: 2 });
+    // B's change was made from version 1: writing it would undo A's opt-out.
+    expect(await storage.patients.update({ ...readByB, cohortIds: ['c-1'], updatedAt: at(2) })).toBe('stale');
+    expect(await storage.patients.get(ACCOUNT_A, patient.id)).toEqual({ ...patient, hieOptOut: true, updatedAt: at(1), version: 2 });
+    const reread = (await storage.patients.get(ACCOUNT_A, patient.id))!;
+    const both = { ...patient, hieOptOut: true, cohortIds: ['c-1'], updatedAt: at(2), version: 3 };
+    expect(await storage.patients.update({ ...reread, cohortIds: ['c-1'], updatedAt: at(2) })).toEqual(both);
+    expect(await storage.patients.get(ACCOUNT_A, patient.id)).toEqual(both);
+    // A version from the future is no better than one from the past.
+    expect(await storage.patients.update({ ...both, version: 7 })).toBe('stale');
+  });
+
+  test('patients: updateMany with one stale patient writes none of them and names it', async (storage, build) => {
+    const [first, second, third] = [build.patient(ACCOUNT_A), build.patient(ACCOUNT_A), build.patient(ACCOUNT_A)];
+    await storage.patients.insertMany([first!, second!, third!]);
+    const changedMeanwhile = await storage.patients.update({ ...second!, hieOptOut: true });
+    expect(changedMeanwhile).toMatchObject({ version: 2 });
+    const page = [first!, second!, third!].map((patient) => ({ ...patient, cohortIds: ['c-1'] }));
+    expect(await storage.patients.updateMany(page)).toEqual([second!.id]);
+    expect(await storage.patients.list(ACCOUNT_A)).toEqual([first, changedMeanwhile, third]);
+    // Redone from what is stored now, every change lands and the opt-out stays.
+    const redone = (await storage.patients.list(ACCOUNT_A)).map((patient) => ({ ...patient, cohortIds: ['c-1'] }));
+    expect(await storage.patients.updateMany(redone)).toEqual([]);
+    expect((await storage.patients.list(ACCOUNT_A)).map((patient) => [patient.version, patient.cohortIds, patient.hieOptOut])).toEqual([
+      [2, ['c-1'], false],
+      [3, ['c-1'], true],
+      [2, ['c-1'], false],
+    ]);
+  });
+
+  test('patients: the revision counts the committed transactions that wrote the account’s patients, one each; not rolled-back ones, not other accounts’', async (storage, build) => {
+    expect(await storage.patients.revision(ACCOUNT_A)).toBe(0);
+    const patient = build.patient(ACCOUNT_A);
+    await storage.patients.insert(patient);
+    expect(await storage.patients.revision(ACCOUNT_A)).toBe(1);
+    await storage.patients.insertMany([build.patient(ACCOUNT_A), build.patient(ACCOUNT_A)]);
+    await storage.patients.update({ ...patient, firstName: 'Changed' });
+    expect(await storage.patients.revision(ACCOUNT_A)).toBe(3);
+    // Several writes in one transaction count once; lockAccount in it returns what it started from.
+    await storage.transaction(async (tx) => {
+      expect(await tx.patients.lockAccount(ACCOUNT_A)).toBe(3);
+      await tx.patients.insert(build.patient(ACCOUNT_A));
+      await tx.patients.updateMany([{ ...(await tx.patients.get(ACCOUNT_A, patient.id))!, lastName: 'Other' }]);
+      expect(await tx.patients.lockAccount(ACCOUNT_A)).toBe(3);
+    });
+    expect(await storage.patients.revision(ACCOUNT_A)).toBe(4);
+    await expect(
+      storage.transaction(async (tx) => {
+        await tx.patients.insert(build.patient(ACCOUNT_A));
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    expect(await storage.patients.revision(ACCOUNT_A)).toBe(4);
+    await storage.patients.insert(build.patient(ACCOUNT_B));
+    expect(await storage.patients.revision(ACCOUNT_A)).toBe(4);
+    expect(await storage.patients.revision(ACCOUNT_B)).toBe(1);
+    // Holding the account without writing counts too: the holder may have looked and decided to write nothing.
+    await storage.transaction((tx) => tx.patients.lockAccount(ACCOUNT_A));
+    expect(await storage.patients.revision(ACCOUNT_A)).toBe(5);
+    await expect(storage.patients.lockAccount(ACCOUNT_A)).rejects.toThrow();
+  });
+
+  test('patients: with the account locked, look-up-then-create by many writers at once leaves one patient per person (many trials)', async (storage, build) => {
+    for (let trial = 0; trial < 25; trial++) {
+      const key = `person-${trial}`;
+      const outcomes = await Promise.all(
+        Array.from({ length: 4 }, () =>
+          storage.transaction(async (tx) => {
+            await tx.patients.lockAccount(ACCOUNT_A);
+            const [found] = await tx.patients.findByMatchKeys(ACCOUNT_A, [key]);
+            if (found) return 'found';
+            await tx.patients.insert(build.patient(ACCOUNT_A, { matchKeys: [key] }));
+            return 'created';
+          }),
+        ),
+      );
+      expect(outcomes.filter((outcome) => outcome === 'created')).toHaveLength(1);
+      expect(await storage.patients.findByMatchKeys(ACCOUNT_A, [key])).toHaveLength(1);
+    }
+  });
+
+  test('patients: an update from outside waits for the transaction holding the account, and is refused when that transaction changed the patient', async (storage, build) => {
+    const patient = build.patient(ACCOUNT_A, { hieOptOut: false });
+    await storage.patients.insert(patient);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let wrote!: () => void;
+    const written = new Promise<void>((resolve) => {
+      wrote = resolve;
+    });
+    const holder = storage.transaction(async (tx) => {
+      await tx.patients.update({ ...patient, hieOptOut: true });
+      wrote();
+      await gate;
+    });
+    await written;
+    // Read before the holder commits (version 1), written while it still holds the account.
+    const outside = storage.patients.update({ ...patient, cohortIds: ['c-1'] });
+    release();
+    await holder;
+    expect(await outside).toBe('stale');
+    expect(await storage.patients.get(ACCOUNT_A, patient.id)).toEqual({ ...patient, hieOptOut: true, version: 2 });
+  });
+
+  test('patients: a revision noted before a look-up tells, once the account is locked, whether anyone wrote its patients since', async (storage, build) => {
+    const noted = await storage.patients.revision(ACCOUNT_A);
+    expect(await storage.transaction((tx) => tx.patients.lockAccount(ACCOUNT_A))).toBe(noted);
+    // The transaction above committed: a reader that noted the revision before it sees it moved.
+    await storage.patients.insert(build.patient(ACCOUNT_A));
+    const later = await storage.transaction((tx) => tx.patients.lockAccount(ACCOUNT_A));
+    expect(later).toBe(noted + 2);
+    expect(await storage.patients.revision(ACCOUNT_A)).toBe(noted + 3);
   });
 
   // ----- bulk requests
@@ -1214,11 +1338,13 @@ export function defineStorageContract(options: StorageContractOptions): void {
     const patient = build.patient(ACCOUNT_A, { matchKeys: ['first'], externalId: 'first' });
     const outside = build.patient(ACCOUNT_A, { matchKeys: ['first'], externalId: 'outside' });
     await storage.patients.insert(outside);
-    const final: Patient = { ...patient, matchKeys: ['third'], externalId: 'third' };
+    const final: Patient = { ...patient, matchKeys: ['third'], externalId: 'third', version: 3 };
     await storage.transaction(async (tx) => {
       await tx.patients.insert(patient);
       await tx.patients.update({ ...patient, matchKeys: ['second'], externalId: 'second' });
-      await tx.patients.update(final);
+      // The transaction reads its own writes' versions: a second update states the first one's.
+      expect(await tx.patients.update({ ...patient, matchKeys: ['stale'] })).toBe('stale');
+      await tx.patients.update({ ...final, version: 2 });
       await tx.patients.update({ ...outside, matchKeys: ['moved'] });
       for (const key of ['first', 'second']) expect(await tx.patients.findByMatchKeys(ACCOUNT_A, [key])).toEqual([]);
       expect(await tx.patients.findByMatchKeys(ACCOUNT_A, ['third'])).toEqual([final]);
@@ -1293,7 +1419,7 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect(updated).toEqual(next);
     expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, ['new-key'])).sort()).toEqual(ids([...created, changed]).sort());
     expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['old-key'])).toEqual([]);
-    expect(await storage.patients.get(ACCOUNT_A, stored.id)).toEqual(changed);
+    expect(await storage.patients.get(ACCOUNT_A, stored.id)).toEqual({ ...changed, version: 2 });
     expect(await storage.bulkRows.range(request.id, 0, 10)).toEqual(outcomes);
     expect(await storage.bulkRequests.get(ACCOUNT_A, request.id)).toEqual(next);
   });
@@ -1414,9 +1540,9 @@ export function defineStorageContract(options: StorageContractOptions): void {
   test('property: any valid patient round-trips unchanged', async (storage) => {
     const nextId = sequence();
     await fc.assert(
-      fc.asyncProperty(demographicsArb, isoInstant, async (demographics, createdAt) => {
+      fc.asyncProperty(demographicsArb, isoInstant, fc.integer({ min: 1, max: 2 ** 31 - 1 }), async (demographics, createdAt, version) => {
         const accountId = `prop-${nextId()}`;
-        const patient: Patient = { ...demographics, id: nextId(), accountId, createdAt };
+        const patient: Patient = { ...demographics, id: nextId(), accountId, version, createdAt };
         await storage.patients.insert(patient);
         expect(await storage.patients.get(accountId, patient.id)).toEqual(patient);
         expect(await storage.patients.list(accountId)).toEqual([patient]);
@@ -1448,7 +1574,7 @@ export function defineStorageContract(options: StorageContractOptions): void {
         let tick = 0;
         for (const op of ops) {
           if (op.kind === 'insert') {
-            const patients = op.demographics.map((demographics): Patient => ({ ...demographics, id: nextId(), accountId, createdAt: at(++tick) }));
+            const patients = op.demographics.map((demographics): Patient => ({ ...demographics, id: nextId(), accountId, version: 1, createdAt: at(++tick) }));
             if (patients.length === 1) await storage.patients.insert(patients[0]!);
             else await storage.patients.insertMany(patients);
             for (const patient of patients) model.set(patient.id, patient);
@@ -1456,10 +1582,11 @@ export function defineStorageContract(options: StorageContractOptions): void {
             const existing = [...model.values()];
             if (existing.length === 0) continue;
             const targets = [...new Set(op.picks.map((pick) => existing[pick % existing.length]!))];
-            const updated = targets.map((target, i): Patient => ({ ...op.demographics[i]!, id: target.id, accountId, createdAt: target.createdAt }));
-            if (updated.length === 1) expect(await storage.patients.update(updated[0]!)).toEqual(updated[0]);
-            else await storage.patients.updateMany(updated);
-            for (const patient of updated) model.set(patient.id, patient);
+            const updated = targets.map((target, i): Patient => ({ ...op.demographics[i]!, id: target.id, accountId, version: target.version, createdAt: target.createdAt }));
+            const stored = updated.map((patient) => ({ ...patient, version: patient.version + 1 }));
+            if (updated.length === 1) expect(await storage.patients.update(updated[0]!)).toEqual(stored[0]);
+            else expect(await storage.patients.updateMany(updated)).toEqual([]);
+            for (const patient of stored) model.set(patient.id, patient);
           }
         }
         const expected = [...model.values()].sort((a, b) => (a.id < b.id ? -1 : 1));

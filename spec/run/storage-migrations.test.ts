@@ -29,6 +29,7 @@ function patient(n: number, accountId: string, lastName: string): Patient {
     personalIdentifiers: [],
     hieOptOut: false,
     matchKeys: keys,
+    version: 1,
     createdAt: '2026-01-01T00:00:00.000Z',
     updatedAt: '2026-01-01T00:00:00.000Z',
   };

@@ -71,6 +71,7 @@ function patient(overrides: Partial<Patient> = {}): Patient {
     personalIdentifiers: [],
     hieOptOut: false,
     matchKeys: [`1975-06-30|F|garcia${serial}`, `zip|73301|${serial % 10}`, `ssn|${serial}`],
+    version: 1,
     createdAt: new Date(Date.UTC(2024, 0, 1) + serial).toISOString(),
     updatedAt: '2024-01-01T00:00:00.000Z',
     ...overrides,
@@ -126,7 +127,7 @@ describe('SQLite specifics', () => {
       try {
         expect(await second.patients.get(stored.accountId, stored.id)).toEqual(stored);
         const applied = await second.sequelize.query<{ name: string }>('SELECT name FROM carebridge_storage_migrations', { type: QueryTypes.SELECT });
-        expect(applied.map((row) => row.name)).toEqual(['0001-initial', '0002-match-key-hashes', '0003-document-query-progress', '0004-outbox-streams', '0005-outbox-leases', '0006-network-queries', '0007-bulk-counts', '0008-rekey-names']);
+        expect(applied.map((row) => row.name)).toEqual(['0001-initial', '0002-match-key-hashes', '0003-document-query-progress', '0004-outbox-streams', '0005-outbox-leases', '0006-network-queries', '0007-bulk-counts', '0008-rekey-names', '0009-patient-versions']);
       } finally {
         await second.close();
       }
@@ -170,8 +171,9 @@ describe('SQLite specifics', () => {
       const batch = Array.from({ length: 2_500 }, () => patient());
       statements.length = 0;
       await storage.patients.insertMany(batch);
-      // 2,500 patients at 1,000 rows per statement, their 7,500 key-index entries in one, plus BEGIN and COMMIT.
-      expect(statements.filter((sql) => /INSERT INTO/i.test(sql))).toHaveLength(3 + 1);
+      // 2,500 patients at 1,000 rows per statement, their 7,500 key-index entries in one, the account's
+      // revision (which holds its patients for the transaction), plus BEGIN and COMMIT.
+      expect(statements.filter((sql) => /INSERT INTO/i.test(sql))).toHaveLength(3 + 1 + 1);
       expect(statements.length).toBeLessThanOrEqual(15);
 
       statements.length = 0;

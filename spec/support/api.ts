@@ -41,7 +41,7 @@ export class AccountApi {
   call(
     method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     path: string,
-    options: { query?: Record<string, string | readonly string[] | undefined>; body?: unknown; jsonText?: string } = {},
+    options: { query?: Record<string, string | readonly string[] | undefined>; body?: unknown; jsonText?: string; headers?: Record<string, string> } = {},
   ): Promise<HostResponse> {
     return this.host.call({ method, path, apiKey: this.apiKey, ...options }).then((response) => {
       checkDeclaredResponse(method, path, response);

@@ -63,6 +63,12 @@ function copy<T>(value: T): T {
   return object as T;
 }
 
+/** The account's patient revision (see PatientRepository.revision), keyed by account id. */
+interface PatientRevision {
+  accountId: string;
+  revision: number;
+}
+
 interface Timestamped {
   id: string;
   createdAt: string;
@@ -104,6 +110,7 @@ const INDEXES = {
     byState: (row: NetworkQuery) => [networkQueryStatus(row) === 'processing' ? 'processing' : 'finished'],
   } satisfies IndexSpec<NetworkQuery>,
   outbox: { byAccount, byStatus: (row: OutboxMessage) => [row.status] } satisfies IndexSpec<OutboxMessage>,
+  patientRevisions: {} satisfies IndexSpec<PatientRevision>,
 };
 
 type TableName = keyof typeof INDEXES;
@@ -122,6 +129,7 @@ type RowOf = {
   consolidatedQueries: ConsolidatedQuery;
   networkQueries: NetworkQuery;
   outbox: OutboxMessage;
+  patientRevisions: PatientRevision;
 };
 type TableSet = { [N in TableName]: Table<RowOf[N]> };
 type OverlaySet = { [N in TableName]: TableOverlay<RowOf[N]> };
@@ -193,7 +201,11 @@ function smallestIds(ids: Iterable<string>, after: string | undefined, limit: nu
 /** Live outbox claims by message id; a lease is not transactional data, so it sits beside the tables. */
 type OutboxLeases = Map<string, { owner: string; until: string }>;
 
-function repositories(views: ViewSet, leases: OutboxLeases): Omit<StoragePort, 'transaction' | 'close'> {
+/**
+ * The repositories over `views` (the tables, or a transaction's overlays). `locked`: the accounts whose
+ * patients this transaction holds, with the revision each had when taken.
+ */
+function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, number>): Omit<StoragePort, 'transaction' | 'close'> {
   const accounts: AccountRepository = {
     async insert(account) {
       // One key hash per account: a key that authenticated as two accounts would be ambiguous.
@@ -293,11 +305,31 @@ function repositories(views: ViewSet, leases: OutboxLeases): Omit<StoragePort, '
     },
   };
 
+  /**
+   * Takes the account's patients for this transaction. Transactions run one at a time and patient writes
+   * outside one are made transactions of their own (see MemoryStorage), so holding is bookkeeping: the
+   * revision advances once per transaction, in its overlay, so a rollback leaves it as it was.
+   */
+  const lockAccount = (accountId: string): number => {
+    let held = locked.get(accountId);
+    if (held === undefined) {
+      held = views.patientRevisions.get(accountId)?.revision ?? 0;
+      views.patientRevisions.set(accountId, { accountId, revision: held + 1 });
+      locked.set(accountId, held);
+    }
+    return held;
+  };
+  const lockAccountsOf = (batch: readonly Patient[]) => {
+    for (const accountId of new Set(batch.map((patient) => patient.accountId))) lockAccount(accountId);
+  };
+
   const patients: PatientRepository = {
     async insert(patient) {
+      lockAccount(patient.accountId);
       insertNew(views.patients, 'patient', patient);
     },
     async insertMany(batch) {
+      lockAccountsOf(batch);
       // Check the whole batch first, so a failure leaves nothing behind.
       const seen = new Set<string>();
       for (const patient of batch) {
@@ -335,18 +367,36 @@ function repositories(views: ViewSet, leases: OutboxLeases): Omit<StoragePort, '
       return views.patients.countBy('byAccount', accountId);
     },
     async update(patient) {
-      return replaceOwned(views.patients, patient);
+      lockAccount(patient.accountId);
+      const stored = owned(views.patients, patient.accountId, patient.id);
+      if (stored === undefined) return undefined;
+      if (stored.version !== patient.version) return 'stale';
+      const next = { ...copy(patient), version: patient.version + 1 };
+      views.patients.set(patient.id, next);
+      return copy(next);
     },
     async updateMany(batch) {
-      for (const patient of batch) {
+      lockAccountsOf(batch);
+      const last = [...new Map(batch.map((patient) => [patient.id, patient] as const)).values()];
+      for (const patient of last) {
         if (owned(views.patients, patient.accountId, patient.id) === undefined) {
           throw new CoreError('PATIENT_NOT_FOUND', `patient ${patient.id} not found`, { details: { id: patient.id } });
         }
       }
-      for (const patient of batch) views.patients.set(patient.id, copy(patient));
+      const stale = last.filter((patient) => views.patients.get(patient.id)!.version !== patient.version).map((patient) => patient.id);
+      if (stale.length > 0) return stale;
+      for (const patient of last) views.patients.set(patient.id, { ...copy(patient), version: patient.version + 1 });
+      return [];
     },
     async remove(accountId, id) {
+      lockAccount(accountId);
       return owned(views.patients, accountId, id) !== undefined && views.patients.delete(id);
+    },
+    async revision(accountId) {
+      return views.patientRevisions.get(accountId)?.revision ?? 0;
+    },
+    async lockAccount(accountId) {
+      return lockAccount(accountId);
     },
   };
 
@@ -676,7 +726,27 @@ export class MemoryStorage implements StoragePort {
   constructor(internal?: { engine: Engine; views: ViewSet }) {
     this.engine = internal?.engine ?? { tables: createTables(), transactions: new Mutex(), outboxLeases: new Map() };
     this.inTransaction = internal !== undefined;
-    Object.assign(this, repositories(internal?.views ?? this.engine.tables, this.engine.outboxLeases));
+    Object.assign(this, repositories(internal?.views ?? this.engine.tables, this.engine.outboxLeases, new Map()));
+    if (!this.inTransaction) Object.assign(this, { patients: this.patientsOutsideTransactions(this.patients) });
+  }
+
+  /**
+   * Patient writes outside a transaction run as transactions of their own, as a database runs a lone
+   * statement: they wait for the transaction running (an import's batch) instead of writing under it, where
+   * its commit would put back what it read before them, and each advances the account's revision once.
+   */
+  private patientsOutsideTransactions(patients: PatientRepository): PatientRepository {
+    return {
+      ...patients,
+      insert: (patient) => this.transaction((tx) => tx.patients.insert(patient)),
+      insertMany: (batch) => this.transaction((tx) => tx.patients.insertMany(batch)),
+      update: (patient) => this.transaction((tx) => tx.patients.update(patient)),
+      updateMany: (batch) => this.transaction((tx) => tx.patients.updateMany(batch)),
+      remove: (accountId, id) => this.transaction((tx) => tx.patients.remove(accountId, id)),
+      lockAccount: async () => {
+        throw new Error('lockAccount holds the account for a transaction: call it on the storage the transaction hands its work');
+      },
+    };
   }
 
   async transaction<T>(work: (tx: StoragePort) => Promise<T>): Promise<T> {

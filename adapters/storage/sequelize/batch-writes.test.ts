@@ -55,6 +55,7 @@ function patientArb(accountId: string) {
     ),
     hieOptOut: fc.boolean(),
     matchKeys: fc.uniqueArray(text, { minLength: 1, maxLength: 3 }),
+    version: fc.constant(1),
     createdAt: text,
     updatedAt: text,
   }).map((fields) => ({ ...fields, accountId }));
@@ -82,8 +83,8 @@ function defineBatchWriteTests(name: string, open: () => Promise<{ storage: Sequ
               for (const patient of inserted) expect(await storage.patients.get('account-a', patient.id)).toEqual(stored(patient));
 
               const updated = pairs.map(([, second], i) => ({ ...second, id: inserted[i]!.id }) as Patient);
-              await storage.patients.updateMany(updated);
-              for (const patient of updated) expect(await storage.patients.get('account-a', patient.id)).toEqual(stored(patient));
+              expect(await storage.patients.updateMany(updated)).toEqual([]);
+              for (const patient of updated) expect(await storage.patients.get('account-a', patient.id)).toEqual(stored({ ...patient, version: 2 }));
               // The blocking-key index follows the new keys: each patient is found by its own, and only the new ones.
               for (const patient of updated) {
                 const found = await storage.patients.findByMatchKeys('account-a', patient.matchKeys);

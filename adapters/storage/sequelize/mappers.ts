@@ -197,6 +197,7 @@ export class RowMapper {
       personal_identifiers: this.json(patient.personalIdentifiers),
       hie_opt_out: patient.hieOptOut,
       match_keys: this.json(patient.matchKeys),
+      version: patient.version,
       created_at: patient.createdAt,
       updated_at: patient.updatedAt,
     };
@@ -219,6 +220,7 @@ export class RowMapper {
       JSON.stringify(patient.personalIdentifiers),
       patient.hieOptOut,
       JSON.stringify(patient.matchKeys),
+      patient.version,
       patient.createdAt,
       patient.updatedAt,
     );
@@ -255,6 +257,7 @@ export class RowMapper {
         personalIdentifiers: this.parse(row.personal_identifiers),
         hieOptOut: bool(row.hie_opt_out),
         matchKeys: this.parse<string[]>(row.match_keys),
+        version: Number(row.version),
         createdAt: str(row.created_at),
         updatedAt: str(row.updated_at),
       },

@@ -73,6 +73,7 @@ export const TABLES = {
     personal_identifiers: 'json',
     hie_opt_out: 'boolean',
     match_keys: 'json',
+    version: 'integer',
     created_at: 'text',
     updated_at: 'text',
   },
@@ -186,6 +187,10 @@ export const TABLES = {
   patient_key_hashes: {
     key_hash: 'bigint key',
     patient_id: 'text key',
+  },
+  patient_revisions: {
+    account_id: 'text key',
+    revision: 'bigint',
   },
 } as const satisfies Record<string, Record<string, ColumnSpec>>;
 

@@ -9,6 +9,7 @@ import {
   getPatient,
   getPatientByExternalId,
   getPatientFacilities,
+  hieOptOutChangeToWire,
   listPatients,
   matchPatient,
   setPatientFacilities,
@@ -18,6 +19,7 @@ import {
   updatePatient,
 } from '../../entities/patients.js';
 import type { Patient } from '../../domain/types.js';
+import { etagHeader } from '../conditional.js';
 import { defineRoute, json, noContent } from '../router.js';
 import { cohortCreateSchema, facilityCreateSchema, organizationCreateSchema, patientCreateSchema, queryBoolean } from '../schemas.js';
 import {
@@ -298,12 +300,14 @@ export const patientRoutes = [
     path: `${V1}/patient`,
     auth: 'apiKey',
     tag: 'Patient',
-    summary: 'Create a patient',
+    summary: 'Create a patient; when a patient of the account is the same person (the import matching rule), 200 with that patient, unchanged (409 when several are)',
     query: facilityQuery,
     body: patientCreateSchema,
+    etag: true,
     success: { status: 201, schema: patientResponse },
     async handle({ deps, account, query, body }) {
-      return json(201, patientToWire(await createPatient(deps, account.id, query.facilityId, body)));
+      const { patient, created } = await createPatient(deps, account.id, query.facilityId, body);
+      return json(created ? 201 : 200, patientToWire(patient), etagHeader(patient.version));
     },
   }),
   defineRoute({
@@ -396,9 +400,11 @@ export const patientRoutes = [
     auth: 'apiKey',
     tag: 'Patient',
     summary: 'Get a patient',
+    etag: true,
     success: { status: 200, schema: patientResponse },
     async handle({ deps, account, params }) {
-      return json(200, patientToWire(await getPatient(deps, account.id, params.id!)));
+      const patient = await getPatient(deps, account.id, params.id!);
+      return json(200, patientToWire(patient), etagHeader(patient.version));
     },
   }),
   defineRoute({
@@ -406,12 +412,15 @@ export const patientRoutes = [
     path: `${V1}/patient/:id`,
     auth: 'apiKey',
     tag: 'Patient',
-    summary: "Replace a patient's demographics",
+    summary: "Replace a patient's demographics (with If-Match: only the version it names)",
     query: facilityQuery,
     body: patientCreateSchema,
+    ifMatch: true,
+    etag: true,
     success: { status: 200, schema: patientResponse },
-    async handle({ deps, account, params, query, body }) {
-      return json(200, patientToWire(await updatePatient(deps, account.id, params.id!, query.facilityId, body)));
+    async handle({ deps, account, params, query, body, condition }) {
+      const patient = await updatePatient(deps, account.id, params.id!, query.facilityId, body, condition);
+      return json(200, patientToWire(patient), etagHeader(patient.version));
     },
   }),
   defineRoute({
@@ -432,11 +441,14 @@ export const patientRoutes = [
     path: `${V1}/patient/:id/hie-opt-out`,
     auth: 'apiKey',
     tag: 'Patient',
-    summary: 'Opt a patient out of (true) or back into (false) health information exchanges',
+    summary: 'Opt a patient out of (true) or back into (false) health information exchanges (with If-Match: only from the version it names)',
     query: z.object({ hieOptOut: queryBoolean }),
+    ifMatch: true,
+    etag: true,
     success: { status: 200, schema: hieOptOutResponse },
-    async handle({ deps, account, params, query }) {
-      return json(200, await setHieOptOut(deps, account.id, params.id!, query.hieOptOut));
+    async handle({ deps, account, params, query, condition }) {
+      const patient = await setHieOptOut(deps, account.id, params.id!, query.hieOptOut, condition);
+      return json(200, hieOptOutChangeToWire(patient), etagHeader(patient.version));
     },
   }),
   defineRoute({

@@ -9,6 +9,7 @@ import * as outboxLeases from './0005-outbox-leases.js';
 import * as networkQueries from './0006-network-queries.js';
 import * as bulkCounts from './0007-bulk-counts.js';
 import * as rekeyNames from './0008-rekey-names.js';
+import * as patientVersions from './0009-patient-versions.js';
 
 /** What every storage migration receives: DDL goes through `queryInterface` with `{ transaction }`. */
 export interface MigrationContext {
@@ -26,6 +27,7 @@ const MIGRATIONS: { name: string; up: (params: { context: MigrationContext }) =>
   networkQueries,
   bulkCounts,
   rekeyNames,
+  patientVersions,
 ];
 
 /** Where applied migrations are recorded; other adapters on the same database keep their own table. */

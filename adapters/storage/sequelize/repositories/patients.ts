@@ -7,7 +7,45 @@ import { KEY_HASH_COLUMNS } from '../mappers.js';
 import type { Row } from '../models.js';
 import { IDS_PER_STATEMENT, KEY_ENTRIES_PER_STATEMENT, OLDEST_FIRST, PATIENT_UPSERT, ROWS_PER_STATEMENT, type StoredKeys, chunks, copy, lastByKey, matchKeysText, type SqlAccess } from '../sql-access.js';
 
-/* Patients and the blocking-key index their matching reads (patient_key_hashes). */
+/* Patients, the blocking-key index their matching reads (patient_key_hashes), and the account lock. */
+
+/**
+ * The accounts whose patients each transaction holds, with the revision each had when taken: the lock is
+ * taken once per transaction whatever the number of writes (a batch's writes may ask for it at once).
+ */
+const heldAccounts = new WeakMap<Transaction, Map<string, Promise<number>>>();
+
+/**
+ * Takes the account lock in the transaction (see PatientRepository.lockAccount) and returns the revision as
+ * last committed. One statement: the upsert of the account's revision row holds that row until the
+ * transaction ends, so a second writer of the account waits on it (PostgreSQL's row lock; SQLite's
+ * transactions run one at a time anyway) and then counts on from the first one's commit.
+ */
+function holdAccount(db: SqlAccess, accountId: string, transaction: Transaction): Promise<number> {
+  let held = heldAccounts.get(transaction);
+  if (!held) {
+    held = new Map();
+    heldAccounts.set(transaction, held);
+  }
+  let revision = held.get(accountId);
+  if (!revision) {
+    revision = db.raw
+      .all(
+        transaction,
+        `INSERT INTO patient_revisions (account_id, revision) VALUES (${db.raw.list(1)}, 1)
+         ON CONFLICT (account_id) DO UPDATE SET revision = patient_revisions.revision + 1 RETURNING revision`,
+        [accountId],
+      )
+      .then((rows) => Number(rows[0]!.revision) - 1);
+    held.set(accountId, revision);
+  }
+  return revision;
+}
+
+/** Holds every account of the batch, in one order whatever the batch's, so two writers never wait on each other in a circle. */
+async function holdAccountsOf(db: SqlAccess, batch: readonly Patient[], transaction: Transaction): Promise<void> {
+  for (const accountId of [...new Set(batch.map((patient) => patient.accountId))].sort()) await holdAccount(db, accountId, transaction);
+}
 
 export function patientsRepository(db: SqlAccess): PatientRepository {
   const { patients: model } = db.models;
@@ -15,24 +53,32 @@ export function patientsRepository(db: SqlAccess): PatientRepository {
 
   const insertOne = (patient: Patient) =>
     db.atomic(async (transaction) => {
+      await holdAccount(db, patient.accountId, transaction);
       await db.insertRows(model, [db.map.patientRow(patient)], 'patient', transaction);
       await insertKeys(db, [patient], transaction);
     });
 
   const insertBatch = (batch: readonly Patient[]) =>
     db.atomic(async (transaction) => {
+      await holdAccountsOf(db, batch, transaction);
       // Both statements queued at once: the writer runs the second while this thread is elsewhere.
       await settleAll([db.insertPatientRows(transaction, batch), insertKeys(db, batch, transaction)]);
     });
 
-  /** The stored keys of these patients (any account), by id. */
+  /** The stored keys and version of these patients (any account), by id. */
   const storedKeysOf = async (ids: readonly string[], transaction: Transaction) => {
-    const stored = new Map<string, StoredKeys & { matchKeysText: string }>();
+    const stored = new Map<string, StoredKeys & { matchKeysText: string; version: number }>();
     for (const chunk of chunks(ids, IDS_PER_STATEMENT)) {
-      const rows = await db.raw.all(transaction, `SELECT id, account_id, match_keys FROM patients WHERE id IN (${db.raw.list(chunk.length)})`, chunk);
+      const rows = await db.raw.all(transaction, `SELECT id, account_id, match_keys, version FROM patients WHERE id IN (${db.raw.list(chunk.length)})`, chunk);
       for (const row of rows) {
         const text = matchKeysText(row.match_keys);
-        stored.set(String(row.id), { patientId: String(row.id), accountId: String(row.account_id), matchKeys: JSON.parse(text) as string[], matchKeysText: text });
+        stored.set(String(row.id), {
+          patientId: String(row.id),
+          accountId: String(row.account_id),
+          matchKeys: JSON.parse(text) as string[],
+          matchKeysText: text,
+          version: Number(row.version),
+        });
       }
     }
     return stored;
@@ -86,23 +132,35 @@ export function patientsRepository(db: SqlAccess): PatientRepository {
     count: (accountId) => model.count({ where: { account_id: accountId }, transaction: db.transaction }),
     update: (patient) =>
       db.atomic(async (transaction) => {
+        await holdAccount(db, patient.accountId, transaction);
+        // Read after the lock: no other write of the account's patients can come between this and the UPDATE.
         const previous = (await storedKeysOf([patient.id], transaction)).get(patient.id);
-        if (!(await db.replace(model, db.map.patientRow(patient), {}, transaction))) return undefined;
-        await replaceKeys(previous ? [previous] : [], [patient], transaction);
-        return copy(patient);
+        if (!previous || previous.accountId !== patient.accountId) return undefined;
+        if (previous.version !== patient.version) return 'stale' as const;
+        const next: Patient = { ...patient, version: patient.version + 1 };
+        if (!(await db.replace(model, db.map.patientRow(next), { version: patient.version }, transaction))) return 'stale' as const;
+        await replaceKeys([previous], [next], transaction);
+        return copy(next);
       }),
     updateMany: async (batch) => {
-      if (batch.length === 0) return;
+      if (batch.length === 0) return [];
       const patients = lastByKey(batch, (patient) => patient.id);
-      await db.atomic(async (transaction) => {
+      return db.atomic(async (transaction) => {
+        await holdAccountsOf(db, patients, transaction);
         const stored = await storedKeysOf(
           patients.map((patient) => patient.id),
           transaction,
         );
         const missing = patients.find((patient) => stored.get(patient.id)?.accountId !== patient.accountId);
         if (missing) throw new CoreError('PATIENT_NOT_FOUND', `patient ${missing.id} not found`, { details: { id: missing.id } });
+        const stale = patients.filter((patient) => stored.get(patient.id)!.version !== patient.version).map((patient) => patient.id);
+        if (stale.length > 0) return stale;
         // INSERT ... ON CONFLICT DO UPDATE: one multi-row statement per chunk replaces every column but the id.
-        await db.insertPatientRows(transaction, patients, PATIENT_UPSERT);
+        await db.insertPatientRows(
+          transaction,
+          patients.map((patient) => ({ ...patient, version: patient.version + 1 })),
+          PATIENT_UPSERT,
+        );
         // A matching row mostly keeps the blocking keys it had; only changed key sets are rewritten.
         const rekeyed = patients.filter((patient) => stored.get(patient.id)!.matchKeysText !== JSON.stringify(patient.matchKeys));
         await replaceKeys(
@@ -110,15 +168,25 @@ export function patientsRepository(db: SqlAccess): PatientRepository {
           rekeyed,
           transaction,
         );
+        return [];
       });
     },
     remove: (accountId, id) =>
       db.atomic(async (transaction) => {
+        await holdAccount(db, accountId, transaction);
         const previous = (await storedKeysOf([id], transaction)).get(id);
         if ((await db.destroy(model, { account_id: accountId, id }, transaction)) === 0) return false;
         if (previous) await deleteKeys(db, [previous], transaction);
         return true;
       }),
+    revision: async (accountId) => {
+      const rows = await db.raw.all(db.transaction, `SELECT revision FROM patient_revisions WHERE account_id = ${db.raw.list(1)}`, [accountId], { keepPrepared: true });
+      return rows.length > 0 ? Number(rows[0]!.revision) : 0;
+    },
+    lockAccount: async (accountId) => {
+      if (!db.transaction) throw new Error('lockAccount holds the account for a transaction: call it on the storage the transaction hands its work');
+      return holdAccount(db, accountId, db.transaction);
+    },
   };
 }
 
