@@ -12,7 +12,7 @@ import type { Account, BulkRequest } from '../domain/types.js';
 import type { StoragePort } from '../ports/storage.port.js';
 import { failBulkRequest } from './complete.js';
 import { processBulkRequest } from './process.js';
-import { BULK_BATCH_SIZE } from './row-importer.js';
+import { BULK_BATCH_SIZE, sameAsEarlierRowReason } from './row-importer.js';
 import { startBulkCreate } from './start.js';
 import { acceptUpload, recordsKeyOf } from './upload.js';
 
@@ -250,13 +250,15 @@ describe('processBulkRequest', () => {
 
     const outcomes = await deps.storage.bulkRows.range(request.id, 0, rows);
     expect(outcomes[B + 5]).toMatchObject({ status: 'succeeded', action: 'updated', patientId: foreignId });
-    expect(outcomes[2 * B + 5]).toMatchObject({ status: 'succeeded', action: 'updated', patientId: foreignId });
-    expect(outcomes[2 * B + 6]).toMatchObject({ status: 'succeeded', action: 'updated', patientId: outcomes[B + 7]!.patientId });
+    // Rows of a person an earlier row of the file already applied fail naming that row (matched again, they
+    // find the same patient, never a new one).
+    expect(outcomes[2 * B + 5]).toMatchObject({ status: 'failed', reason: sameAsEarlierRowReason(B + 5) });
+    expect(outcomes[2 * B + 6]).toMatchObject({ status: 'failed', reason: sameAsEarlierRowReason(B + 7) });
     // Every patient an outcome names exists: a batch matched against what was not written would name others.
-    for (const id of new Set(outcomes.map((outcome) => outcome.patientId!))) expect(await deps.storage.patients.get(account.id, id), id).toBeDefined();
+    for (const id of new Set(outcomes.flatMap((outcome) => outcome.patientId ?? []))) expect(await deps.storage.patients.get(account.id, id), id).toBeDefined();
     expect(await deps.storage.patients.count(account.id)).toBe(rows - 2);
     // The row's empty hieOptOut cell keeps what the other writer set; the address is the row's.
-    expect(await deps.storage.patients.get(account.id, foreignId)).toMatchObject({ hieOptOut: true, externalId: 'ann-2', address: [{ addressLine1: '1 Main St' }] });
+    expect(await deps.storage.patients.get(account.id, foreignId)).toMatchObject({ hieOptOut: true, externalId: 'ann-1', address: [{ addressLine1: '1 Main St' }] });
     // The result file says what was stored.
     const result = (await resultText(deps, request)).split('\r\n');
     expect(result[B + 6]).toContain(foreignId);
