@@ -700,7 +700,8 @@ interface Engine {
  *
  * `transaction(work)` runs `work` against a copy-on-write overlay of every table: nothing it writes is
  * visible outside until it returns, and a throw drops the overlay, so rollback costs nothing. Transactions
- * are serialised; writes outside a transaction are not blocked (as on a database with row locks).
+ * are serialised; writes outside a transaction are not blocked (as on a database with row locks), except
+ * patient writes, which wait as those of a database wait for the account lock (see `patientsOutsideTransactions`).
  */
 export class MemoryStorage implements StoragePort {
   readonly accounts!: AccountRepository;
