@@ -25,6 +25,7 @@
 import type { FhirResource } from '../../core/ports/ccda.port.js';
 import { attributeOf, firstNode, hasTemplate, isCcdaNode, listOf, textOf, type CcdaNode } from './ccda-nodes.js';
 import { canonicalSystem } from './code-systems.js';
+import { textOfElement } from './narrative.js';
 import type { RepairContext, RepairRule } from './repair-rule.js';
 
 type Json = Record<string, unknown>;
@@ -381,15 +382,9 @@ export const notPregnant: RepairRule = {
     const found = statementOf(resource, context);
     if (!found || !isTrue(found.statement, 'negationInd') || !isPregnancyObservation(found.statement)) return false;
     let changed = setIfDifferent(resource, 'code', PREGNANCY_STATUS);
-    changed = setIfDifferent(resource, 'valueCodeableConcept', NOT_PREGNANT) || changed;
-    // Marked as handled: the statement now reads as what the document says.
-    handledNegations.add(resource);
-    return changed;
+    return setIfDifferent(resource, 'valueCodeableConcept', NOT_PREGNANT) || changed;
   },
 };
-
-/** Resources whose negated statement a rule has written in its faithful form (kept by the next rule). */
-const handledNegations = new WeakSet<FhirResource>();
 
 /** Resource types whose rules above write every negated statement in its faithful form. */
 const NEGATION_FORMS = new Set(['Condition', 'AllergyIntolerance', 'Procedure', 'Immunization', 'MedicationRequest', 'MedicationStatement']);
@@ -412,7 +407,9 @@ export const leaveOutWhatIsNotAsserted: RepairRule = {
       context.leaveOut(resource, `the ${elementName(resource)} states no information (nullFlavor ${nullFlavor})`);
       return true;
     }
-    if (isTrue(statement, 'negationInd') && !NEGATION_FORMS.has(resource.resourceType) && !handledNegations.has(resource)) {
+    // "Not pregnant" has its faithful form (see notPregnant); no other negated observation does.
+    const faithful = NEGATION_FORMS.has(resource.resourceType) || (resource.resourceType === 'Observation' && isPregnancyObservation(statement));
+    if (isTrue(statement, 'negationInd') && !faithful) {
       context.leaveOut(resource, `a negated ${elementName(resource)} has no faithful FHIR R4 form`);
       return true;
     }
@@ -454,11 +451,7 @@ export const leaveOutWhatIsNotAsserted: RepairRule = {
 };
 
 /** What a coded element names in words: its original text, inline or in the narrative it points to. */
-function narratedName(element: CcdaNode | undefined, context: RepairContext): string | undefined {
-  const original = element?.originalText;
-  const reference = attributeOf(firstNode(isCcdaNode(original) ? original.reference : undefined), 'value');
-  return textOf(original) ?? (reference ? context.narrative?.(reference) : undefined);
-}
+const narratedName = (element: CcdaNode | undefined, context: RepairContext) => textOfElement(element?.originalText, context.narrative);
 
 /** Free text that says there is nothing ("No medication data is applicable", "None", "Not applicable"). */
 export const isNegativePhrase = (text: string): boolean => /^\s*(no|none|not|nil|n\/a)\b/i.test(text);
@@ -470,12 +463,9 @@ function hasCoding(value: unknown): boolean {
 /** The drug of a medication activity named in words only: the material's original text or name, the narrative either points to. */
 function drugText(statement: CcdaNode, context: RepairContext): string | undefined {
   const material = firstNode(firstNode(firstNode(statement.consumable)?.manufacturedProduct)?.manufacturedMaterial);
-  const code = firstNode(material?.code);
-  const original = code?.originalText;
-  const reference = attributeOf(firstNode(isCcdaNode(original) ? original.reference : undefined), 'value');
   // Last, the entry's own narrative: a drug with no code and no name is often named only there.
   const own = attributeOf(firstNode(firstNode(statement.text)?.reference), 'value');
-  const candidates = [textOf(original), reference ? context.narrative?.(reference) : undefined, ...listOf(material?.name).map(textOf), own ? context.narrative?.(own) : undefined];
+  const candidates = [narratedName(firstNode(material?.code), context), ...listOf(material?.name).map(textOf), own ? context.narrative?.(own) : undefined];
   return candidates.find((text) => text !== undefined && text !== '');
 }
 

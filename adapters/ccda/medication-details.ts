@@ -5,8 +5,8 @@
  */
 import { codeableConceptOf } from './assertions.js';
 import { attributeOf, firstNode, hasTemplate, isCcdaNode, listOf, textOf, type CcdaNode } from './ccda-nodes.js';
-import { narrativeText } from './narrative.js';
-import type { RepairContext, RepairRule } from './repair-rule.js';
+import { textOfElement } from './narrative.js';
+import type { RepairRule } from './repair-rule.js';
 
 type Json = Record<string, unknown>;
 const ENTRY = '2.16.840.1.113883.10.20.22.4.';
@@ -19,16 +19,6 @@ const UCUM = 'http://unitsofmeasure.org';
 const PERIOD_UNITS: Record<string, string> = { s: 's', min: 'min', h: 'h', d: 'd', wk: 'wk', mo: 'mo', a: 'a' };
 
 
-/** An element's text: inline, or the narrative its reference points to. */
-function textOfElement(text: unknown, context: RepairContext | undefined): string | undefined {
-  if (typeof text === 'string') return text.trim() || undefined;
-  if (!isCcdaNode(text)) return undefined;
-  const reference = attributeOf(firstNode(text.reference), 'value');
-  const referenced = reference ? context?.narrative?.(reference) : undefined;
-  if (referenced) return referenced;
-  const { reference: _reference, ...inline } = text;
-  return narrativeText(inline) || undefined;
-}
 
 function relationships(element: CcdaNode, typeCode: string, kind: 'observation' | 'act' | 'substanceAdministration'): CcdaNode[] {
   return listOf(element.entryRelationship).flatMap((relationship) =>
@@ -102,7 +92,7 @@ export const medicationDetails: RepairRule = {
     const dosage: Json = dosages[0] ?? {};
 
     const sig = relationships(source, 'COMP', 'substanceAdministration').find((element) => hasTemplate(element, FREE_TEXT_SIG));
-    const sigText = sig ? textOfElement(sig.text, context) : undefined;
+    const sigText = sig ? textOfElement(sig.text, context?.narrative) : undefined;
     if (sigText) dosage.text = sigText;
 
     const repeat = timingRepeat(source);
@@ -113,7 +103,7 @@ export const medicationDetails: RepairRule = {
 
     const criterion = firstNode(firstNode(source.precondition)?.criterion);
     if (criterion) {
-      const reason = codeableConceptOf(firstNode(criterion.value)) ?? (textOfElement(criterion.text, context) ? { text: textOfElement(criterion.text, context) } : undefined);
+      const reason = codeableConceptOf(firstNode(criterion.value)) ?? (textOfElement(criterion.text, context?.narrative) ? { text: textOfElement(criterion.text, context?.narrative) } : undefined);
       delete dosage.asNeededBoolean;
       delete dosage.asNeededCodeableConcept;
       if (reason) dosage.asNeededCodeableConcept = reason;
@@ -122,7 +112,7 @@ export const medicationDetails: RepairRule = {
 
     const instructions = relationships(source, 'SUBJ', 'act')
       .filter((act) => hasTemplate(act, INSTRUCTION))
-      .flatMap((act) => textOfElement(act.text, context) ?? codeableConceptOf(firstNode(act.code))?.coding?.[0]?.display ?? []);
+      .flatMap((act) => textOfElement(act.text, context?.narrative) ?? codeableConceptOf(firstNode(act.code))?.coding?.[0]?.display ?? []);
     if (instructions.length > 0) dosage.patientInstruction = instructions.join('\n');
 
     if (Object.keys(dosage).length > 0) resource[key] = [dosage, ...dosages.slice(1)];

@@ -2,7 +2,7 @@
  * The narrative of a C-CDA document by element ID: entries point into their section's text with
  * `<reference value="#id"/>` for what they say only there (a free-text sig, an instruction).
  */
-import { isCcdaNode, listOf, type CcdaNode } from './ccda-nodes.js';
+import { attributeOf, firstNode, isCcdaNode, listOf, type CcdaNode } from './ccda-nodes.js';
 
 /** Every text of an element and its descendants, in document order, joined by single spaces. */
 export function narrativeText(node: unknown): string {
@@ -46,4 +46,18 @@ export function narrativeIndex(document: CcdaNode): (reference: string) => strin
     const node = byId.get(reference.startsWith('#') ? reference.slice(1) : reference);
     return node === undefined ? undefined : narrativeText(node) || undefined;
   };
+}
+
+/**
+ * What a text or originalText element says: its own text, or the narrative its `<reference value="#id"/>`
+ * points to (read through `narrative`); undefined when it says nothing.
+ */
+export function textOfElement(element: unknown, narrative?: (reference: string) => string | undefined): string | undefined {
+  if (typeof element === 'string') return element.trim() || undefined;
+  if (!isCcdaNode(element)) return undefined;
+  const reference = attributeOf(firstNode(element.reference), 'value');
+  const referenced = reference ? narrative?.(reference) : undefined;
+  if (referenced) return referenced;
+  const { reference: _reference, ...inline } = element;
+  return narrativeText(inline) || undefined;
 }

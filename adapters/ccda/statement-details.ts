@@ -7,6 +7,7 @@
 import { codeableConceptOf } from './assertions.js';
 import { attributeOf, firstNode, hasTemplate, isCcdaNode, listOf, textOf, type CcdaNode } from './ccda-nodes.js';
 import { fhirDateTimeOf } from './hl7-time.js';
+import { textOfElement } from './narrative.js';
 import type { RepairContext, RepairRule } from './repair-rule.js';
 import { encounterDiagnosisRoles } from './tree-rules.js';
 
@@ -257,9 +258,7 @@ export const plannedStatementsAreRequests: RepairRule = {
 };
 
 function narrativeCode(source: CcdaNode, context: RepairContext | undefined): Json | undefined {
-  const original = firstNode(source.code)?.originalText;
-  const reference = attributeOf(firstNode(isCcdaNode(original) ? original.reference : undefined), 'value') ?? attributeOf(firstNode(firstNode(source.text)?.reference), 'value');
-  const text = textOf(original) ?? (reference ? context?.narrative?.(reference) : undefined);
+  const text = textOfElement(firstNode(source.code)?.originalText, context?.narrative) ?? textOfElement(firstNode(source.text), context?.narrative);
   return text ? { text } : undefined;
 }
 
