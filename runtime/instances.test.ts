@@ -5,7 +5,9 @@ import { Sequelize } from 'sequelize';
 import { afterEach, expect, test } from 'vitest';
 import { SqlInstanceRegistry } from '../adapters/storage/sequelize/instance-registry.js';
 import { createCarebridge, type Carebridge } from '../hosts/embedded/carebridge.js';
-import { INSTANCE_STALE_MS, InstanceDisagreementError, joinInstances, secretFingerprint } from './instances.js';
+import { spawn } from 'node:child_process';
+import { hostname } from 'node:os';
+import { INSTANCE_STALE_MS, InstanceDisagreementError, joinInstances, newInstanceId, processIsGone, secretFingerprint } from './instances.js';
 
 /*
  * Instances sharing one database check at start that they agree on the settings that travel between them
@@ -90,6 +92,69 @@ test('an instance silent for longer than the stale limit (killed) no longer coun
   expect((await new SqlInstanceRegistry(sequelize).list()).map((record) => record.instanceId)).toEqual(['next']);
   await next.leave();
   expect(await new SqlInstanceRegistry(sequelize).list()).toEqual([]);
+});
+
+/** The pid of a process that ran and exited. */
+async function exitedPid(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', '']);
+  await new Promise((resolve) => child.once('exit', resolve));
+  return child.pid!;
+}
+
+test('a gone instance is released at once when its process is known gone, by silence otherwise, and a live one never', async () => {
+  const dataDir = await tempDir();
+  const sequelize = new Sequelize({ dialect: 'sqlite', storage: join(dataDir, 'carebridge.sqlite'), logging: false });
+  cleanups.push(() => sequelize.close());
+  let clock = 1_000_000_000_000;
+  const identity = { publicUrl: 'https://a.example.org', urlSigningSecret: SECRET, blobLocation: 's3://bucket/a' };
+  const killedHere = `${hostname()}:${await exitedPid()}:0badc0de`;
+  const previousIncarnation = `${hostname()}:${process.pid}:0badc0de`;
+  const elsewhere = 'another-host:4242:0badc0de';
+  const aliveHere = newInstanceId();
+  // None of them leaves: as if killed (the first two), or still running (the others).
+  for (const instanceId of [killedHere, previousIncarnation, elsewhere, aliveHere]) {
+    await joinInstances(sequelize, { identity: { ...identity, instanceId }, now: () => clock, isProcessGone: () => false });
+  }
+  const released: string[] = [];
+  const release = async (instanceId: string) => void released.push(instanceId);
+  // Another public URL is refused for the live instances only: the killed ones' settings no longer count.
+  const refused = await joinInstances(sequelize, {
+    identity: { ...identity, publicUrl: 'https://b.example.org', instanceId: newInstanceId() },
+    now: () => clock,
+    releaseGone: release,
+  }).catch((error: unknown) => error);
+  expect(refused).toBeInstanceOf(InstanceDisagreementError);
+  expect((refused as Error).message).toContain(elsewhere);
+  expect(released).toEqual([]);
+  await expect(
+    joinInstances(sequelize, { identity: { ...identity, publicUrl: 'https://b.example.org', instanceId: 'x' }, now: () => clock, isProcessGone: (id) => id !== aliveHere }),
+  ).rejects.toThrow(aliveHere);
+
+  // A restart with the same settings: the killed ones' leases and claims are released at once, not after the stale limit.
+  const same = await joinInstances(sequelize, { identity: { ...identity, instanceId: newInstanceId() }, now: () => clock, releaseGone: release });
+  cleanups.push(() => same.leave());
+  expect(released.sort()).toEqual([killedHere, previousIncarnation].sort());
+  released.length = 0;
+  const registered = (await new SqlInstanceRegistry(sequelize).list()).map((record) => record.instanceId);
+  expect(registered).toContain(elsewhere);
+  expect(registered).toContain(aliveHere);
+  expect(registered).not.toContain(killedHere);
+
+  // The other host's instance is released once silent past the stale limit, at a heartbeat's sweep.
+  clock += INSTANCE_STALE_MS + 1;
+  await new SqlInstanceRegistry(sequelize).heartbeat({ ...(await new SqlInstanceRegistry(sequelize).list()).find((r) => r.instanceId === aliveHere)!, heartbeatAt: clock });
+  await same.sweep();
+  expect(released).toEqual([elsewhere]);
+  expect((await new SqlInstanceRegistry(sequelize).list()).map((record) => record.instanceId)).not.toContain(elsewhere);
+});
+
+test('an instance id of this host tells whether its process is gone', async () => {
+  expect(processIsGone(`${hostname()}:${await exitedPid()}:00ff`)).toBe(true);
+  expect(processIsGone(`${hostname()}:${process.pid}:00ff`)).toBe(true);
+  expect(processIsGone(newInstanceId())).toBe(false);
+  expect(processIsGone(`${hostname()}:${process.ppid}:00ff`)).toBe(false);
+  expect(processIsGone(`not-${hostname()}:${await exitedPid()}:00ff`)).toBe(false);
+  expect(processIsGone('killed')).toBe(false);
 });
 
 test('the stored fingerprint tells secrets apart without giving them away', () => {

@@ -2,7 +2,6 @@ import type { RateLimits } from '../core/api/rate-limit.js';
 import { classifyStorageError } from '../adapters/storage/storage-full.js';
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import { Container } from 'inversify';
 import type { Logger } from 'pino';
 import type { Sequelize } from 'sequelize';
@@ -26,7 +25,7 @@ import { QueueRunner } from '../adapters/queue/runner.js';
 import { noteAccount, noteRoute } from '../http/request-facts.js';
 import { DeliveryLoop, RetentionSweeper } from './background.js';
 import { blobStoreFor } from './blob-store.js';
-import { joinInstances } from './instances.js';
+import { joinInstances, newInstanceId } from './instances.js';
 import { openDatabase } from './database.js';
 import { sandboxDocumentsDir } from './sandbox-documents.js';
 import { urlSigningSecret } from './settings.js';
@@ -209,13 +208,16 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     else container.load(webhookModule(logger ? { logger: logger.child({ component: 'webhooks' }) } : {}));
     const deps = await resolveCoreDeps(container);
 
-    // Unique per process: instances sharing one database tell their job leases and outbox claims apart by it.
-    const workerId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    const workerId = newInstanceId();
     if (profile.kind === 'sql' && (profile.registerInstance ?? true)) {
       // Before any work is taken: an instance whose settings disagree with the running ones must not start.
       instances = await joinInstances(sequelize!, {
         ...(profile.databaseSchema ? { schema: profile.databaseSchema } : {}),
         identity: { instanceId: workerId, publicUrl: config.publicUrl, urlSigningSecret: urlSecret, blobLocation: blobStore.location },
+        releaseGone: async (instanceId) => {
+          await deps.queue.expireLeases(instanceId);
+          await deps.storage.outbox.releaseClaims(instanceId);
+        },
         ...(logger ? { logger: logger.child({ component: 'instances' }) } : {}),
       });
     }

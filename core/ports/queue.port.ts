@@ -81,6 +81,13 @@ export interface QueuePort {
   extendLease(jobId: string, workerId: string, leaseMs: number): Promise<boolean>;
   /** Gives back every lease the worker holds, so another worker can take the jobs at once (shutdown). */
   releaseAll(workerId: string): Promise<void>;
+  /**
+   * Ends at once the leases of a worker known to be dead (its process is gone): its running jobs become
+   * claimable now, exactly as when their leases run out, so the claim that took them counts as an attempt
+   * and a job that kills its worker every time still ends `dead`. Other workers' jobs are untouched; a
+   * worker holding nothing is a no-op. Idempotent.
+   */
+  expireLeases(workerId: string): Promise<void>;
   /** Earliest runAt among pending jobs (ISO), or `undefined`: lets a runner sleep until then. */
   nextRunAt(): Promise<string | undefined>;
   stats(): Promise<QueueStats>;

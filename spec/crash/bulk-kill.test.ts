@@ -1,13 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parse } from 'csv-parse/sync';
 import { afterAll, describe, expect, test } from 'vitest';
 import { generateCsv, seededRandom } from '../../bench/generate.js';
-import { startScriptArguments } from '../support/start-command.js';
+import { freePort, killServiceProcess, startServiceProcess, type ServiceProcess } from '../support/service-process.js';
 
 /**
  * Crash safety: the real service (`npm start`'s entry) is killed with SIGKILL at a random point
@@ -15,7 +12,6 @@ import { startScriptArguments } from '../support/start-command.js';
  * row having exactly one outcome and no patient created twice.
  */
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ROWS = 10_000;
 const dirs: string[] = [];
 
@@ -23,55 +19,11 @@ afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
+async function startService(dataDir: string, port: number): Promise<ServiceProcess> {
+  return startServiceProcess({ DATA_DIR: dataDir, URL_SIGNING_SECRET: 'crash-test-url-signing-secret' }, port);
 }
 
-interface Service {
-  child: ChildProcess;
-  url: string;
-  output: () => string;
-}
-
-async function startService(dataDir: string, port: number): Promise<Service> {
-  const child = spawn(process.execPath, startScriptArguments(), {
-    cwd: ROOT,
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', URL_SIGNING_SECRET: 'crash-test-url-signing-secret' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`service exited early:\n${output}`);
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`service did not start:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return { child, url, output: () => output };
-}
-
-async function kill(service: Service): Promise<void> {
-  if (service.child.exitCode !== null) return;
-  const exited = new Promise((resolve) => service.child.once('exit', resolve));
-  service.child.kill('SIGKILL');
-  await exited;
-}
-
-async function api(service: Service, apiKey: string, method: string, path: string, body?: unknown) {
+async function api(service: ServiceProcess, apiKey: string, method: string, path: string, body?: unknown) {
   const response = await fetch(`${service.url}${path}`, {
     method,
     headers: { 'x-api-key': apiKey, ...(body ? { 'content-type': 'application/json' } : {}) },
@@ -81,7 +33,7 @@ async function api(service: Service, apiKey: string, method: string, path: strin
   return { status: response.status, body: text ? JSON.parse(text) : undefined };
 }
 
-async function waitForStatus(service: Service, apiKey: string, requestId: string, done: (status: string) => boolean, timeoutMs: number) {
+async function waitForStatus(service: ServiceProcess, apiKey: string, requestId: string, done: (status: string) => boolean, timeoutMs: number) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const status = await api(service, apiKey, 'GET', `/medical/v1/patient/bulk/${requestId}`);
@@ -117,7 +69,7 @@ describe('crash safety of bulk import', () => {
         expect(upload.status, await upload.clone().text()).toBe(200);
 
         await new Promise((resolve) => setTimeout(resolve, killAfterMs));
-        await kill(service);
+        await killServiceProcess(service);
         service = await startService(dataDir, port);
 
         const status = await waitForStatus(service, apiKey!, started.body.requestId, (s) => s === 'completed' || s === 'failed', 120_000);
@@ -148,7 +100,7 @@ describe('crash safety of bulk import', () => {
         const messages = await api(service, apiKey!, 'GET', '/settings/webhook');
         expect(messages.status).toBe(200);
       } finally {
-        await kill(service);
+        await killServiceProcess(service);
       }
     }, 240_000);
   }

@@ -431,6 +431,24 @@ export function defineQueueContract(options: QueueContractOptions): void {
     expect(await queue.stats()).toEqual({ pending: 0, running: 3, dead: 0, done: 0 });
   });
 
+  test('expireLeases hands a dead worker’s jobs to the next claim at once, counting its attempt, and leaves others alone', async ({ queue }) => {
+    const a = await queue.enqueue({ type: 't', payload: 'a' });
+    const b = await queue.enqueue({ type: 't', payload: 'b', maxAttempts: 1 });
+    const c = await queue.enqueue({ type: 't', payload: 'c' });
+    expect(ids(await queue.claim({ workerId: 'dead', limit: 2, leaseMs: LEASE }))).toEqual([a, b]);
+    expect(ids(await queue.claim({ workerId: 'alive', limit: 1, leaseMs: LEASE }))).toEqual([c]);
+    expect(await queue.claim({ workerId: 'next', limit: 5, leaseMs: LEASE })).toEqual([]);
+    await queue.expireLeases('dead');
+    await queue.expireLeases('nobody');
+    // The killed worker's claim was an attempt: `a` comes back as its second, `b` had no attempt left.
+    const retaken = await queue.claim({ workerId: 'next', limit: 5, leaseMs: LEASE });
+    expect(retaken.map((job) => [job.id, job.attempt])).toEqual([[a, 2]]);
+    expect(await queue.stats()).toEqual({ pending: 0, running: 2, dead: 1, done: 0 });
+    expect(await queue.extendLease(c, 'alive', LEASE)).toBe(true);
+    // The dead worker's late writes are refused: the job is someone else's now.
+    expect(await queue.extendLease(a, 'dead', LEASE)).toBe(false);
+  });
+
   test('nextRunAt is the earliest pending runAt, ignoring running, done and dead jobs', async ({ queue, clock }) => {
     const t0 = clock.now().getTime();
     const soon = new Date(t0 + 1_000).toISOString();

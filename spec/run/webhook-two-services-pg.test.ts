@@ -1,10 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
 import { SystemClock } from '../../adapters/clock/system.clock.js';
 import { NodeSecrets } from '../../adapters/crypto/node.secrets.js';
@@ -14,57 +12,24 @@ import { createAccount } from '../../core/accounts.js';
 import { enqueueMessage } from '../../core/webhooks/deliver.js';
 import { bulkPatientCreateMessage } from '../../core/webhooks/envelope.js';
 import { createPgSchema, probePostgres, type PgSchema } from '../support/pg.js';
-import { startScriptArguments } from '../support/start-command.js';
+import { startServiceProcess, type ServiceProcess } from '../support/service-process.js';
 
 // Under CI an unreachable PostgreSQL throws here, failing the file; elsewhere the suite is skipped with a printed reason.
 const pg = await probePostgres();
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 const MESSAGES = 1_200;
 const STREAMS = 60;
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 /** Two real service processes, as `npm start` runs them, on one PostgreSQL schema. */
-async function startService(schema: PgSchema, dataDir: string): Promise<{ child: ChildProcess; output: () => string }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, startScriptArguments(), {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      DATA_DIR: dataDir,
-      DATABASE_URL: schema.url,
-      DATABASE_SCHEMA: schema.schema,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      WEBHOOK_ALLOW_PRIVATE: 'true',
-      URL_SIGNING_SECRET: 'two-services-url-signing-secret',
-      PUBLIC_URL: 'http://127.0.0.1:1',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+async function startService(schema: PgSchema, dataDir: string): Promise<ServiceProcess> {
+  return startServiceProcess({
+    DATA_DIR: dataDir,
+    DATABASE_URL: schema.url,
+    DATABASE_SCHEMA: schema.schema,
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    URL_SIGNING_SECRET: 'two-services-url-signing-secret',
+    PUBLIC_URL: 'http://127.0.0.1:1',
   });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`service exited early:\n${output}`);
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`service did not start:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return { child, output: () => output };
 }
 
 describe.skipIf(!pg.available)('two service processes on one PostgreSQL database', () => {

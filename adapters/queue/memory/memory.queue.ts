@@ -175,6 +175,13 @@ export class MemoryQueue implements QueuePort {
     }
   }
 
+  async expireLeases(workerId: string): Promise<void> {
+    const nowMs = this.options.clock.now().getTime();
+    for (const job of this.active.values()) {
+      if (job.status === 'running' && job.lockedBy === workerId) job.leaseUntilMs = Math.min(job.leaseUntilMs ?? nowMs, nowMs);
+    }
+  }
+
   async nextRunAt(): Promise<string | undefined> {
     let earliest: number | undefined;
     for (const job of this.active.values()) {

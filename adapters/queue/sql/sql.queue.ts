@@ -252,6 +252,14 @@ export class SqlQueue implements QueuePort {
     );
   }
 
+  async expireLeases(workerId: string): Promise<void> {
+    await this.run(
+      `UPDATE ${this.table} SET lease_until = :now, updated_at = :now
+       WHERE status = 'running' AND locked_by = :worker AND lease_until > :now`,
+      { worker: workerId, now: this.nowMs() },
+    );
+  }
+
   async nextRunAt(): Promise<string | undefined> {
     const [row] = await this.select(`SELECT MIN(run_at) AS next FROM ${this.table} WHERE status = 'pending'`, {});
     return row?.next === null || row?.next === undefined ? undefined : new Date(num(row.next)).toISOString();

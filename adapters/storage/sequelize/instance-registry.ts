@@ -38,13 +38,14 @@ export class SqlInstanceRegistry {
   }
 
   /**
-   * One joining instance at a time (an advisory lock on PostgreSQL, the write lock on SQLite): forgets the
-   * instances whose heartbeat is older than `staleBefore`, hands the live ones to `check`, and registers
-   * `self` when `check` returns. When `check` throws, nothing is registered and the error is rethrown.
-   * Joining again with the same id replaces the row.
+   * One joining instance at a time (an advisory lock on PostgreSQL, the write lock on SQLite): hands the
+   * registered instances that are not `gone` to `check` and registers `self` when `check` returns. When
+   * `check` throws, nothing is registered and the error is rethrown. Joining again with the same id replaces
+   * the row. Returns the instances that are `gone`, still registered: their caller ends what they held,
+   * then `leave`s them in their name.
    */
-  async join(self: InstanceRecord, staleBefore: number, check: (live: InstanceRecord[]) => void): Promise<void> {
-    await runTransaction(this.sequelize, async (transaction) => {
+  async join(self: InstanceRecord, gone: (record: InstanceRecord) => boolean, check: (live: InstanceRecord[]) => void): Promise<InstanceRecord[]> {
+    return runTransaction(this.sequelize, async (transaction) => {
       if (this.dialect === 'postgres') await this.sequelize.query(`SELECT pg_advisory_xact_lock(${JOIN_LOCK_KEY})`, { transaction });
       await this.sequelize.query(
         `CREATE TABLE IF NOT EXISTS ${this.table} (
@@ -57,10 +58,10 @@ export class SqlInstanceRegistry {
          )`,
         { transaction },
       );
-      await this.sequelize.query(`DELETE FROM ${this.table} WHERE heartbeat_at < :staleBefore`, { replacements: { staleBefore }, transaction });
-      const live = await this.list(transaction);
-      check(live.filter((record) => record.instanceId !== self.instanceId));
+      const others = (await this.list(transaction)).filter((record) => record.instanceId !== self.instanceId);
+      check(others.filter((record) => !gone(record)));
       await this.upsert(self, transaction);
+      return others.filter(gone);
     });
   }
 
