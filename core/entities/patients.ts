@@ -197,24 +197,67 @@ export async function updatePatient(
   assertDobNotFuture(deps, input.dob);
   await getPatient(deps, accountId, id);
   const facility = facilityId === undefined ? undefined : await resolveFacility(deps, accountId, facilityId);
-  return changePatient(
-    deps,
-    accountId,
-    id,
-    (existing) => {
-      const facilityIds = facility && !existing.facilityIds.includes(facility.id) ? [...existing.facilityIds, facility.id] : existing.facilityIds;
-      const updated: Patient = { ...existing, ...demographics(input), facilityIds, updatedAt: nowIso(deps.clock) };
-      if (input.externalId) updated.externalId = input.externalId;
-      return updated;
-    },
-    condition,
-  );
+  const fields = demographics(input);
+  return deps.storage.transaction(async (tx) => {
+    // Held from the look-up to the write: no create or import of the account can make the new demographics
+    // someone else's in between.
+    await tx.patients.lockAccount(accountId);
+    await refuseIfAnotherPatient(tx, accountId, id, input, fields.matchKeys);
+    return changePatient(
+      { storage: tx },
+      accountId,
+      id,
+      (existing) => {
+        const facilityIds = facility && !existing.facilityIds.includes(facility.id) ? [...existing.facilityIds, facility.id] : existing.facilityIds;
+        const updated: Patient = { ...existing, ...fields, facilityIds, updatedAt: nowIso(deps.clock) };
+        if (input.externalId) updated.externalId = input.externalId;
+        return updated;
+      },
+      condition,
+    );
+  });
 }
 
-export async function removePatient(deps: Pick<CoreDeps, 'storage'>, accountId: string, id: string): Promise<void> {
-  if (!(await deps.storage.patients.remove(accountId, id))) {
-    throw new CoreError('PATIENT_NOT_FOUND', 'No patient with this id in your account');
+/**
+ * A change of demographics must not make a patient the same person as another of the account: from then
+ * on every import row and create of that person would find two patients (ambiguous) or the wrong one. Such
+ * a change is a CONFLICT naming the other patient; the caller updates that one, or removes one of the two.
+ */
+async function refuseIfAnotherPatient(storage: Pick<StoragePort, 'patients'>, accountId: string, id: string, input: PatientCreate, matchKeys: readonly string[]): Promise<void> {
+  const others = (await storage.patients.findByMatchKeys(accountId, matchKeys)).filter((candidate) => candidate.id !== id);
+  if (others.length === 0) return;
+  const decision = decideMatch(
+    { firstName: input.firstName, lastName: input.lastName, dob: input.dob, genderAtBirth: input.genderAtBirth, zips: input.address.map((a) => a.zip) },
+    others.map(demographicsOfPatient),
+  );
+  if (decision.kind === 'updated') {
+    throw new CoreError('CONFLICT', `These demographics are those of another patient of your account (${decision.patientId}); update that patient instead, or remove one of the two`, {
+      details: { patientId: decision.patientId },
+    });
   }
+  if (decision.kind === 'ambiguous') {
+    throw new CoreError('CONFLICT', `These demographics match ${decision.count} other patients of your account; add details (another address, the externalId) to tell them apart`, {
+      details: { count: decision.count },
+    });
+  }
+}
+
+/**
+ * Removes the patient. With `condition` (If-Match), only the version it names: the check and the removal
+ * hold the account's patients, so no write lands between them.
+ */
+export async function removePatient(deps: Pick<CoreDeps, 'storage'>, accountId: string, id: string, condition?: VersionCondition): Promise<void> {
+  const removed = condition
+    ? await deps.storage.transaction(async (tx) => {
+        await tx.patients.lockAccount(accountId);
+        const current = await tx.patients.get(accountId, id);
+        if (current && !accepts(condition, current)) {
+          throw new CoreError('PRECONDITION_FAILED', 'The patient has changed since the version given in If-Match; get it again and decide on its current version');
+        }
+        return current !== undefined && (await tx.patients.remove(accountId, id));
+      })
+    : await deps.storage.patients.remove(accountId, id);
+  if (!removed) throw new CoreError('PATIENT_NOT_FOUND', 'No patient with this id in your account');
 }
 
 export async function listPatients(

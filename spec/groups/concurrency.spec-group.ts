@@ -86,6 +86,55 @@ export function defineConcurrencyGroup({ describe, test, makeHost }: HostSpecOpt
       });
     });
 
+    test('a DELETE with If-Match removes only that version, else 412 and the patient stays', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        const created = await api.call('POST', '/medical/v1/patient', { body: person(1) });
+        const path = `/medical/v1/patient/${created.body.id}`;
+        expect((await api.call('PUT', `${path}/hie-opt-out`, { query: { hieOptOut: 'true' } })).status).toBe(200);
+        const refused = await api.call('DELETE', path, { headers: { 'if-match': created.headers.etag! } });
+        expect(refused.status, refused.text).toBe(412);
+        expect(refused.body).toMatchObject({ code: 'PRECONDITION_FAILED' });
+        expect((await api.call('GET', path)).status).toBe(200);
+        const current = (await api.call('GET', path)).headers.etag!;
+        expect((await api.call('DELETE', path, { headers: { 'if-match': current } })).status).toBe(204);
+        expect((await api.call('GET', path)).status).toBe(404);
+        expect((await api.call('DELETE', path, { headers: { 'if-match': '*' } })).status).toBe(404);
+      });
+    });
+
+    test('a PUT that would make a patient the same person as another is refused naming it, also when sent at once with the other’s creation', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        const ann = await api.call('POST', '/medical/v1/patient', { body: person(1) });
+        const bob = await api.call('POST', '/medical/v1/patient', { body: { ...person(2), firstName: 'Bob', genderAtBirth: 'M' } });
+        expect([ann.status, bob.status]).toEqual([201, 201]);
+        const merged = await api.call('PUT', `/medical/v1/patient/${bob.body.id}`, { body: person(1) });
+        expect(merged.status, merged.text).toBe(409);
+        expect(merged.body).toMatchObject({ code: 'CONFLICT' });
+        expect(merged.body.detail).toContain(ann.body.id);
+        expect((await api.call('GET', `/medical/v1/patient/${bob.body.id}`)).body).toMatchObject({ firstName: 'Bob', lastName: 'Lee2' });
+        // Its own demographics, changed in a way that keeps it itself, are fine.
+        expect((await api.call('PUT', `/medical/v1/patient/${ann.body.id}`, { body: { ...person(1), contact: [{ phone: '2175550100' }] } })).status).toBe(200);
+
+        // A create and a PUT into the same person at once: whichever lands first, one person is one patient.
+        for (let trial = 0; trial < TRIALS; trial++) {
+          const other = await api.call('POST', '/medical/v1/patient', { body: { ...person(100 + trial), firstName: 'Cy', genderAtBirth: 'M' } });
+          const [created, moved] = await Promise.all([
+            api.call('POST', '/medical/v1/patient', { body: person(200 + trial) }),
+            api.call('PUT', `/medical/v1/patient/${other.body.id}`, { body: person(200 + trial) }),
+          ]);
+          if (created.status === 201) expect(moved.status, moved.text).toBe(409);
+          else expect([created.status, created.body.id, moved.status]).toEqual([200, other.body.id, 200]);
+        }
+        const patients = await api.listAllPatients();
+        const people = new Set(patients.map((patient) => `${patient.firstName}|${patient.lastName}|${patient.dob}|${patient.genderAtBirth}`));
+        expect(people.size).toBe(patients.length);
+      });
+    });
+
     test(`the same person created by several requests at once is one patient (${TRIALS} trials)`, async () => {
       await withHost(makeHost, async (host) => {
         const api = await AccountApi.create(host);

@@ -428,11 +428,12 @@ export const patientRoutes = [
     path: `${V1}/patient/:id`,
     auth: 'apiKey',
     tag: 'Patient',
-    summary: 'Remove a patient',
+    summary: 'Remove a patient (with If-Match: only the version it names)',
     query: facilityQuery,
+    ifMatch: true,
     success: { status: 204 },
-    async handle({ deps, account, params }) {
-      await removePatient(deps, account.id, params.id!);
+    async handle({ deps, account, params, condition }) {
+      await removePatient(deps, account.id, params.id!, condition);
       return noContent();
     },
   }),
