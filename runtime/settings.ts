@@ -131,7 +131,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
     publicUrl,
     urlSigningSecret: nonEmpty(env.URL_SIGNING_SECRET),
     ccdaWorkers,
-    ...(rateLimits ? { rateLimits } : {}),
+    rateLimits,
     ...(ccdaMaxMb !== undefined ? { ccdaMaxBytes: Math.round(ccdaMaxMb * 1024 * 1024) } : {}),
     webhookRateLimit,
     webhookLeaseSeconds,
@@ -162,10 +162,13 @@ export async function urlSigningSecret(dataDir: string, given: string | undefine
   return secret;
 }
 
-/** `RATE_LIMITS`: the defaults, changed class by class (`create=1200,documentQuery=60`), or `off`. */
-function rateLimitsOf(text: string | undefined): RateLimits | undefined {
+/**
+ * `RATE_LIMITS`: the defaults, changed class by class (`create=1200,documentQuery=60`), or `off`: every
+ * class 0 (no limit), a value of its own so that it wins over the defaults settings are merged onto.
+ */
+function rateLimitsOf(text: string | undefined): RateLimits {
   if (text === undefined) return DEFAULT_RATE_LIMITS;
-  if (text.toLowerCase() === 'off') return undefined;
+  if (text.toLowerCase() === 'off') return { standard: 0, create: 0, documentQuery: 0, consolidated: 0 };
   const limits: RateLimits = { ...DEFAULT_RATE_LIMITS };
   for (const part of text.split(',')) {
     const [name, value] = part.split('=').map((piece) => piece.trim());

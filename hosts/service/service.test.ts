@@ -87,7 +87,7 @@ describe('settings from the environment', () => {
       retentionDays: 7,
       rateLimits: DEFAULT_RATE_LIMITS,
     });
-    expect(settingsFromEnv({ RATE_LIMITS: 'off' }).rateLimits).toBeUndefined();
+    expect(settingsFromEnv({ RATE_LIMITS: 'off' }).rateLimits).toEqual({ standard: 0, create: 0, documentQuery: 0, consolidated: 0 });
     expect(settingsFromEnv({ RATE_LIMITS: 'create=1200, documentQuery=0' }).rateLimits).toEqual({ ...DEFAULT_RATE_LIMITS, create: 1200, documentQuery: 0 });
     for (const value of ['fast', 'create=many', 'writes=10', 'create=-1', 'create=']) expect(() => settingsFromEnv({ RATE_LIMITS: value })).toThrow(/RATE_LIMITS/);
     expect(settingsFromEnv({ CCDA_MAX_MB: '8' }).ccdaMaxBytes).toBe(8 * 1024 * 1024);
@@ -139,6 +139,20 @@ describe('the service on SQLite', () => {
     const moved = new URL(uploadUrl);
     const uploaded = await fetch(`${second.url}${moved.pathname}${moved.search}`, { method: 'PUT', headers: { 'x-api-key': apiKey, 'content-type': 'text/csv' }, body: CSV });
     expect(uploaded.status).toBe(200);
+  });
+
+  test('RATE_LIMITS=off turns the limits off, and a class set to a number limits only that class', async () => {
+    // The service as `npm start` builds it: settings from the environment, merged onto the defaults.
+    const service = async (env: Record<string, string>) => start({ ...settingsFromEnv(env), port: 0, host: '127.0.0.1', dataDir: await tempDir(), logger: silent });
+    const statuses = async (started: ServiceHandle) => {
+      const { apiKey } = started.sandboxAccount!;
+      const answers = await Promise.all(Array.from({ length: 12 }, () => api(started, apiKey, 'GET', '/medical/v1/facility')));
+      return answers.map((answer) => answer.status);
+    };
+    expect(new Set(await statuses(await service({ RATE_LIMITS: 'off' })))).toEqual(new Set([200]));
+    // startService merges the settings it is given onto those of an empty environment: `off` must win.
+    expect({ ...settingsFromEnv({}), ...settingsFromEnv({ RATE_LIMITS: 'off' }) }.rateLimits).toEqual({ standard: 0, create: 0, documentQuery: 0, consolidated: 0 });
+    expect((await statuses(await service({ RATE_LIMITS: 'standard=10' }))).filter((status) => status === 429)).toHaveLength(2);
   });
 
   test('graceful shutdown: a request in flight finishes, then new connections are refused', async () => {
