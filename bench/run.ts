@@ -16,6 +16,7 @@ const BENCHES = [
   'webhooks.bench.ts',
   'throughput.bench.ts',
   'instances.bench.ts',
+  'hostile.bench.ts',
 ];
 const names = BENCHES.map((file) => file.replace(/\.bench\.ts$/, ''));
 const only = process.argv.slice(2);

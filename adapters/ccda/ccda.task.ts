@@ -1,4 +1,5 @@
 import { threadId } from 'node:worker_threads';
+import { searchTextOfCcda } from '../../core/documents/search-text.js';
 import { isCoreError } from '../../core/errors.js';
 import type { FhirBundle } from '../../core/ports/ccda.port.js';
 import { MedplumCcdaConverter } from './medplum.ccda.js';
@@ -25,4 +26,9 @@ export async function convertCcdaTask(xml: string): Promise<CcdaTaskResult> {
     // Anything else may be a library error quoting the document: only the fact crosses.
     return { ok: false, code: 'INTERNAL', threadId };
   }
+}
+
+/** The search text of a document, inside a pool thread. Never throws. */
+export function searchTextTask(xml: string): { ok: true; text: string; threadId: number } {
+  return { ok: true, text: searchTextOfCcda(xml), threadId };
 }

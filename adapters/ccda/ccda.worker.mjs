@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const built = new URL('./ccda.task.js', import.meta.url);
-const { convertCcdaTask } = existsSync(fileURLToPath(built))
+const { convertCcdaTask, searchTextTask } = existsSync(fileURLToPath(built))
   ? await import(built.href)
   : await (await import('tsx/esm/api')).tsImport('./ccda.task.ts', {
       parentURL: import.meta.url,
@@ -17,4 +17,9 @@ const { convertCcdaTask } = existsSync(fileURLToPath(built))
 /** Piscina calls the default export once per task with the document's text. */
 export default function convert(xml) {
   return convertCcdaTask(xml);
+}
+
+/** Called by name (`run(xml, { name: 'searchText' })`): the document's search text. */
+export function searchText(xml) {
+  return searchTextTask(xml);
 }

@@ -1,3 +1,4 @@
+import { searchTextOfCcda } from '../../core/documents/search-text.js';
 import { convertCcdaToFhir, convertXmlToCcda } from '@medplum/ccda';
 import { XMLValidator } from 'fast-xml-parser';
 import { CoreError } from '../../core/errors.js';
@@ -32,6 +33,11 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
 
   constructor(options: MedplumCcdaOptions = {}) {
     this.repairs = options.repairs ?? true;
+  }
+
+  /** On the caller's thread: the in-process converter is for hosts that convert there too (the sandbox). */
+  async searchText(xml: string): Promise<string> {
+    return searchTextOfCcda(xml);
   }
 
   async convert(xml: string): Promise<FhirBundle> {

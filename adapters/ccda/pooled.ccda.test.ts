@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { threadId as mainThreadId } from 'node:worker_threads';
 import { afterEach, describe, expect, test } from 'vitest';
+import { searchTextOfCcda } from '../../core/documents/search-text.js';
 import { isCoreError } from '../../core/errors.js';
 import { MedplumCcdaConverter } from './medplum.ccda.js';
 import { PooledCcdaConverter, type PooledCcdaConverterOptions } from './pooled.ccda.js';
@@ -42,6 +43,17 @@ describe('PooledCcdaConverter', () => {
     await Promise.all([...fixtures, ...fixtures].map((xml) => converter.convert(xml)));
     expect(threads).toHaveLength(fixtures.length * 2);
     expect(new Set(threads).size).toBe(2);
+    expect(threads).not.toContain(mainThreadId);
+  });
+
+  test('the search text of a document is made on a pool thread, the same as the core makes it, also of hostile text', async () => {
+    const threads: number[] = [];
+    const converter = pooled({ maxThreads: 1, onConverted: ({ threadId }) => threads.push(threadId) });
+    const hostile = '<'.repeat(2_000_000);
+    const texts = await Promise.all([...fixtures, hostile].map((xml) => converter.searchText(xml)));
+    expect(texts).toEqual([...fixtures, hostile].map((xml) => searchTextOfCcda(xml)));
+    expect(texts[0]).toContain('Eve');
+    expect(threads).toHaveLength(fixtures.length + 1);
     expect(threads).not.toContain(mainThreadId);
   });
 

@@ -40,7 +40,7 @@ export class PooledCcdaConverter implements CcdaConverterPort {
   private readonly idleTimeoutMs: number;
   private readonly workerFile: URL;
   private readonly onConverted: ((facts: { threadId: number }) => void) | undefined;
-  private pool: Piscina<string, CcdaTaskResult> | undefined;
+  private pool: Piscina<string, unknown> | undefined;
   private closed = false;
 
   constructor(options: PooledCcdaConverterOptions = {}) {
@@ -51,18 +51,17 @@ export class PooledCcdaConverter implements CcdaConverterPort {
     this.onConverted = options.onConverted;
   }
 
-  async convert(xml: string): Promise<FhirBundle> {
+  private async run(xml: string, name?: string): Promise<unknown> {
     if (this.closed) throw new CoreError('INTERNAL', 'The C-CDA converter is closed');
-    const pool = (this.pool ??= new Piscina<string, CcdaTaskResult>({
+    const pool = (this.pool ??= new Piscina<string, unknown>({
       filename: this.workerFile.href,
       minThreads: 1,
       maxThreads: this.maxThreads,
       maxQueue: this.maxQueue,
       idleTimeout: this.idleTimeoutMs,
     }));
-    let result: CcdaTaskResult;
     try {
-      result = await pool.run(xml);
+      return await pool.run(xml, name === undefined ? {} : { name });
     } catch (cause) {
       // A thread that crashed, was stopped by close(), or a full queue: the cause names no document, but
       // it stays out of the message all the same.
@@ -72,6 +71,19 @@ export class PooledCcdaConverter implements CcdaConverterPort {
       }
       throw new CoreError('INTERNAL', 'The C-CDA converter failed', { cause });
     }
+  }
+
+  async searchText(xml: string): Promise<string> {
+    const result = (await this.run(xml, 'searchText')) as { ok?: unknown; text?: unknown; threadId?: unknown } | undefined;
+    if (result?.ok !== true || typeof result.text !== 'string' || typeof result.threadId !== 'number') {
+      throw new CoreError('INTERNAL', 'The C-CDA converter answered something unexpected');
+    }
+    this.onConverted?.({ threadId: result.threadId });
+    return result.text;
+  }
+
+  async convert(xml: string): Promise<FhirBundle> {
+    const result = await this.run(xml);
     if (!isTaskResult(result)) throw new CoreError('INTERNAL', 'The C-CDA converter answered something unexpected');
     this.onConverted?.({ threadId: result.threadId });
     if (result.ok) return result.bundle;

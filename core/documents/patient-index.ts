@@ -9,16 +9,20 @@
  * that missed something is never stamped as current. The resources a search reads are kept the same way:
  * a snapshot per patient (a few patients per process), valid while its stamp is the data's.
  */
-import type { CoreDeps } from '../deps.js';
+import { DEFAULT_MAX_CONVERSION_BYTES, type CoreConfig, type CoreDeps } from '../deps.js';
 import type { DocumentRecord } from '../domain/types.js';
 import type { FhirResource } from '../ports/ccda.port.js';
+import { isCoreError } from '../errors.js';
 import type { SearchDocument, SearchIndexPort } from '../ports/search-index.port.js';
 import { RecentlyUsed } from '../recently-used.js';
 import { digest } from './digest.js';
 import { isCcdaMediaType } from './document-reference.js';
 import { searchTextOf, searchTextOfCcda } from './search-text.js';
 
-type IndexDeps = Pick<CoreDeps, 'storage' | 'blob' | 'search'>;
+type IndexDeps = Pick<CoreDeps, 'storage' | 'blob' | 'search'> & DocumentTextDeps;
+
+/** What making a document's search text may use: the converter's threads, and the size limit. */
+export type DocumentTextDeps = Partial<Pick<CoreDeps, 'ccda'>> & { config?: Pick<CoreConfig, 'maxConversionBytes'> };
 
 /** Documents whose file is not there yet are not searchable and do not count. */
 export function hasFile(document: DocumentRecord): boolean {
@@ -83,11 +87,33 @@ export function searchDocumentOf(resource: FhirResource, documentText?: string):
   return text ? { key: `${resource.resourceType}/${resource.id ?? ''}`, text } : undefined;
 }
 
-/** The text of a stored C-CDA document, or undefined for other files and missing ones. */
-export async function ccdaTextOf(deps: Pick<CoreDeps, 'blob'>, document: DocumentRecord): Promise<string | undefined> {
-  if (!hasFile(document) || !isCcdaMediaType(document.mimeType)) return undefined;
+/**
+ * The text of a stored C-CDA document, or undefined for other files, missing ones and those past the
+ * conversion size limit (not read at all: they are found by their description and file name).
+ */
+export async function ccdaTextOf(deps: Pick<CoreDeps, 'blob'> & DocumentTextDeps, document: DocumentRecord): Promise<string | undefined> {
+  if (!hasFile(document) || !isCcdaMediaType(document.mimeType) || document.size > sizeLimit(deps)) return undefined;
   const bytes = await deps.blob.get(document.blobKey);
-  return bytes ? searchTextOfCcda(new TextDecoder().decode(bytes)) : undefined;
+  return bytes ? documentText(deps, bytes) : undefined;
+}
+
+const sizeLimit = (deps: DocumentTextDeps) => deps.config?.maxConversionBytes ?? DEFAULT_MAX_CONVERSION_BYTES;
+
+/**
+ * The search text of a C-CDA document within the size limit, made where the converter runs. A converter
+ * too busy to take it (its queue full) leaves it to this thread: the scan is linear and the size limit
+ * bounds it, and a document is never stored unsearchable.
+ */
+export async function documentText(deps: DocumentTextDeps, bytes: Uint8Array | undefined): Promise<string | undefined> {
+  if (bytes === undefined || bytes.byteLength > sizeLimit(deps)) return undefined;
+  const xml = new TextDecoder().decode(bytes);
+  if (!deps.ccda?.searchText) return searchTextOfCcda(xml);
+  try {
+    return await deps.ccda.searchText(xml);
+  } catch (error) {
+    if (isCoreError(error) && error.code === 'RATE_LIMITED') return searchTextOfCcda(xml);
+    throw error;
+  }
 }
 
 /**

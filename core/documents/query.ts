@@ -289,7 +289,7 @@ async function recordFetchedDocument(deps: CoreDeps, query: DocumentQuery, ref: 
     conversionStatus: isCcdaMediaType(ref.mimeType) ? 'processing' : 'not-applicable',
     createdAt: now,
   };
-  await storeDocument(deps, document, { mode: 'insert', ...(isCcdaMediaType(ref.mimeType) ? { ccdaXml: new TextDecoder().decode(bytes) } : {}) });
+  await storeDocument(deps, document, { mode: 'insert', ...(isCcdaMediaType(ref.mimeType) ? { ccda: bytes } : {}) });
 }
 
 async function conversionStep(deps: CoreDeps, query: DocumentQuery): Promise<void> {

@@ -2,16 +2,19 @@ import type { CoreDeps } from '../deps.js';
 import type { DocumentRecord, FhirResourceRecord } from '../domain/types.js';
 import { nowIso } from '../time.js';
 import { documentReferenceOf } from './document-reference.js';
-import { applyIndexChange, dataStamp, searchDocumentOf } from './patient-index.js';
-import { searchTextOfCcda } from './search-text.js';
+import { applyIndexChange, dataStamp, documentText, searchDocumentOf, type DocumentTextDeps } from './patient-index.js';
 
-type StoreDeps = Pick<CoreDeps, 'storage' | 'search' | 'clock'>;
+type StoreDeps = Pick<CoreDeps, 'storage' | 'search' | 'clock'> & DocumentTextDeps;
 
 export interface StoreDocumentOptions {
   /** `insert` for a new document (network), `update` for one recorded before its file came (upload). */
   mode: 'insert' | 'update';
-  /** The C-CDA document's text, to find its DocumentReference by; absent for other files. */
-  ccdaXml?: string;
+  /**
+   * The C-CDA document's bytes, whose text finds its DocumentReference in search; absent for other files.
+   * A document past the conversion size limit is found by its description and file name only: its text
+   * is not read, so memory stays bounded by the limit, not by what was uploaded.
+   */
+  ccda?: Uint8Array;
   /** The customer's own DocumentReference (uploads). */
   given?: Record<string, unknown>;
 }
@@ -23,6 +26,8 @@ export interface StoreDocumentOptions {
  */
 export async function storeDocument(deps: StoreDeps, document: DocumentRecord, options: StoreDocumentOptions): Promise<FhirResourceRecord> {
   const { accountId, patientId } = document;
+  // Before anything is written: a document recorded is then always indexed with its text.
+  const text = await documentText(deps, options.ccda);
   const documentsBefore = await deps.storage.documents.listByPatient(accountId, patientId);
   const before = dataStamp(documentsBefore);
   const after = dataStamp([...documentsBefore.filter((d) => d.id !== document.id), document]);
@@ -41,7 +46,7 @@ export async function storeDocument(deps: StoreDeps, document: DocumentRecord, o
     else await tx.documents.update(document);
     await tx.fhirResources.putMany([record]);
   });
-  const entry = searchDocumentOf(resource, options.ccdaXml === undefined ? undefined : searchTextOfCcda(options.ccdaXml));
+  const entry = searchDocumentOf(resource, text);
   await applyIndexChange(deps, accountId, patientId, { before, after, upsert: entry ? [entry] : [], resources: [resource], remove: [] });
   return record;
 }

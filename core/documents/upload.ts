@@ -4,7 +4,7 @@
  * pre-signed URL, and PUTs the file there. The file then goes through the same conversion, consolidation
  * and search as a document from a network.
  */
-import type { CoreDeps } from '../deps.js';
+import { DEFAULT_MAX_CONVERSION_BYTES, type CoreDeps } from '../deps.js';
 import type { Account, CodeableConcept, DocumentRecord } from '../domain/types.js';
 import { getPatient } from '../entities/patients.js';
 import { CoreError } from '../errors.js';
@@ -135,8 +135,10 @@ export async function acceptDocumentUpload(deps: CoreDeps, accountId: string, do
     indexed: nowIso(deps.clock),
     conversionStatus: isCcdaMediaType(mimeType) ? 'processing' : 'not-applicable',
   };
-  const xml = document.conversionStatus === 'processing' ? await deps.blob.get(waiting.blobKey) : undefined;
-  await storeDocument(deps, document, { mode: 'update', ...(xml ? { ccdaXml: new TextDecoder().decode(xml) } : {}), ...(given ? { given } : {}) });
+  // Read back only within the size limit: a larger file is stored, not converted nor read for its text.
+  const limit = deps.config.maxConversionBytes ?? DEFAULT_MAX_CONVERSION_BYTES;
+  const xml = document.conversionStatus === 'processing' && size <= limit ? await deps.blob.get(waiting.blobKey) : undefined;
+  await storeDocument(deps, document, { mode: 'update', ...(xml ? { ccda: xml } : {}), ...(given ? { given } : {}) });
   if (document.conversionStatus === 'processing') {
     await deps.queue.enqueue({ type: DOCUMENT_JOB.convert, payload: { accountId, documentId }, key: `${DOCUMENT_JOB.convert}:${documentId}`, fairnessKey: accountId });
   }

@@ -15,4 +15,11 @@ export interface CcdaConverterPort {
    * silently.
    */
   convert(xml: string): Promise<FhirBundle>;
+  /**
+   * The human text of a C-CDA document, for search (the core's `searchTextOfCcda`), computed where the
+   * converter runs (a pool thread), so a large or hostile document never holds the thread that answers
+   * requests. Never fails on odd input; RATE_LIMITED when the converter is too busy to take it. When an
+   * adapter leaves it out, the core computes the text itself.
+   */
+  searchText?(xml: string): Promise<string>;
 }

@@ -1,0 +1,96 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, test } from 'vitest';
+import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
+import { MiniSearchIndex } from '../../adapters/search/minisearch.search-index.js';
+import { MemoryStorage } from '../../adapters/storage/memory/memory.storage.js';
+import type { DocumentRecord } from '../domain/types.js';
+import { CoreError } from '../errors.js';
+import type { CcdaConverterPort } from '../ports/ccda.port.js';
+import { searchTextOfCcda } from './search-text.js';
+import { storeDocument } from './store-document.js';
+
+/*
+ * A document's search text is made where the converter runs (its threads), never past the conversion
+ * size limit, and before anything is recorded.
+ */
+
+const XML = readFileSync(new URL('../../sandbox-data/ccda/ccd-1.xml', import.meta.url), 'utf8');
+const BYTES = new TextEncoder().encode(XML);
+
+function documentOf(size: number): DocumentRecord {
+  return {
+    id: '00000000-0000-7000-8000-000000000001',
+    accountId: 'acct',
+    patientId: 'patient',
+    source: 'hie',
+    fileName: 'patient/summary.xml',
+    description: 'Quarterly summary',
+    status: 'current',
+    indexed: '2026-02-01T00:00:00.000Z',
+    mimeType: 'application/xml',
+    size,
+    type: {},
+    organizationIdentifiers: [],
+    blobKey: 'acct/documents/1',
+    conversionStatus: 'processing',
+    createdAt: '2026-02-01T00:00:00.000Z',
+  };
+}
+
+function world(searchText: (xml: string) => Promise<string>, maxConversionBytes?: number) {
+  const calls: number[] = [];
+  const ccda: CcdaConverterPort = {
+    convert: async () => {
+      throw new Error('not used');
+    },
+    searchText: async (xml) => {
+      calls.push(xml.length);
+      return searchText(xml);
+    },
+  };
+  const deps = {
+    storage: new MemoryStorage(),
+    search: new MiniSearchIndex(),
+    clock: new SteppedClock('2026-02-01T00:00:00.000Z'),
+    ccda,
+    config: maxConversionBytes === undefined ? {} : { maxConversionBytes },
+  };
+  return { deps, calls };
+}
+
+// A word of the document's narrative, not of its description or file name.
+const WORD = 'Eve';
+
+describe('storeDocument', () => {
+  test('asks the converter for the text, and the document is found by it', async () => {
+    const { deps, calls } = world(async (xml) => searchTextOfCcda(xml));
+    await storeDocument(deps, documentOf(BYTES.byteLength), { mode: 'insert', ccda: BYTES });
+    expect(calls).toEqual([XML.length]);
+    expect(await deps.search.search('acct', 'patient', WORD)).toEqual(['DocumentReference/00000000-0000-7000-8000-000000000001']);
+  });
+
+  test('a document past the size limit is not read for its text: found by its description only', async () => {
+    const { deps, calls } = world(async (xml) => searchTextOfCcda(xml), BYTES.byteLength - 1);
+    await storeDocument(deps, documentOf(BYTES.byteLength), { mode: 'insert', ccda: BYTES });
+    expect(calls).toEqual([]);
+    expect(await deps.search.search('acct', 'patient', WORD)).toEqual([]);
+    expect(await deps.search.search('acct', 'patient', 'quarterly')).toHaveLength(1);
+  });
+
+  test('a converter too busy to take it leaves the text to this thread: the document is still found by it', async () => {
+    const { deps, calls } = world(async () => {
+      throw new CoreError('RATE_LIMITED', 'busy');
+    });
+    await storeDocument(deps, documentOf(BYTES.byteLength), { mode: 'insert', ccda: BYTES });
+    expect(calls).toHaveLength(1);
+    expect(await deps.search.search('acct', 'patient', WORD)).toHaveLength(1);
+  });
+
+  test('a converter that fails otherwise records nothing, so the step is retried whole', async () => {
+    const { deps } = world(async () => {
+      throw new CoreError('INTERNAL', 'thread died');
+    });
+    await expect(storeDocument(deps, documentOf(BYTES.byteLength), { mode: 'insert', ccda: BYTES })).rejects.toThrow('thread died');
+    expect(await deps.storage.documents.listByPatient('acct', 'patient')).toEqual([]);
+  });
+});
