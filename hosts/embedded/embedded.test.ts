@@ -185,6 +185,24 @@ describe('the sandbox host in process', () => {
   });
 });
 
+describe('the sandbox host runs its work by itself', () => {
+  test('an import started through the client completes while the client polls, with no settle()', async () => {
+    const host = await MemoryHost.create();
+    cleanups.push(() => host.close());
+    const { apiKey } = await host.createAccount('Sandbox');
+    const client = new CarebridgeClient({ apiKey, baseUrl: host.deps.config.publicUrl, fetch: inProcessFetch(host.handler) });
+    const facility = await client.createFacility(FACILITY);
+    const requestId = await client.createPatientsFromCsv(CSV, { facilityId: facility.id });
+    const done = await client.waitForBulkPatientCreate(requestId, { pollMs: 10 });
+    expect(done).toMatchObject({ status: 'completed', succeeded: 2 });
+    expect((await client.listPatients()).patients).toHaveLength(2);
+    // settle() still gives a point where nothing is left running, and the work goes on by itself after it.
+    await host.settle();
+    const again = await client.createPatientsFromCsv(CSV, { facilityId: facility.id, dryRun: true });
+    expect(await client.waitForBulkPatientCreate(again, { pollMs: 10 })).toMatchObject({ status: 'completed', dryRun: true });
+  });
+});
+
 describe('package entry points', () => {
   test('the package exports carebridge, carebridge/koa, carebridge/memory and carebridge/client, each the build of a source module here', async () => {
     // What the built package answers is checked by installing it (spec/package); here, that each export

@@ -24,12 +24,18 @@ export interface MemoryHostOptions {
   searchCacheBytes?: number;
   /** Requests per minute per account by route class, to try a client's handling of 429; no limits when absent. */
   rateLimits?: RateLimits;
+  /**
+   * Runs queued work (imports, document queries, conversions) and webhook deliveries by itself, as the
+   * service does, so a client polling for an outcome gets it. Default: on, unless a `clock` is given (a test
+   * that steps time drives the work too, with `settle()`). `settle()` works either way.
+   */
+  background?: boolean;
 }
 
 /**
  * The in-process sandbox: the runtime's memory profile (every adapter in memory, the same handler the HTTP
- * service uses) with explicit control of background work (`settle`), so integration tests are
- * deterministic. Nothing is persisted.
+ * service uses). Background work runs by itself (see `background`) or only when `settle()` is called, so
+ * integration tests can be deterministic. Nothing is persisted.
  */
 export class MemoryHost {
   private constructor(private readonly runtime: Runtime) {}
@@ -49,6 +55,7 @@ export class MemoryHost {
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.ids ? { ids: options.ids } : {}),
     });
+    if (options.background ?? options.clock === undefined) runtime.background.start();
     return new MemoryHost(runtime);
   }
 
@@ -72,10 +79,19 @@ export class MemoryHost {
 
   /**
    * Runs background work until nothing is due at the current time: queued jobs, then webhook deliveries.
-   * Never advances the clock: time-based work (expiry, retries) waits for the test to step it.
+   * Never advances the clock: time-based work (expiry, retries) waits for the test to step it. Work running
+   * by itself is paused meanwhile (the jobs it holds finish first), so when this resolves nothing is left
+   * half-done.
    */
-  settle(): Promise<void> {
-    return this.runtime.settle();
+  async settle(): Promise<void> {
+    const background = this.runtime.background;
+    const running = background.running;
+    if (running) await background.stop();
+    try {
+      await this.runtime.settle();
+    } finally {
+      if (running) background.start();
+    }
   }
 
   close(): Promise<void> {
