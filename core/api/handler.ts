@@ -77,8 +77,8 @@ export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}
         response.headers['retry-after'] = String(wait);
         return response;
       }
-      const parsedQuery = route.query ? parseWith(route.query, query, 'query') : query;
-      const parsedBody = route.body ? parseWith(route.body, request.body ?? {}, 'body') : request.body;
+      const parsedQuery = route.query ? parseWith(route.query, query) : query;
+      const parsedBody = route.body ? parseWith(route.body, request.body ?? {}) : request.body;
       const condition = route.ifMatch ? ifMatchOf(request) : undefined;
       const response = await route.handle({ deps, request, params, query: parsedQuery, body: parsedBody, account: account as Account, condition });
       if (route.deprecated) response.headers.deprecation = 'true';

@@ -154,7 +154,7 @@ export type PatientCreate = z.output<typeof patientCreateSchema>;
 
 /** Query-string booleans: `true`/`false` in any case; anything else is a 400 naming the parameter. */
 export const queryBoolean = z
-  .string()
+  .string({ error: (issue) => (issue.input === undefined ? 'required, true or false' : 'must be true or false') })
   .trim()
   .toLowerCase()
   .refine((v) => v === 'true' || v === 'false', { message: 'must be true or false' })
