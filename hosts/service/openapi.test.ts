@@ -105,7 +105,7 @@ describe('GET /openapi.json', () => {
     const withIfMatch = Object.entries(served.paths).flatMap(([path, item]) =>
       Object.entries(item).flatMap(([method, documented]) => ((documented as Operation).parameters.some((p) => p.name === 'If-Match') ? [`${method.toUpperCase()} ${path}`] : [])),
     );
-    expect(withIfMatch.sort()).toEqual(['PUT /medical/v1/patient/{id}', 'PUT /medical/v1/patient/{id}/hie-opt-out']);
+    expect(withIfMatch.sort()).toEqual(['DELETE /medical/v1/patient/{id}', 'PUT /medical/v1/patient/{id}', 'PUT /medical/v1/patient/{id}/hie-opt-out']);
   });
 
   test('is built deterministically from the route table', () => {
