@@ -292,10 +292,13 @@ describe('@metriport/api-sdk against carebridge', () => {
     expect(await sdk.matchPatient({ ...demographics, dob: '1975-03-10' })).toBeUndefined();
     // Created again, the same person is the same patient, unchanged (as the public API answers).
     expect(await sdk.createPatient({ ...data, externalId: 'emr-twin' }, main.id)).toEqual(patient);
-    // A change can still make two patients one person: matching then refuses to pick one.
-    const twin = await sdk.createPatient({ ...patientData(), externalId: 'emr-twin' }, main.id);
-    await sdk.updatePatient({ ...twin, ...demographics, externalId: 'emr-twin' } as Parameters<MetriportMedicalApi['updatePatient']>[0], main.id);
-    expect(await problemOf(sdk.matchPatient(demographics))).toMatchObject({ status: 409, code: 'CONFLICT' });
+    // The same name and birth date at another address is another patient; a change making it this one is refused.
+    const elsewhere = { ...ADDRESS, zip: '62799' };
+    const twin = await sdk.createPatient({ ...data, externalId: 'emr-twin', address: [elsewhere] }, main.id);
+    expect(twin.id).not.toBe(patient.id);
+    expect(await problemOf(sdk.updatePatient({ ...twin, address: [ADDRESS] } as Parameters<MetriportMedicalApi['updatePatient']>[0], main.id))).toMatchObject({ status: 409, code: 'CONFLICT' });
+    // Someone living at both addresses is either of them: matching refuses to pick one.
+    expect(await problemOf(sdk.matchPatient({ ...demographics, address: [ADDRESS, elsewhere] }))).toMatchObject({ status: 409, code: 'CONFLICT' });
 
     const others = [];
     for (let i = 0; i < 4; i++) others.push(await sdk.createPatient(patientData(), main.id));
@@ -347,7 +350,9 @@ describe('@metriport/api-sdk against carebridge', () => {
     expect(await sdk.getPatient(created.id)).toMatchObject({ hieOptOut: true });
     expect(await sdk.updatePatientHieOptOut(created.id, false)).toMatchObject({ hieOptOut: false });
 
-    await sdk.deletePatient(created.id, facility.id, updated.eTag);
+    // The SDK sends the eTag it is given as If-Match: the one from before the opt-outs is stale now.
+    expect(await httpStatus(sdk.deletePatient(created.id, facility.id, updated.eTag))).toBe(412);
+    await sdk.deletePatient(created.id, facility.id, (await sdk.getPatient(created.id)).eTag);
     expect(await httpStatus(sdk.getPatient(created.id))).toBe(404);
   });
 
