@@ -1,10 +1,12 @@
 import { BULK_DOCUMENT_QUERIES_JOB, queueBulkDocumentQueries, startBulkDocumentQueries } from './bulk/document-queries.js';
 import { failBulkRequest } from './bulk/complete.js';
+import { isStorageFullRetry, pauseForFullStorage, storageFullRetry } from './bulk/pause.js';
 import { processBulkRequest } from './bulk/process.js';
 import { BULK_JOB, expireIfDue } from './bulk/start.js';
 import { enqueueBulkProcessing } from './bulk/upload.js';
 import type { CoreDeps } from './deps.js';
 import { documentJobHandlers } from './documents/jobs.js';
+import { isCoreError, type CoreError } from './errors.js';
 import { networkJobHandlers } from './network/query.js';
 import type { ClaimedJob, JsonValue } from './ports/queue.port.js';
 
@@ -16,14 +18,29 @@ function requestIdOf(payload: JsonValue): string {
   return requestId;
 }
 
+export interface CoreJobOptions {
+  /**
+   * Recognises an adapter's error a job can act on and says which CoreError it is, as for the API handler
+   * (`ApiHandlerOptions.classifyError`). A full storage (STORAGE_FULL) pauses an import and has every job
+   * tried again until space is freed, never failed for it (see core/bulk/pause.ts).
+   */
+  classifyError?: (error: unknown) => CoreError | undefined;
+}
+
+/** Whether a job that failed with `error` on this attempt ends its work as failed (see `CoreJobOptions`). */
+export type GivesUp = (job: Pick<ClaimedJob, 'attempt' | 'maxAttempts'>, error: unknown) => boolean;
+
 /**
  * The background work of the core, by job type. Handlers are idempotent: the queue delivers at least
  * once, and a retried or resumed job picks up where the last one stopped.
  */
-export function coreJobHandlers(deps: CoreDeps): Record<string, JobHandler> {
-  return {
-    ...documentJobHandlers(deps),
-    ...networkJobHandlers(deps),
+export function coreJobHandlers(deps: CoreDeps, options: CoreJobOptions = {}): Record<string, JobHandler> {
+  const storageFull = (error: unknown) => (isCoreError(error) ? error : options.classifyError?.(error))?.code === 'STORAGE_FULL';
+  // A full storage is no fault of the job: its tries do not count (the queue gives the attempt back).
+  const givesUp: GivesUp = (job, error) => job.attempt >= job.maxAttempts && !storageFull(error);
+  const handlers: Record<string, JobHandler> = {
+    ...documentJobHandlers(deps, givesUp),
+    ...networkJobHandlers(deps, givesUp),
     async [BULK_JOB.process](payload, job) {
       const requestId = requestIdOf(payload);
       try {
@@ -31,9 +48,10 @@ export function coreJobHandlers(deps: CoreDeps): Record<string, JobHandler> {
         const request = await deps.storage.bulkRequests.getById(requestId);
         if (request?.status === 'completed' && !request.dryRun) await queueBulkDocumentQueries(deps, request);
       } catch (error) {
+        if (storageFull(error)) throw await pauseForFullStorage(deps, requestId, error);
         // Transient failures are retried by the queue; on the last attempt the request fails visibly
         // rather than sitting in `processing` forever.
-        if (job.attempt >= job.maxAttempts) {
+        if (givesUp(job, error)) {
           const request = await deps.storage.bulkRequests.getById(requestId);
           if (request?.status === 'processing') {
             await failBulkRequest(deps, request, 'The import stopped on an internal error; start a new bulk request');
@@ -41,6 +59,7 @@ export function coreJobHandlers(deps: CoreDeps): Record<string, JobHandler> {
         }
         throw error;
       }
+      deps.pauses?.forget(requestId);
     },
     async [BULK_DOCUMENT_QUERIES_JOB](payload) {
       const fromRow = (payload as { fromRow?: unknown }).fromRow;
@@ -51,6 +70,19 @@ export function coreJobHandlers(deps: CoreDeps): Record<string, JobHandler> {
       if (request) await expireIfDue(deps, request);
     },
   };
+  return Object.fromEntries(
+    Object.entries(handlers).map(([type, handle]): [string, JobHandler] => [
+      type,
+      async (payload, job) => {
+        try {
+          await handle(payload, job);
+        } catch (error) {
+          if (storageFull(error) && !isStorageFullRetry(error)) throw storageFullRetry(deps, undefined, error);
+          throw error;
+        }
+      },
+    ]),
+  );
 }
 
 /**

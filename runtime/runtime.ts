@@ -10,6 +10,7 @@ import { createAccount } from '../core/accounts.js';
 import { createApiHandler, type ApiHandler } from '../core/api/handler.js';
 import type { CoreConfig, CoreDeps } from '../core/deps.js';
 import { describeError } from '../core/error-facts.js';
+import { NotedPauses } from '../core/bulk/pause.js';
 import { coreJobHandlers, resumeInterruptedWork } from '../core/jobs.js';
 import type { BlobPort, ClockPort, IdsPort, StoragePort, WebhookSenderPort } from '../core/ports/index.js';
 import { DEFAULT_RETENTION_DAYS, pruneFinishedWork } from '../core/retention.js';
@@ -207,7 +208,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     );
     if (options.webhooks?.sender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhooks.sender);
     else container.load(webhookModule(logger ? { logger: logger.child({ component: 'webhooks' }) } : {}));
-    const deps = await resolveCoreDeps(container);
+    // Pauses of the imports this process runs, kept here too: the storage may refuse to take them.
+    const deps: CoreDeps = { ...(await resolveCoreDeps(container)), pauses: new NotedPauses() };
 
     // Unique per process: instances sharing one database tell their job leases and outbox claims apart by it.
     const workerId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
@@ -225,7 +227,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     const runner = new QueueRunner({
       queue: deps.queue,
       clock: deps.clock,
-      handlers: coreJobHandlers(deps),
+      handlers: coreJobHandlers(deps, { classifyError: classifyStorageError }),
       workerId,
       concurrency: jobConcurrency,
       // Half the slots at most for background work: more of it only queues on the database's one writer
