@@ -35,7 +35,8 @@ export type GivesUp = (job: Pick<ClaimedJob, 'attempt' | 'maxAttempts'>, error: 
  * once, and a retried or resumed job picks up where the last one stopped.
  */
 export function coreJobHandlers(deps: CoreDeps, options: CoreJobOptions = {}): Record<string, JobHandler> {
-  const storageFull = (error: unknown) => (isCoreError(error) ? error : options.classifyError?.(error))?.code === 'STORAGE_FULL';
+  // An adapter may have wrapped the cause in an INTERNAL CoreError (the SQL storage does): the classifier looks inside.
+  const storageFull = (error: unknown) => (isCoreError(error) && error.code === 'STORAGE_FULL') || options.classifyError?.(error)?.code === 'STORAGE_FULL';
   // A full storage is no fault of the job: its tries do not count (the queue gives the attempt back).
   const givesUp: GivesUp = (job, error) => job.attempt >= job.maxAttempts && !storageFull(error);
   const handlers: Record<string, JobHandler> = {

@@ -4,6 +4,7 @@ import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import { MemoryStorage } from '../../adapters/storage/memory/memory.storage.js';
 import { MemoryHost } from '../../hosts/memory/memory.host.js';
 import type { BulkRequest } from '../domain/types.js';
+import { CoreError } from '../errors.js';
 import type { StoragePort } from '../ports/storage.port.js';
 import { NotedPauses, pauseOf } from './pause.js';
 import { BULK_BATCH_SIZE } from './row-importer.js';
@@ -26,10 +27,13 @@ function csvOf(rows: number): string {
   return lines.join('\n') + '\n';
 }
 
-/** What SQLite says through Sequelize when the disk is full. */
+/**
+ * What the SQL storage lets out when SQLite finds the disk full: an INTERNAL CoreError (the statement, which
+ * may hold PHI, kept out of it) whose cause is the driver's error.
+ */
 function sqliteFull(): Error {
   const driver = Object.assign(new Error('SQLITE_FULL: database or disk is full'), { code: 'SQLITE_FULL', errno: 13 });
-  return Object.assign(new Error('SequelizeDatabaseError'), { name: 'SequelizeDatabaseError', parent: driver, original: driver });
+  return new CoreError('INTERNAL', 'storage query failed (SQLITE_FULL)', { cause: driver, details: { code: 'SQLITE_FULL' } });
 }
 
 /**
