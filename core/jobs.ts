@@ -89,11 +89,15 @@ export function coreJobHandlers(deps: CoreDeps, options: CoreJobOptions = {}): R
 /**
  * Re-queues work a stopped process left behind (crash safety): every `processing` request gets
  * its import job again (deduplicated by key, so a job still queued is not doubled) and resumes after its
- * last committed batch. Hosts call this once on start.
+ * last committed batch. Hosts call this once on start. Called while imports run, `unchangedForMs` leaves
+ * alone the requests changed more recently than that: those are moving, and one about to complete would
+ * otherwise be queued again and set off its first page of document queries a second time.
  */
-export async function resumeInterruptedWork(deps: CoreDeps): Promise<{ resumed: number }> {
+export async function resumeInterruptedWork(deps: CoreDeps, options: { unchangedForMs?: number } = {}): Promise<{ resumed: number }> {
+  const changedBefore = options.unchangedForMs === undefined ? undefined : deps.clock.now().getTime() - options.unchangedForMs;
   let resumed = 0;
   for (const request of await deps.storage.bulkRequests.listByStatus('processing', 10_000)) {
+    if (changedBefore !== undefined && Date.parse(request.updatedAt) > changedBefore) continue;
     await enqueueBulkProcessing(deps, request);
     resumed++;
   }

@@ -3,6 +3,7 @@ import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import { MemoryStorage } from '../../adapters/storage/memory/memory.storage.js';
 import { MemoryHost } from '../../hosts/memory/memory.host.js';
+import { resumeInterruptedWork } from '../jobs.js';
 import type { BulkRequest } from '../domain/types.js';
 import { CoreError } from '../errors.js';
 import type { StoragePort } from '../ports/storage.port.js';
@@ -199,6 +200,39 @@ describe('an import on a full storage', () => {
       expect(again).toMatchObject({ status: 'processing', processed: 2 * BULK_BATCH_SIZE });
       // A new pause, since the storage filled again after a batch went through.
       expect(again.paused).toMatchObject({ code: 'STORAGE_FULL', since: clock.now().toISOString() });
+    } finally {
+      await host.close();
+    }
+  });
+});
+
+describe('an import whose job died while the storage was full', () => {
+  test('is queued again by the running service once it has been quiet a while, and completes', async () => {
+    const { host, clock, filling, status } = await importWhileFull('refused');
+    try {
+      await host.settle();
+      expect((await status()).paused).toBeDefined();
+      // What lease expiries do to a job whose failures cannot be written: its attempts run out.
+      for (;;) {
+        clock.advance(30_000);
+        const [job] = await host.deps.queue.claim({ workerId: 'gone', limit: 1, leaseMs: 1_000 });
+        if (!job) break;
+        await host.deps.queue.fail(job.id, 'gone', { error: 'lease expired', retryAt: clock.now().toISOString() });
+      }
+      expect((await host.deps.queue.stats()).dead).toBe(1);
+      filling.free();
+      await host.settle();
+      expect((await status()).status).toBe('processing');
+
+      // Changed within the quiet time: left alone (it may be moving). Past it: queued again.
+      const [request] = await host.deps.storage.bulkRequests.listByStatus('processing', 10);
+      const quietMs = clock.now().getTime() - Date.parse(request!.updatedAt);
+      expect(await resumeInterruptedWork(host.deps, { unchangedForMs: quietMs + 1 })).toEqual({ resumed: 0 });
+      await host.settle();
+      expect((await status()).status).toBe('processing');
+      expect(await resumeInterruptedWork(host.deps, { unchangedForMs: quietMs })).toEqual({ resumed: 1 });
+      await host.settle();
+      expect(await status()).toMatchObject({ status: 'completed', processed: ROWS, created: ROWS });
     } finally {
       await host.close();
     }
