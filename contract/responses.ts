@@ -110,6 +110,17 @@ export const bulkStatusResponse = z.strictObject({
     .optional()
     .describe('Once the file is read: its header columns the importer does not know (kept in the result CSV, otherwise ignored; at most 100 listed)'),
   result: z.string().optional().describe('Once completed: a pre-signed URL of the result CSV, valid 600 s'),
+  paused: z
+    .strictObject({
+      code: z.literal('STORAGE_FULL'),
+      since: instant,
+      reason: z.string().describe('For people, e.g. "paused: the storage is full since <since>; resumes by itself once space is freed"'),
+    })
+    .optional()
+    .describe(
+      'While processing: the import waits for a condition outside it to pass and resumes by itself (the status stays `processing`). ' +
+        'STORAGE_FULL: the service could not write, its disk or database is full; nothing is lost or written twice meanwhile',
+    ),
   documentQueries: z
     .strictObject({ total: z.number().int(), processing: z.number().int(), completed: z.number().int(), failed: z.number().int() })
     .optional()

@@ -13,6 +13,7 @@ import type {
   UrlSignerPort,
   WebhookSenderPort,
 } from './ports/index.js';
+import type { NotedPauses } from './bulk/pause.js';
 
 export interface CoreConfig {
   /** Base of every URL handed out (upload, result, download), without trailing slash. */
@@ -49,4 +50,9 @@ export interface CoreDeps {
   search: SearchIndexPort;
   renderer: RendererPort;
   config: CoreConfig;
+  /**
+   * The import pauses this process noted (see core/bulk/pause.ts), so its answers show a pause the storage
+   * could not take. One per runtime; without it only the pauses written to the requests show.
+   */
+  pauses?: NotedPauses;
 }

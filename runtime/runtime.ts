@@ -9,6 +9,7 @@ import { createAccount } from '../core/accounts.js';
 import { createApiHandler, type ApiHandler } from '../core/api/handler.js';
 import type { CoreConfig, CoreDeps } from '../core/deps.js';
 import { describeError } from '../core/error-facts.js';
+import { NotedPauses } from '../core/bulk/pause.js';
 import { coreJobHandlers, resumeInterruptedWork } from '../core/jobs.js';
 import type { BlobPort, ClockPort, IdsPort, StoragePort, WebhookSenderPort } from '../core/ports/index.js';
 import { DEFAULT_RETENTION_DAYS, pruneFinishedWork } from '../core/retention.js';
@@ -104,7 +105,10 @@ export interface RuntimeOptions {
   pollMs?: number;
   /** Days delivered webhook messages and finished jobs are kept. Default 7. */
   retentionDays?: number;
-  /** Re-queue bulk imports a previous stop interrupted, at creation. Default true in SQL. */
+  /**
+   * Re-queue bulk imports a previous stop interrupted, at creation, and every minute while the background
+   * runs those whose job died without ending them. Default true in SQL.
+   */
   resumeInterruptedWork?: boolean;
   /** Background work and unexpected errors are logged here (ids and counts, never PHI). */
   logger?: Logger;
@@ -142,6 +146,11 @@ export interface Runtime {
   /** Stops the background work and closes what the runtime opened. Idempotent. */
   close(): Promise<void>;
 }
+
+/** How often a running service looks for bulk imports whose job died without ending them. */
+const RESUME_SWEEP_MS = 60_000;
+/** A running import writes every few seconds; one unchanged this long may have lost its job. */
+const RESUME_AFTER_QUIET_MS = 5 * 60_000;
 
 /** Messages taken per delivery pass: enough to keep 16 requests in flight on each of many endpoints. */
 const DELIVERY_BATCH = 500;
@@ -206,7 +215,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     );
     if (options.webhooks?.sender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhooks.sender);
     else container.load(webhookModule(logger ? { logger: logger.child({ component: 'webhooks' }) } : {}));
-    const deps = await resolveCoreDeps(container);
+    // Pauses of the imports this process runs, kept here too: the storage may refuse to take them.
+    const deps: CoreDeps = { ...(await resolveCoreDeps(container)), pauses: new NotedPauses() };
 
     const workerId = newInstanceId();
     if (profile.kind === 'sql' && (profile.registerInstance ?? true)) {
@@ -227,7 +237,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     const runner = new QueueRunner({
       queue: deps.queue,
       clock: deps.clock,
-      handlers: coreJobHandlers(deps),
+      handlers: coreJobHandlers(deps, { classifyError: classifyStorageError }),
       workerId,
       concurrency: jobConcurrency,
       // Half the slots at most for background work: more of it only queues on the database's one writer
@@ -295,10 +305,16 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       { routes: core.routes, routeOf: core.routeOf },
     );
 
-    if (options.resumeInterruptedWork ?? !memory) {
+    const resumeWork = options.resumeInterruptedWork ?? !memory;
+    if (resumeWork) {
       const { resumed } = await resumeInterruptedWork(deps);
       if (resumed > 0) logger?.info({ resumed }, 'resumed bulk imports interrupted by the last stop');
     }
+    // Also while running: an import whose job died without ending the request would otherwise wait for the
+    // next start. On a full disk a job's failure may not be written, and each claim after its lease ran out
+    // uses up an attempt. Queuing is deduplicated by key, so a live job is never doubled.
+    let resumeTimer: ReturnType<typeof setInterval> | undefined;
+    let resuming: Promise<unknown> = Promise.resolve();
 
     const background: RuntimeBackground = {
       get running() {
@@ -310,9 +326,20 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
         runner.start();
         delivery.start();
         retention.start();
+        if (resumeWork) {
+          resumeTimer = setInterval(() => {
+            resuming = resuming
+              .then(() => resumeInterruptedWork(deps, { unchangedForMs: RESUME_AFTER_QUIET_MS }))
+              .catch((error: unknown) => logger?.warn({ err: describeError(error) }, 'could not look for interrupted bulk imports; will retry'));
+          }, RESUME_SWEEP_MS);
+          resumeTimer.unref();
+        }
       },
       async stop() {
         running = false;
+        clearInterval(resumeTimer);
+        resumeTimer = undefined;
+        await resuming;
         await retention.stop();
         await delivery.stop();
         await runner.stop();

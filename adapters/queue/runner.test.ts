@@ -143,6 +143,29 @@ describe('QueueRunner.drain', () => {
     expect(await queue.nextRunAt()).toBe(retryAt.toISOString());
   });
 
+  test('a CoreError with details.countsAsAttempt false is retried without using up an attempt, never dead for it', async () => {
+    const { queue, clock } = setup();
+    let runs = 0;
+    const runner = new QueueRunner({
+      queue,
+      clock,
+      workerId: 'w',
+      handlers: {
+        full: async () => {
+          runs++;
+          throw new CoreError('STORAGE_FULL', 'no space', { details: { retryAt: clock.now().getTime() + 1_000, countsAsAttempt: false } });
+        },
+      },
+    });
+    await queue.enqueue({ type: 'full', payload: null, maxAttempts: 2 });
+    for (let i = 0; i < 5; i++) {
+      await runner.drain();
+      clock.advance(1_000);
+    }
+    expect(runs).toBe(5);
+    expect(await queue.stats()).toMatchObject({ pending: 1, dead: 0 });
+  });
+
   test('runs at most `concurrency` handlers at once', async () => {
     const { queue, clock } = setup();
     let active = 0;

@@ -1,6 +1,6 @@
 import { isCoreError } from '../../core/errors.js';
 import type { ClockPort } from '../../core/ports/clock.port.js';
-import type { ClaimedJob, JobLane, JsonValue, QueuePort } from '../../core/ports/queue.port.js';
+import type { ClaimedJob, JobFailure, JobLane, JsonValue, QueuePort } from '../../core/ports/queue.port.js';
 
 /** What a handler gets beside its payload: the claim, and a signal raised if the lease is lost. */
 export type RunnerJob = ClaimedJob & { signal: AbortSignal };
@@ -59,6 +59,14 @@ function retryAtOf(error: unknown): string | undefined {
 }
 
 /**
+ * Whether the failure uses up one of the job's attempts: not when a CoreError says `details.countsAsAttempt:
+ * false` (a cause outside the job, such as a full storage, which must never make it dead).
+ */
+function countsAsAttempt(error: unknown): boolean {
+  return !(isCoreError(error) && error.details?.countsAsAttempt === false);
+}
+
+/**
  * The error text kept on the job and logged. The message of a CoreError is written by the core for
  * people and holds no PHI (house rule); other errors may come from libraries that echo their input (a
  * database error quoting a row), so only their name and code are kept.
@@ -76,7 +84,8 @@ function describe(error: unknown): string {
  * Runs queued jobs with their handlers: `start()` polls in the background (the service), `drain()` runs
  * whatever is due now and returns (tests and the in-memory sandbox). Leases are renewed while a handler
  * runs; a handler that throws is recorded with `queue.fail`, and a CoreError with `details.retryAt`
- * chooses its retry time. Logs carry job ids, types and attempts, never payloads (they may hold PHI).
+ * chooses its retry time (with `details.countsAsAttempt: false`, a retry that does not use up an attempt).
+ * Logs carry job ids, types and attempts, never payloads (they may hold PHI).
  */
 export class QueueRunner {
   private readonly queue: QueuePort;
@@ -318,9 +327,10 @@ export class QueueRunner {
   }
 
   private async recordFailure(job: ClaimedJob, error: unknown, fields: Record<string, unknown>): Promise<void> {
-    const failure: { error: string; retryAt?: string } = { error: describe(error) };
+    const failure: JobFailure = { error: describe(error) };
     const retryAt = retryAtOf(error);
     if (retryAt !== undefined) failure.retryAt = retryAt;
+    if (!countsAsAttempt(error)) failure.countsAsAttempt = false;
     const code = isCoreError(error) ? error.code : undefined;
     try {
       const outcome = await this.queue.fail(job.id, this.workerId, failure);

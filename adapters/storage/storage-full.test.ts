@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { errorToResponse } from '../../core/api/problem.js';
+import { CoreError } from '../../core/errors.js';
 import { classifyStorageError, isStorageFull } from './storage-full.js';
 
 describe('a full disk or database', () => {
@@ -20,6 +21,11 @@ describe('a full disk or database', () => {
     expect(response.status).toBe(507);
     expect(response.body).toMatchObject({ code: 'STORAGE_FULL', title: 'Insufficient Storage' });
     expect(logged).toEqual([]);
+    // As the SQL storage lets it out: an INTERNAL CoreError, the driver's error its cause.
+    const wrapped = new CoreError('INTERNAL', 'storage query failed (SQLITE_FULL)', { cause: Object.assign(new Error('SQLITE_FULL'), { code: 'SQLITE_FULL' }) });
+    expect(errorToResponse(wrapped, (unexpected) => void logged.push(unexpected), classifyStorageError).status).toBe(507);
+    expect(logged).toEqual([]);
+    expect(errorToResponse(new CoreError('INTERNAL', 'storage query failed (SQLITE_BUSY)'), () => 'id', classifyStorageError).status).toBe(500);
     // Without the classifier (or for another error) it stays an unexpected error.
     expect(errorToResponse(error, () => 'id').status).toBe(500);
     expect(errorToResponse(new Error('boom'), () => 'id', classifyStorageError).status).toBe(500);

@@ -99,7 +99,8 @@ export function describeZodError(error: z.ZodError): string {
  * the answer then carries (body `requestId` and header `x-request-id`) so the log line can be found.
  */
 export function errorToResponse(error: unknown, onUnexpected?: (error: unknown) => string | void, classify?: (error: unknown) => CoreError | undefined): ApiResponse {
-  const known = isCoreError(error) ? undefined : classify?.(error);
+  // An INTERNAL CoreError may wrap what the classifier knows (the SQL storage wraps the driver's errors).
+  const known = isCoreError(error) && error.code !== 'INTERNAL' ? undefined : classify?.(error);
   if (known) return errorToResponse(known, onUnexpected);
   if (isCoreError(error) && error.code !== 'INTERNAL') {
     return problemResponse(error.code, error.message, error.details ? { details: error.details } : undefined);

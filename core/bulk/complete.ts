@@ -3,6 +3,7 @@ import type { BulkRequest } from '../domain/types.js';
 import { nowIso } from '../time.js';
 import { nextStatus } from './machine.js';
 import { notifyBulkStatus } from './notify.js';
+import { withoutPause } from './pause.js';
 import { assembleResultCsv, removeResultParts, resultDownloadUrl } from './result.js';
 import { BULK_BATCH_SIZE } from './row-importer.js';
 import { recordsKeyOf } from './upload.js';
@@ -10,7 +11,7 @@ import { recordsKeyOf } from './upload.js';
 /** processing -> completed: the result CSV assembled from its parts, the `completed` webhook, the parsed records removed. */
 export async function completeBulkRequest(deps: CoreDeps, request: BulkRequest, partStarts: readonly number[]): Promise<void> {
   const resultKey = await assembleResultCsv(deps, request, partStarts);
-  const completed: BulkRequest = { ...request, status: await nextStatus(request.status, 'complete'), resultKey, updatedAt: nowIso(deps.clock) };
+  const completed: BulkRequest = { ...withoutPause(request), status: await nextStatus(request.status, 'complete'), resultKey, updatedAt: nowIso(deps.clock) };
   await deps.storage.transaction(async (tx) => {
     const stored = await tx.bulkRequests.updateIfStatus(completed, 'processing');
     if (stored) {
@@ -31,7 +32,7 @@ async function removeParsedRecords(deps: CoreDeps, request: BulkRequest): Promis
  * upload itself stays, as for a completed request. A no-op if the request already left processing.
  */
 export async function failBulkRequest(deps: CoreDeps, request: BulkRequest, reason: string): Promise<void> {
-  const failed: BulkRequest = { ...request, status: await nextStatus(request.status, 'fail'), reason, updatedAt: nowIso(deps.clock) };
+  const failed: BulkRequest = { ...withoutPause(request), status: await nextStatus(request.status, 'fail'), reason, updatedAt: nowIso(deps.clock) };
   const stored = await deps.storage.transaction(async (tx) => {
     const updated = await tx.bulkRequests.updateIfStatus(failed, 'processing');
     if (updated) await notifyBulkStatus(tx, deps, updated, { status: 'failed', reason });

@@ -11,6 +11,7 @@ import { settleAll } from '../settle.js';
 import { nowIso, todayIso } from '../time.js';
 import { CandidateIndex, patientCandidate, rowCandidate } from './candidates.js';
 import { csvSafeLineCells } from './csv-text.js';
+import { withoutPause } from './pause.js';
 import { removeResultPart, resultLineText, writeResultPart } from './result.js';
 import { newPatientFromRow, updatePatientFromRow } from './row-mapping.js';
 
@@ -375,8 +376,9 @@ export class RowImporter {
         }
       }
       const { outcomes, created, updated, failed } = batch;
+      // A batch written ends a pause of the import (see pause.ts), in the same commit.
       const next: BulkRequest = {
-        ...this.request,
+        ...withoutPause(this.request),
         processed: this.request.processed + outcomes.length,
         succeeded: this.request.succeeded + outcomes.length - failed,
         failed: this.request.failed + failed,

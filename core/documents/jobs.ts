@@ -14,16 +14,13 @@ function field(payload: JsonValue, name: string): string {
   return value;
 }
 
-function isLastAttempt(job: ClaimedJob): boolean {
-  return job.attempt >= job.maxAttempts;
-}
-
 /**
  * Handlers of the document jobs (job-types.ts). Each is idempotent (the queue delivers at least once).
- * Transient failures are thrown for the queue to retry; on the last attempt a query is ended as `failed`
- * with its messages, rather than left `processing` forever.
+ * Transient failures are thrown for the queue to retry; once `givesUp` (the last attempt, unless the storage
+ * is full: that is tried until space is freed) a query is ended as `failed` with its messages, rather than
+ * left `processing` forever.
  */
-export function documentJobHandlers(deps: CoreDeps): Record<string, Handler> {
+export function documentJobHandlers(deps: CoreDeps, givesUp: (job: ClaimedJob, error: unknown) => boolean): Record<string, Handler> {
   return {
     async [DOCUMENT_JOB.query](payload, job) {
       const accountId = field(payload, 'accountId');
@@ -31,7 +28,7 @@ export function documentJobHandlers(deps: CoreDeps): Record<string, Handler> {
       try {
         await runDocumentQuery(deps, accountId, queryId);
       } catch (error) {
-        const query = isLastAttempt(job) ? await deps.storage.documentQueries.get(accountId, queryId) : undefined;
+        const query = givesUp(job, error) ? await deps.storage.documentQueries.get(accountId, queryId) : undefined;
         if (query) await failDocumentQuery(deps, query);
         throw error;
       }
@@ -57,7 +54,7 @@ export function documentJobHandlers(deps: CoreDeps): Record<string, Handler> {
       try {
         await runConsolidatedQuery(deps, accountId, queryId);
       } catch (error) {
-        const query = isLastAttempt(job) ? await deps.storage.consolidatedQueries.get(accountId, queryId) : undefined;
+        const query = givesUp(job, error) ? await deps.storage.consolidatedQueries.get(accountId, queryId) : undefined;
         if (query) await failConsolidatedQuery(deps, query);
         throw error;
       }

@@ -131,6 +131,8 @@ export interface BulkRequest {
   updated: number;
   /** Header cells of the columns the importer does not know, known once the file has been read. */
   ignoredColumns?: string[];
+  /** Set while a `processing` import waits for a condition outside it to pass; cleared by its next batch. */
+  paused?: BulkPause;
   /** Blob key of the uploaded CSV. */
   uploadKey: string;
   /** Blob key of the result CSV, once completed. */
@@ -140,6 +142,13 @@ export interface BulkRequest {
   metadata?: Record<string, string>;
   createdAt: string;
   updatedAt: string;
+}
+
+/** Why an import waits, and since when: the storage was full (it resumes by itself once space is freed). */
+export interface BulkPause {
+  code: 'STORAGE_FULL';
+  /** ISO instant of the first refused write of this pause. */
+  since: string;
 }
 
 export type RowStatus = 'succeeded' | 'failed';

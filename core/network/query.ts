@@ -219,7 +219,7 @@ function field(payload: JsonValue, name: string): string {
 }
 
 /** The network query's job handler (the queue delivers at least once; the handler is idempotent). */
-export function networkJobHandlers(deps: CoreDeps) {
+export function networkJobHandlers(deps: CoreDeps, givesUp: (job: { attempt: number; maxAttempts: number }, error: unknown) => boolean) {
   return {
     async [NETWORK_JOB.source](payload: JsonValue, job: { attempt: number; maxAttempts: number }) {
       const accountId = field(payload, 'accountId');
@@ -229,7 +229,7 @@ export function networkJobHandlers(deps: CoreDeps) {
       try {
         await runNetworkSource(deps, accountId, queryId, type);
       } catch (error) {
-        if (job.attempt >= job.maxAttempts) {
+        if (givesUp(job, error)) {
           const query = await deps.storage.networkQueries.get(accountId, queryId);
           if (query) await failNetworkSource(deps, query, type);
         }

@@ -46,6 +46,16 @@ export interface ClaimedJob {
   lane: JobLane;
 }
 
+/** A failed attempt as the queue records it (see `QueuePort.fail`). */
+export interface JobFailure {
+  /** Kept as the job's last error; holds no PHI. */
+  error: string;
+  /** When to try again, ISO; the adapter's backoff when absent. */
+  retryAt?: string;
+  /** `false`: the attempt is given back (see `QueuePort.fail`). Counts when absent. */
+  countsAsAttempt?: boolean;
+}
+
 export interface QueueStats {
   pending: number;
   running: number;
@@ -74,9 +84,11 @@ export interface QueuePort {
   /**
    * Records a failed attempt. When attempts remain, the job returns to `pending` at `retryAt` (ISO; the
    * adapter's backoff when absent) and `retrying` is returned; otherwise it becomes `dead`.
-   * A no-op returning `lost` when the lease was lost.
+   * `countsAsAttempt: false` (a cause outside the job, such as a full storage) gives the attempt back: the
+   * job's attempt count is what it was before this claim, and it returns to `pending` whatever that count
+   * is, never `dead`. A no-op returning `lost` when the lease was lost.
    */
-  fail(jobId: string, workerId: string, failure: { error: string; retryAt?: string }): Promise<'retrying' | 'dead' | 'lost'>;
+  fail(jobId: string, workerId: string, failure: JobFailure): Promise<'retrying' | 'dead' | 'lost'>;
   /** Extends the lease of a running job; `false` when the lease was lost. */
   extendLease(jobId: string, workerId: string, leaseMs: number): Promise<boolean>;
   /** Gives back every lease the worker holds, so another worker can take the jobs at once (shutdown). */

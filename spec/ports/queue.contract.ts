@@ -297,6 +297,28 @@ export function defineQueueContract(options: QueueContractOptions): void {
     expect(await queue.fail(id, 'w', { error: 'late' })).toBe('lost');
   });
 
+  test('a failure that does not count as an attempt gives it back: the job is retried at retryAt however often, never dead for it', async ({ queue, clock }) => {
+    const id = await queue.enqueue({ type: 'bulk.process', payload: { requestId: 'r-1' }, maxAttempts: 2 });
+    const [first] = await queue.claim({ workerId: 'w', limit: 1, leaseMs: LEASE });
+    expect(first).toMatchObject({ id, attempt: 1 });
+    // Its first attempt counted; then, on the last one, far more tries than maxAttempts, none counted.
+    expect(await queue.fail(id, 'w', { error: 'counted', retryAt: clock.now().toISOString() })).toBe('retrying');
+    for (let i = 0; i < 5; i++) {
+      const [job] = await queue.claim({ workerId: 'w', limit: 1, leaseMs: LEASE });
+      expect(job).toMatchObject({ id, attempt: 2, maxAttempts: 2 });
+      const retryAt = new Date(clock.now().getTime() + 30_000).toISOString();
+      expect(await queue.fail(id, 'w', { error: 'STORAGE_FULL: full', retryAt, countsAsAttempt: false })).toBe('retrying');
+      expect(await queue.nextRunAt()).toBe(retryAt);
+      expect(await queue.claim({ workerId: 'w', limit: 1, leaseMs: LEASE })).toEqual([]);
+      clock.advance(30_000);
+    }
+    expect(await queue.stats()).toEqual({ pending: 1, running: 0, dead: 0, done: 0 });
+    // A counted failure of the last attempt still makes it dead.
+    await queue.claim({ workerId: 'w', limit: 1, leaseMs: LEASE });
+    expect(await queue.fail(id, 'w', { error: 'counted again' })).toBe('dead');
+    expect(await queue.dead()).toEqual([expect.objectContaining({ id, attempts: 2, lastError: 'counted again' })]);
+  });
+
   test('maxAttempts 1 means one try', async ({ queue }) => {
     const id = await queue.enqueue({ type: 't', payload: 'x', maxAttempts: 1 });
     await queue.claim({ workerId: 'w', limit: 1, leaseMs: LEASE });

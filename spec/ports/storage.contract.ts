@@ -881,6 +881,13 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect(await storage.bulkRequests.updateIfStatus({ ...processing, accountId: ACCOUNT_B, status: 'failed' }, 'processing')).toBeUndefined();
     expect(await storage.bulkRequests.updateIfStatus(build.bulkRequest(ACCOUNT_A), 'waiting')).toBeUndefined();
     expect(await storage.bulkRequests.get(ACCOUNT_A, request.id)).toEqual(processing);
+    // A pause is kept with the request, and a write without one ends it.
+    const paused: BulkRequest = { ...processing, paused: { code: 'STORAGE_FULL', since: at(2) }, updatedAt: at(2) };
+    expect(await storage.bulkRequests.updateIfStatus(paused, 'processing')).toEqual(paused);
+    expect(await storage.bulkRequests.getById(request.id)).toEqual(paused);
+    const resumed: BulkRequest = { ...processing, processed: 5, updatedAt: at(3) };
+    expect(await storage.bulkRequests.updateIfStatus(resumed, 'processing')).toEqual(resumed);
+    expect(await storage.bulkRequests.getById(request.id)).toEqual(resumed);
   });
 
   test('bulkRequests: of racing updateIfStatus calls from one status, exactly one wins', async (storage, build) => {

@@ -1,4 +1,4 @@
-import type { ClaimedJob, JobLane, JsonValue, NewJob, QueuePort, QueueStats } from '../../../core/ports/queue.port.js';
+import type { ClaimedJob, JobFailure, JobLane, JsonValue, NewJob, QueuePort, QueueStats } from '../../../core/ports/queue.port.js';
 import {
   LANE_RANK,
   LEASE_EXPIRED_ERROR,
@@ -139,16 +139,18 @@ export class MemoryQueue implements QueuePort {
     this.doneCount += 1;
   }
 
-  async fail(jobId: string, workerId: string, failure: { error: string; retryAt?: string }): Promise<'retrying' | 'dead' | 'lost'> {
+  async fail(jobId: string, workerId: string, failure: JobFailure): Promise<'retrying' | 'dead' | 'lost'> {
     const job = this.heldBy(jobId, workerId);
     if (!job) return 'lost';
     const nowMs = this.options.clock.now().getTime();
     const error = clipError(failure.error);
-    if (job.attempts >= job.maxAttempts) {
+    const counts = failure.countsAsAttempt !== false;
+    if (counts && job.attempts >= job.maxAttempts) {
       this.bury(job, error);
       return 'dead';
     }
     job.runAtMs = retryAtMs(failure, job.attempts, nowMs, this.options);
+    if (!counts) job.attempts = Math.max(0, job.attempts - 1);
     job.status = 'pending';
     job.lastError = error;
     delete job.lockedBy;

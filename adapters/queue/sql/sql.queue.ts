@@ -1,7 +1,7 @@
 import { QueryTypes, type Sequelize } from 'sequelize';
 import { SequelizeStorage, Umzug } from 'umzug';
 import { CoreError } from '../../../core/errors.js';
-import type { ClaimedJob, JobLane, JsonValue, NewJob, QueuePort, QueueStats } from '../../../core/ports/queue.port.js';
+import type { ClaimedJob, JobFailure, JobLane, JsonValue, NewJob, QueuePort, QueueStats } from '../../../core/ports/queue.port.js';
 import {
   LANE_OF_RANK,
   LANE_RANK,
@@ -206,7 +206,7 @@ export class SqlQueue implements QueuePort {
     );
   }
 
-  async fail(jobId: string, workerId: string, failure: { error: string; retryAt?: string }): Promise<'retrying' | 'dead' | 'lost'> {
+  async fail(jobId: string, workerId: string, failure: JobFailure): Promise<'retrying' | 'dead' | 'lost'> {
     const nowMs = this.nowMs();
     const [held] = await this.select(
       `SELECT attempts, max_attempts FROM ${this.table} WHERE id = :id AND status = 'running' AND locked_by = :worker`,
@@ -214,16 +214,26 @@ export class SqlQueue implements QueuePort {
     );
     if (!held) return 'lost';
     const attempts = num(held.attempts);
-    const dead = attempts >= num(held.max_attempts);
+    const counts = failure.countsAsAttempt !== false;
+    const dead = counts && attempts >= num(held.max_attempts);
     const runAt = dead ? null : retryAtMs(failure, attempts, nowMs, this.options);
     // Guarded by the attempt count read above: if the lease changed hands in between, nothing is written.
     const updated = await this.select(
       `UPDATE ${this.table}
        SET status = :status, run_at = COALESCE(:runAt, run_at), locked_by = NULL, lease_until = NULL,
-           last_error = :error, updated_at = :now
+           last_error = :error, updated_at = :now, attempts = :attemptsAfter
        WHERE id = :id AND status = 'running' AND locked_by = :worker AND attempts = :attempts
        RETURNING id`,
-      { status: dead ? 'dead' : 'pending', runAt, error: clipError(failure.error), now: nowMs, id: jobId, worker: workerId, attempts },
+      {
+        status: dead ? 'dead' : 'pending',
+        runAt,
+        error: clipError(failure.error),
+        now: nowMs,
+        id: jobId,
+        worker: workerId,
+        attempts,
+        attemptsAfter: counts ? attempts : Math.max(0, attempts - 1),
+      },
     );
     if (updated.length === 0) return 'lost';
     return dead ? 'dead' : 'retrying';

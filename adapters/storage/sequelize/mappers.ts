@@ -286,6 +286,7 @@ export class RowMapper {
       created: request.created,
       updated: request.updated,
       ignored_columns: this.json(request.ignoredColumns),
+      paused: this.json(request.paused),
     };
   }
 
@@ -313,6 +314,7 @@ export class RowMapper {
         resultKey: row.result_key,
         metadata: row.metadata === null || row.metadata === undefined ? null : this.parse(row.metadata),
         ignoredColumns: row.ignored_columns === null || row.ignored_columns === undefined ? null : this.parse(row.ignored_columns),
+        paused: row.paused === null || row.paused === undefined ? null : this.parse(row.paused),
       },
     );
   }

@@ -97,6 +97,7 @@ export const TABLES = {
     created: 'integer',
     updated: 'integer',
     ignored_columns: 'json?',
+    paused: 'json?',
   },
   bulk_rows: {
     request_id: 'text key',

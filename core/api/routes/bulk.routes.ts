@@ -1,3 +1,4 @@
+import { pauseOf, pauseReason } from '../../bulk/pause.js';
 import { resultDownloadUrl } from '../../bulk/result.js';
 import { getBulkRequest, startBulkCreate } from '../../bulk/start.js';
 import { acceptUpload } from '../../bulk/upload.js';
@@ -10,7 +11,8 @@ import { bulkStartResponse, bulkStatusResponse } from '../../../contract/respons
 
 const BULK = '/medical/v1/patient/bulk';
 
-export function bulkStatusToWire(deps: Pick<CoreDeps, 'urlSigner' | 'clock' | 'config'>, request: BulkRequest, documentQueries?: BulkQueriesProgress) {
+export function bulkStatusToWire(deps: Pick<CoreDeps, 'urlSigner' | 'clock' | 'config' | 'pauses'>, request: BulkRequest, documentQueries?: BulkQueriesProgress) {
+  const pause = pauseOf(deps, request);
   return {
     requestId: request.id,
     facilityId: request.facilityId,
@@ -26,6 +28,7 @@ export function bulkStatusToWire(deps: Pick<CoreDeps, 'urlSigner' | 'clock' | 'c
     ...(request.ignoredColumns !== undefined ? { ignoredColumns: request.ignoredColumns } : {}),
     // A fresh URL on every read: the one in the webhook lives only 600 s.
     ...(request.status === 'completed' && request.resultKey ? { result: resultDownloadUrl(deps, request) } : {}),
+    ...(pause ? { paused: { ...pause, reason: pauseReason(pause) } } : {}),
     // What the import set off: the document query of each patient, counted as they are started and end.
     ...(documentQueries ? { documentQueries } : {}),
     createdAt: request.createdAt,

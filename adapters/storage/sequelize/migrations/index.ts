@@ -10,6 +10,7 @@ import * as networkQueries from './0006-network-queries.js';
 import * as bulkCounts from './0007-bulk-counts.js';
 import * as rekeyNames from './0008-rekey-names.js';
 import * as patientVersions from './0009-patient-versions.js';
+import * as bulkPauses from './0010-bulk-pauses.js';
 
 /** What every storage migration receives: DDL goes through `queryInterface` with `{ transaction }`. */
 export interface MigrationContext {
@@ -28,6 +29,7 @@ const MIGRATIONS: { name: string; up: (params: { context: MigrationContext }) =>
   bulkCounts,
   rekeyNames,
   patientVersions,
+  bulkPauses,
 ];
 
 /** Where applied migrations are recorded; other adapters on the same database keep their own table. */
