@@ -43,4 +43,4 @@ export { deliverDueMessages } from './core/webhooks/deliver.js';
 
 // Webhook messages and their signatures
 export * from './core/webhooks/envelope.js';
-export { signWebhookBody, verifyStandardWebhook, verifyWebhookSignature } from './contract/signature.js';
+export { signWebhookBody, verifyStandardWebhook, verifyWebhookSignature, webhookSigningSecret } from './contract/signature.js';

@@ -10,7 +10,16 @@ import {
   networkQueryMessage,
   pingMessage,
 } from '../core/webhooks/envelope.js';
-import { CarebridgeWebhookError, isWebhookMessageOfType, parseWebhook, verifyWebhookSignature, WEBHOOK_MESSAGE_TYPES, type WebhookMessage } from './index.js';
+import {
+  CarebridgeWebhookError,
+  isWebhookMessageOfType,
+  parseWebhook,
+  verifyStandardWebhook,
+  verifyWebhookSignature,
+  WEBHOOK_MESSAGE_TYPES,
+  webhookSigningSecret,
+  type WebhookMessage,
+} from './index.js';
 
 const when = new Date('2026-11-22T09:00:00.000Z');
 const meta = (n: number) => ({ messageId: `m${n}`, requestId: `r${n}`, when, data: { source: 'test' } });
@@ -92,5 +101,43 @@ describe('verifyWebhookSignature', () => {
       }),
       { numRuns: 100 },
     );
+  });
+});
+
+describe('either form of the key: webhookKey or webhookSigningSecret', () => {
+  const standardSign = (id: string, timestamp: number, body: string, keyBytes: Buffer) =>
+    `v1,${createHmac('sha256', keyBytes).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+  // The service's own keys: base64url text, never written whsec_.
+  const serviceKey = fc.stringMatching(/^[A-Za-z0-9_-]{16,64}$/);
+
+  test('both verifiers accept the key and its signing secret, and refuse another key', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 300 }), serviceKey, serviceKey, (body, key, other) => {
+        fc.pre(key !== other);
+        const signature = createHmac('sha256', key).update(body).digest('hex');
+        const headers = { 'webhook-id': 'msg_1', 'webhook-timestamp': '1700000000', 'webhook-signature': standardSign('msg_1', 1700000000, body, Buffer.from(key, 'utf8')) };
+        const options = { nowSeconds: 1700000000 };
+        for (const given of [key, webhookSigningSecret(key)]) {
+          expect(verifyWebhookSignature(body, signature, given)).toBe(true);
+          expect(verifyStandardWebhook(body, headers, given, options)).toBe(true);
+        }
+        for (const given of [other, webhookSigningSecret(other)]) {
+          expect(verifyWebhookSignature(body, signature, given)).toBe(false);
+          expect(verifyStandardWebhook(body, headers, given, options)).toBe(false);
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  test('a key written whsec_ keeps its meaning: the Metriport header with its text, the Standard headers with its decoded bytes', () => {
+    const key = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+    const body = '{"meta":{"type":"ping"}}';
+    const signature = createHmac('sha256', key).update(body).digest('hex');
+    const headers = { 'webhook-id': 'msg_1', 'webhook-timestamp': '1700000000', 'webhook-signature': standardSign('msg_1', 1700000000, body, Buffer.from(key.slice(6), 'base64')) };
+    expect(webhookSigningSecret(key)).toBe(key);
+    expect(verifyWebhookSignature(body, signature, key)).toBe(true);
+    expect(verifyStandardWebhook(body, headers, key, { nowSeconds: 1700000000 })).toBe(true);
+    expect(verifyStandardWebhook(body, { ...headers, 'webhook-signature': standardSign('msg_1', 1700000000, body, Buffer.from(key, 'utf8')) }, key, { nowSeconds: 1700000000 })).toBe(false);
   });
 });

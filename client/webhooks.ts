@@ -34,6 +34,7 @@ export {
   signWebhookBody,
   verifyStandardWebhook,
   verifyWebhookSignature,
+  webhookSigningSecret,
   type StandardWebhookHeaders,
   type VerifyStandardWebhookOptions,
 } from '../contract/signature.js';

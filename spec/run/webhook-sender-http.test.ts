@@ -1,6 +1,7 @@
 import type { LookupAddress } from 'node:dns';
 import { MetriportMedicalApi } from '@metriport/api-sdk';
 import fc from 'fast-check';
+import { Webhook } from 'standardwebhooks';
 import { describe, expect, test } from 'vitest';
 import { HttpWebhookSender, parseRetryAfter } from '../../adapters/webhook/http.webhook-sender.js';
 import {
@@ -8,6 +9,7 @@ import {
   signWebhookBody,
   verifyStandardWebhook,
   verifyWebhookSignature,
+  webhookSigningSecret,
 } from '../../contract/signature.js';
 import { defineWebhookSenderContract } from '../ports/webhook-sender.contract.js';
 import { startReceiver } from '../support/receiver.js';
@@ -108,10 +110,24 @@ describe('webhook signatures', () => {
     expect(verifyStandardWebhook(body, headers, key, { nowSeconds: 1614265330 + 60 })).toBe(true);
   });
 
-  test('a plain key signs with its UTF-8 bytes, which a Standard Webhooks library gets as whsec_ + base64(key)', () => {
+  test('the signing secret of a plain key is whsec_ + base64(UTF-8 bytes of the key): the stock library signs as the sender does', () => {
     const key = 'Zm9vYmFyLWJhc2U2NHVybC1rZXk_-x';
-    const asStandardSecret = `whsec_${Buffer.from(key, 'utf8').toString('base64')}`;
-    expect(signStandardWebhook('id1', 1700000000, '{}', key)).toBe(signStandardWebhook('id1', 1700000000, '{}', asStandardSecret));
+    const secret = webhookSigningSecret(key);
+    expect(secret).toBe(`whsec_${Buffer.from(key, 'utf8').toString('base64')}`);
+    const signed = signStandardWebhook('id1', 1700000000, '{}', key);
+    expect(signStandardWebhook('id1', 1700000000, '{}', secret)).toBe(signed);
+    expect(new Webhook(secret).sign('id1', new Date(1700000000 * 1000), '{}')).toBe(signed);
+  });
+
+  test('a whsec_ key keeps its meaning: its secret is itself, in strict base64 (padded) when it was written loosely', () => {
+    const key = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+    expect(webhookSigningSecret(key)).toBe(key);
+    const unpadded = 'whsec_c2VjcmV0LWJ5dGU';
+    expect(webhookSigningSecret(unpadded)).toBe('whsec_c2VjcmV0LWJ5dGU=');
+    for (const written of [key, unpadded]) {
+      const signed = signStandardWebhook('id1', 1700000000, '{}', written);
+      expect(new Webhook(webhookSigningSecret(written)).sign('id1', new Date(1700000000 * 1000), '{}')).toBe(signed);
+    }
   });
 
   test('Standard Webhooks verification refuses a stale or future timestamp, a tampered body and missing headers', () => {
