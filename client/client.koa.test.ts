@@ -270,7 +270,7 @@ describe('settings and webhooks', () => {
     const client = await newClient();
     await client.createFacility(FACILITY);
     const initial = await client.getSettings();
-    expect(initial).toMatchObject({ webhookUrl: null, webhookEnabled: false, webhookKey: expect.any(String) });
+    expect(initial).toMatchObject({ webhookUrl: null, webhookEnabled: false, webhookKey: expect.any(String), webhookSigningSecret: expect.stringMatching(/^whsec_/) });
 
     const path = `/hooks/${initial.id}`;
     const settings = await client.updateSettings({ webhookUrl: `${receiver.url}${path}` });
@@ -285,6 +285,7 @@ describe('settings and webhooks', () => {
       expect(verifyWebhookSignature(request.body, String(request.headers[WEBHOOK_SIGNATURE_HEADER]), settings.webhookKey)).toBe(true);
       expect(verifyWebhookSignature(`${request.body} `, String(request.headers[WEBHOOK_SIGNATURE_HEADER]), settings.webhookKey)).toBe(false);
       expect(verifyStandardWebhook(request.body, request.headers, settings.webhookKey, { nowSeconds: Number(request.headers['webhook-timestamp']) })).toBe(true);
+      expect(verifyStandardWebhook(request.body, request.headers, settings.webhookSigningSecret, { nowSeconds: Number(request.headers['webhook-timestamp']) })).toBe(true);
       messages.push(parseWebhook(request.body));
     }
     expect(messages[0]).toMatchObject({ meta: { type: 'ping' } });

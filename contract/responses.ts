@@ -131,7 +131,14 @@ export const bulkStatusResponse = z.strictObject({
 export const settingsResponse = z.strictObject({
   id,
   webhookUrl: z.string().nullable(),
-  webhookKey: z.string().describe('The secret webhook bodies are signed with'),
+  webhookKey: z
+    .string()
+    .describe("The secret of the `x-metriport-signature` header, the hex HMAC-SHA256 of the raw body keyed with this text's UTF-8 bytes (what the Metriport SDK's `verifyWebhookSignature` takes)"),
+  webhookSigningSecret: z
+    .string()
+    .describe(
+      'The same secret for the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`), ready for a Standard Webhooks or Svix library as it is: `new Webhook(webhookSigningSecret).verify(rawBody, headers)`. `whsec_` + base64 of the HMAC key bytes; changes when `webhookKey` does',
+    ),
   webhookEnabled: z.boolean(),
   webhookStatusDetail: z.string().nullable(),
 });

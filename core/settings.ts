@@ -1,14 +1,17 @@
+import { webhookSigningSecret } from '../contract/signature.js';
 import type { CoreDeps } from './deps.js';
 import type { WebhookSettings } from './domain/types.js';
 import { nowIso } from './time.js';
 import { pingWebhook, resumePendingMessages, retryParked, webhookStatus } from './webhooks/deliver.js';
 import { validateWebhookUrl } from './webhooks/url.js';
 
+/** The secret is derived from the key, not stored: whatever changes the key changes it, and old rows have it. */
 export function settingsToWire(settings: WebhookSettings) {
   return {
     id: settings.accountId,
     webhookUrl: settings.webhookUrl,
     webhookKey: settings.webhookKey,
+    webhookSigningSecret: webhookSigningSecret(settings.webhookKey),
     webhookEnabled: settings.webhookEnabled,
     webhookStatusDetail: settings.webhookStatusDetail,
   };

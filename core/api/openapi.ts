@@ -206,7 +206,8 @@ const STRING_EXAMPLES: Record<string, string> = {
   uploadUrl: 'https://carebridge.example.com/medical/v1/patient/bulk/0192f1c2-7a1b-7c3d-8e4f-5a6b7c8d9e0f/upload?exp=1764063000&sig=…',
   result: 'https://carebridge.example.com/medical/v1/patient/bulk/0192f1c2-7a1b-7c3d-8e4f-5a6b7c8d9e0f/result?exp=1764063000&sig=…',
   webhookUrl: 'https://hooks.example.com/carebridge',
-  webhookKey: 'whsec_4f1c…',
+  webhookKey: 'Zk3q9wLx2VbT7nRc4HsY8mPa1uJe6GdK0oQiWfNtBzM',
+  webhookSigningSecret: 'whsec_WmszcTl3THgyVmJUN25SYzRIc1k4bVBhMXVKZTZHZEswb1FpV2ZOdEJ6TQ==',
 };
 
 const INSTANT_FIELDS = /^(dateCreated|createdAt|updatedAt|startedAt|when|at|lastAttemptAt|nextAttemptAt)$/;
