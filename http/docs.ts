@@ -1,27 +1,16 @@
 import { createReadStream } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 
 /**
- * The `/docs` page: Swagger UI from the installed swagger-ui-dist package, served by the host itself (no
- * CDN: the service runs on closed networks too), pointed at the host's own `/openapi.json`.
+ * The `/docs` page: the host's own OpenAPI document rendered in the browser by a small script of ours
+ * (http/docs-assets), served by the host itself: no CDN (the service runs on closed networks too), and no
+ * third-party UI, whose packages came with install-time analytics.
  */
 
 const ASSETS: Record<string, string> = {
-  'swagger-ui.css': 'text/css; charset=utf-8',
-  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
-  'swagger-ui-standalone-preset.js': 'text/javascript; charset=utf-8',
-  'favicon-32x32.png': 'image/png',
-  'favicon-16x16.png': 'image/png',
+  'docs.js': 'text/javascript; charset=utf-8',
+  'docs.css': 'text/css; charset=utf-8',
 };
-
-let assetsDir: string | undefined;
-
-function swaggerUiDir(): string {
-  assetsDir ??= dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
-  return assetsDir;
-}
 
 export interface DocsFile {
   contentType: string;
@@ -37,38 +26,28 @@ const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.char
  */
 export function docsFile(base: string, name: string): DocsFile | undefined {
   if (name === '') {
+    const at = escapeHtml(base);
     const html = `<!DOCTYPE html>
 <html lang="en">
   <head>
     <meta charset="UTF-8">
+    <meta name="viewport" content="width=device-width, initial-scale=1">
     <title>carebridge API</title>
-    <link rel="stylesheet" type="text/css" href="${escapeHtml(base)}/docs/swagger-ui.css" />
-    <link rel="icon" type="image/png" href="${escapeHtml(base)}/docs/favicon-32x32.png" sizes="32x32" />
+    <link rel="stylesheet" type="text/css" href="${at}/docs/docs.css" />
+    <script src="${at}/docs/docs.js" defer></script>
   </head>
   <body>
-    <div id="swagger-ui"></div>
-    <script src="${escapeHtml(base)}/docs/swagger-ui-bundle.js" charset="UTF-8"></script>
-    <script src="${escapeHtml(base)}/docs/swagger-ui-standalone-preset.js" charset="UTF-8"></script>
-    <script src="${escapeHtml(base)}/docs/init.js" charset="UTF-8"></script>
+    <header>
+      <h1>carebridge API</h1>
+      <p><label for="api-key">API key for “Try it”</label> <input id="api-key" type="password" autocomplete="off" size="40"></p>
+    </header>
+    <main id="docs" data-openapi="${at}/openapi.json"><p>Loading the API description…</p></main>
   </body>
 </html>
 `;
     return { contentType: 'text/html; charset=utf-8', body: html };
   }
-  if (name === 'init.js') {
-    const script = `window.onload = function () {
-  window.ui = SwaggerUIBundle({
-    url: ${JSON.stringify(`${base}/openapi.json`)},
-    dom_id: '#swagger-ui',
-    deepLinking: true,
-    presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
-    layout: 'StandaloneLayout',
-  });
-};
-`;
-    return { contentType: 'text/javascript; charset=utf-8', body: script };
-  }
   const contentType = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
   if (!contentType) return undefined;
-  return { contentType, body: createReadStream(join(swaggerUiDir(), name)) };
+  return { contentType, body: createReadStream(new URL(`./docs-assets/${name}`, import.meta.url)) };
 }

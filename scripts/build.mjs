@@ -1,7 +1,7 @@
 // Builds the package: TypeScript to dist/ (JavaScript and declarations), plus the C-CDA pool thread's
-// plain-JavaScript entry, which tsc does not copy. Run by `npm run build` and before packing.
+// plain-JavaScript entry and the /docs page's assets, which tsc does not copy. Run by `npm run build` and before packing.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
@@ -10,3 +10,6 @@ rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true });
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
 copyFileSync(new URL('../adapters/ccda/ccda.worker.mjs', import.meta.url), new URL('../dist/adapters/ccda/ccda.worker.mjs', import.meta.url));
+// The /docs page's script and style, served as they are.
+mkdirSync(new URL('../dist/http/docs-assets', import.meta.url), { recursive: true });
+for (const asset of ['docs.js', 'docs.css']) copyFileSync(new URL(`../http/docs-assets/${asset}`, import.meta.url), new URL(`../dist/http/docs-assets/${asset}`, import.meta.url));

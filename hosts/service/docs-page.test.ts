@@ -4,9 +4,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startMemoryKoa, type MemoryKoa } from '../../spec/support/http-testing.js';
 
 /**
- * /docs as a person sees it: Swagger UI in Debian's headless Chromium (installed by .ci/run when missing)
- * renders the operations and, for an operation, its response schema. Required under CI; elsewhere skipped
- * with the reason printed when Chromium is not installed.
+ * /docs as a person sees it, in Debian's headless Chromium (installed by .ci/run when missing): the
+ * operations by tag, an operation's response schema with its fields, and "Try it" sending a real request
+ * with the key typed in. Required under CI; elsewhere skipped with the reason printed when Chromium is not
+ * installed.
  */
 const CHROMIUM = process.env.CAREBRIDGE_CHROMIUM ?? '/usr/bin/chromium';
 const available = existsSync(CHROMIUM);
@@ -32,24 +33,31 @@ afterAll(async () => {
 });
 
 describe.skipIf(!available)('/docs in a browser', () => {
-  test('shows the operations, and an operation shows its response schema with its fields', async () => {
+  test('shows the operations, an operation its response schema with its fields, and Try it answers', async () => {
     const page = await browser.newPage();
+    const { apiKey } = await server.host.createAccount('Docs');
     try {
       await page.goto(`${server.url}/docs`);
-      const operations = page.locator('.opblock-summary-path');
-      await operations.first().waitFor({ timeout: 30_000 });
-      const paths = await operations.allInnerTexts();
-      expect(paths.map((path) => path.replace(/\u200b/g, ''))).toEqual(expect.arrayContaining(['/medical/v1/patient/{id}', '/medical/v1/patient/bulk']));
+      const paths = page.locator('details.operation code.path');
+      await paths.first().waitFor({ timeout: 30_000 });
+      expect(await paths.allInnerTexts()).toEqual(expect.arrayContaining(['/medical/v1/patient/{id}', '/medical/v1/patient/bulk']));
       // Open GET /medical/v1/patient/{id} and read its 200 response's schema.
-      const patientGet = page.locator('.opblock-get', { has: page.locator('.opblock-summary-path', { hasText: /^\/medical\/v1\/patient\/\{id\}$/ }) }).first();
-      await patientGet.locator('.opblock-summary').click();
-      await patientGet.locator('.responses-wrapper').waitFor({ timeout: 10_000 });
-      const schemaTab = patientGet.locator('.responses-wrapper').getByText('Schema', { exact: true }).first();
-      if (await schemaTab.count()) await schemaTab.click();
-      const responses = await patientGet.locator('.responses-wrapper').innerText();
+      const patientGet = page.locator('details.operation.get', { has: page.locator('code.path', { hasText: /^\/medical\/v1\/patient\/\{id\}$/ }) }).first();
+      await patientGet.locator('summary').click();
+      const responses = await patientGet.locator('section.responses').innerText();
       expect(responses).toContain('firstName');
       expect(responses).toContain('hieOptOut');
-      expect(responses).not.toMatch(/^\s*\{\s*\}\s*$/m);
+      // Try it: GET /medical/v1/facility with the key typed in answers 200 with the account's facilities.
+      await page.locator('#api-key').fill(apiKey);
+      const facilities = page.locator('details.operation.get', { has: page.locator('code.path', { hasText: /^\/medical\/v1\/facility$/ }) }).first();
+      await facilities.locator('summary').click();
+      await facilities.getByRole('button', { name: 'Send' }).click();
+      await facilities.locator('pre.output', { hasText: /^200 / }).waitFor({ timeout: 10_000 });
+      expect(await facilities.locator('pre.output').innerText()).toContain('"facilities"');
+      // No request left the host: everything the page loaded came from it.
+      const loaded = await page.evaluate(() => performance.getEntriesByType('resource').map((entry) => entry.name));
+      const external = loaded.filter((name) => !name.startsWith(server.url));
+      expect(external).toEqual([]);
     } finally {
       await page.close();
     }

@@ -1,0 +1,28 @@
+import { readFileSync } from 'node:fs';
+import { expect, test } from 'vitest';
+
+/*
+ * What `npm install carebridge` brings, read from the lock file: nothing that reports home, and install
+ * scripts only where a native part must be built or fetched.
+ */
+
+interface LockedPackage {
+  dev?: boolean;
+  devOptional?: boolean;
+  hasInstallScript?: boolean;
+}
+
+const lock = JSON.parse(readFileSync(new URL('../../package-lock.json', import.meta.url), 'utf8')) as { packages: Record<string, LockedPackage> };
+const production = Object.entries(lock.packages).filter(([path, entry]) => path !== '' && !entry.dev && !entry.devOptional);
+const nameOf = (path: string) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length);
+
+test('no analytics or telemetry package in the production dependency tree', () => {
+  expect(production.length).toBeGreaterThan(50);
+  const reporting = production.map(([path]) => nameOf(path)).filter((name) => /scarf|telemetry|analytics|posthog|segment|mixpanel|sentry/i.test(name));
+  expect(reporting).toEqual([]);
+});
+
+test('install scripts only where a native part is built: sqlite3, and esbuild under the TypeScript loader npm start uses', () => {
+  const withScripts = production.filter(([, entry]) => entry.hasInstallScript).map(([path]) => nameOf(path));
+  expect(withScripts.sort()).toEqual(['esbuild', 'sqlite3']);
+});
