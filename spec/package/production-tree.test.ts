@@ -22,7 +22,9 @@ test('no analytics or telemetry package in the production dependency tree', () =
   expect(reporting).toEqual([]);
 });
 
-test('install scripts only where a native part is built: sqlite3, and esbuild under the TypeScript loader npm start uses', () => {
+test('install scripts only where a native part is built (sqlite3); no TypeScript loader or bundler at run time', () => {
   const withScripts = production.filter(([, entry]) => entry.hasInstallScript).map(([path]) => nameOf(path));
-  expect(withScripts.sort()).toEqual(['esbuild', 'sqlite3']);
+  expect(withScripts).toEqual(['sqlite3']);
+  const loaders = production.map(([path]) => nameOf(path)).filter((name) => /^(tsx|ts-node|esbuild|@esbuild\/.*|typescript|@swc\/core.*)$/.test(name));
+  expect(loaders).toEqual([]);
 });
