@@ -43,6 +43,8 @@ export const ERROR_CODES = {
   CCDA_INVALID: 422,
   // 429: too busy to take it now; try again shortly
   RATE_LIMITED: 429,
+  // 429: wrong API keys from this client address past its limit; any key waits for Retry-After
+  TOO_MANY_FAILED_ATTEMPTS: 429,
   NOT_IMPLEMENTED: 501,
   INTERNAL: 500,
   // 503: the service cannot answer yet (starting) or a dependency does not (readiness)

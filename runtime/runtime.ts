@@ -93,6 +93,8 @@ export interface RuntimeOptions {
   ccda?: { kind: 'in-process' } | { kind: 'pooled'; maxThreads?: number };
   /** Requests per minute per account by route class (429 with Retry-After past them). Default: no limits. */
   rateLimits?: RateLimits;
+  /** Wrong API keys allowed per client address and minute (429 TOO_MANY_FAILED_ATTEMPTS past them). Default: not limited. */
+  failedAuthPerMinute?: number;
   /** Largest C-CDA document converted, bytes; larger ones are stored, their conversion fails with the reason. Default 32 MB. */
   ccdaMaxBytes?: number;
   /** The C-CDA documents the sandbox HIE network serves. Default `SANDBOX_DOCUMENTS_DIR`, else the repository's. */
@@ -277,6 +279,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       onRouted: noteRoute,
       classifyError: classifyStorageError,
       ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
+      ...(options.failedAuthPerMinute ? { failedAuthPerMinute: options.failedAuthPerMinute } : {}),
       onUnexpectedError: (error, request) =>
         logger?.error({ err: describeError(error), requestId: request.requestId, method: request.method, route: core.routeOf(request) ?? null }, 'unexpected error'),
     });

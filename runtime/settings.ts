@@ -1,4 +1,4 @@
-import { DEFAULT_RATE_LIMITS, type RateLimits } from '../core/api/rate-limit.js';
+import { DEFAULT_FAILED_AUTH_PER_MINUTE, DEFAULT_RATE_LIMITS, type RateLimits } from '../core/api/rate-limit.js';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
@@ -41,6 +41,8 @@ export interface ServiceSettings extends BlobSettings {
   ccdaWorkers?: number;
   /** `RATE_LIMITS`: requests per minute per account by route class, e.g. `create=600,consolidated=60`; `off`, or 0 for a class, disables. */
   rateLimits?: RateLimits;
+  /** `FAILED_AUTH_LIMIT`: wrong API keys allowed per client address and minute, 20; `off` or 0 disables. */
+  failedAuthPerMinute: number;
   /** `CCDA_MAX_MB`: largest C-CDA document converted, MB (1 to 1024); larger ones are stored but not converted. Default 32. */
   ccdaMaxBytes?: number;
 }
@@ -94,6 +96,11 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
     throw new Error(`CCDA_MAX_MB must be a number of megabytes from 1 to 1024, not "${maxMbText}"`);
   }
   const rateLimits = rateLimitsOf(nonEmpty(env.RATE_LIMITS));
+  const failedAuthText = nonEmpty(env.FAILED_AUTH_LIMIT) ?? String(DEFAULT_FAILED_AUTH_PER_MINUTE);
+  const failedAuthPerMinute = failedAuthText.toLowerCase() === 'off' ? 0 : Number(failedAuthText);
+  if (!Number.isInteger(failedAuthPerMinute) || failedAuthPerMinute < 0 || failedAuthPerMinute > 1_000_000) {
+    throw new Error(`FAILED_AUTH_LIMIT must be "off" or a whole number of wrong API keys per minute (0 to 1000000), not "${failedAuthText}"`);
+  }
   const concurrencyText = nonEmpty(env.WEBHOOK_CONCURRENCY) ?? '16';
   const webhookConcurrency = Number(concurrencyText);
   if (!Number.isInteger(webhookConcurrency) || webhookConcurrency < 1 || webhookConcurrency > 256) {
@@ -123,6 +130,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
     webhookAllowPrivate: flag(env.WEBHOOK_ALLOW_PRIVATE, 'WEBHOOK_ALLOW_PRIVATE'),
     logLevel,
     searchCacheMb,
+    failedAuthPerMinute,
   };
   const optional = {
     host: nonEmpty(env.HOST),

@@ -24,6 +24,11 @@ export interface MemoryHostOptions {
   searchCacheBytes?: number;
   /** Requests per minute per account by route class, to try a client's handling of 429; no limits when absent. */
   rateLimits?: RateLimits;
+  /**
+   * Wrong API keys allowed per client address and minute; not limited when absent. Only requests that carry
+   * `remoteAddress` (the host mounted behind an HTTP wrapper, or a test setting it) are counted.
+   */
+  failedAuthPerMinute?: number;
 }
 
 /**
@@ -46,6 +51,7 @@ export class MemoryHost {
       ...(options.fixturesDir ? { sandboxDocumentsDir: options.fixturesDir } : {}),
       ...(options.searchCacheBytes !== undefined ? { searchCacheBytes: options.searchCacheBytes } : {}),
       ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
+      ...(options.failedAuthPerMinute ? { failedAuthPerMinute: options.failedAuthPerMinute } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.ids ? { ids: options.ids } : {}),
     });

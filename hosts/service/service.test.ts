@@ -9,6 +9,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, test } from 'vitest';
 import { createPgSchema, probePostgres } from '../../spec/support/pg.js';
 import { startReceiver } from '../../spec/support/receiver.js';
+import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { settingsFromEnv, startService, type ServiceHandle, type ServiceOptions } from './service.js';
 import { SAMPLE_ADDRESS, VALID_NPI } from '../../spec/support/http-testing.js';
 
@@ -55,6 +56,7 @@ describe('settings from the environment', () => {
     expect(settingsFromEnv({})).toEqual({
       port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info', searchCacheMb: 64, jobConcurrency: 4, webhookConcurrency: 16, retentionDays: 7,
       rateLimits: DEFAULT_RATE_LIMITS,
+      failedAuthPerMinute: 20,
     });
     expect(
       settingsFromEnv({
@@ -86,10 +88,14 @@ describe('settings from the environment', () => {
       webhookConcurrency: 4,
       retentionDays: 7,
       rateLimits: DEFAULT_RATE_LIMITS,
+      failedAuthPerMinute: 20,
     });
     expect(settingsFromEnv({ RATE_LIMITS: 'off' }).rateLimits).toBeUndefined();
     expect(settingsFromEnv({ RATE_LIMITS: 'create=1200, documentQuery=0' }).rateLimits).toEqual({ ...DEFAULT_RATE_LIMITS, create: 1200, documentQuery: 0 });
     for (const value of ['fast', 'create=many', 'writes=10', 'create=-1', 'create=']) expect(() => settingsFromEnv({ RATE_LIMITS: value })).toThrow(/RATE_LIMITS/);
+    expect(settingsFromEnv({ FAILED_AUTH_LIMIT: 'off' }).failedAuthPerMinute).toBe(0);
+    expect(settingsFromEnv({ FAILED_AUTH_LIMIT: '5' }).failedAuthPerMinute).toBe(5);
+    for (const value of ['many', '-1', '2.5']) expect(() => settingsFromEnv({ FAILED_AUTH_LIMIT: value })).toThrow(/FAILED_AUTH_LIMIT/);
     expect(settingsFromEnv({ CCDA_MAX_MB: '8' }).ccdaMaxBytes).toBe(8 * 1024 * 1024);
     expect(() => settingsFromEnv({ CCDA_MAX_MB: '0' })).toThrow(/CCDA_MAX_MB/);
     expect(() => settingsFromEnv({ PORT: 'eighty' })).toThrow(/PORT/);
@@ -139,6 +145,22 @@ describe('the service on SQLite', () => {
     const moved = new URL(uploadUrl);
     const uploaded = await fetch(`${second.url}${moved.pathname}${moved.search}`, { method: 'PUT', headers: { 'x-api-key': apiKey, 'content-type': 'text/csv' }, body: CSV });
     expect(uploaded.status).toBe(200);
+  });
+
+  test('wrong API keys over HTTP are counted per client address: past the limit 429 TOO_MANY_FAILED_ATTEMPTS with Retry-After', async () => {
+    const dataDir = await tempDir();
+    const clock = new SteppedClock('2026-01-01T00:00:00.000Z');
+    const service = await start({ dataDir, clock, background: false, sandboxAccount: true, announce: () => {}, failedAuthPerMinute: 2 });
+    const apiKey = service.sandboxAccount!.apiKey;
+    expect((await api(service, apiKey, 'GET', '/medical/v1/facility')).status).toBe(200);
+    for (let i = 0; i < 2; i++) expect((await api(service, 'cb_wrong', 'GET', '/medical/v1/facility')).status).toBe(401);
+    const locked = await fetch(`${service.url}/medical/v1/facility`, { headers: { 'x-api-key': 'cb_wrong' } });
+    expect(locked.status).toBe(429);
+    expect(locked.headers.get('retry-after')).toBe('30');
+    expect(((await locked.json()) as { code: string }).code).toBe('TOO_MANY_FAILED_ATTEMPTS');
+    expect((await api(service, apiKey, 'GET', '/medical/v1/facility')).status).toBe(429);
+    clock.advance(30_000);
+    expect((await api(service, apiKey, 'GET', '/medical/v1/facility')).status).toBe(200);
   });
 
   test('graceful shutdown: a request in flight finishes, then new connections are refused', async () => {

@@ -116,6 +116,7 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
       ccda: { kind: 'pooled', ...(settings.ccdaWorkers !== undefined ? { maxThreads: settings.ccdaWorkers } : {}) },
       ...(settings.ccdaMaxBytes !== undefined ? { ccdaMaxBytes: settings.ccdaMaxBytes } : {}),
       ...(settings.rateLimits ? { rateLimits: settings.rateLimits } : {}),
+      failedAuthPerMinute: settings.failedAuthPerMinute,
       webhooks: {
         ...(settings.webhookLeaseSeconds !== undefined ? { leaseMs: settings.webhookLeaseSeconds * 1000 } : {}),
         allowPrivate: settings.webhookAllowPrivate,
