@@ -50,6 +50,8 @@ export const ERROR_CODES = {
   // 503: the service cannot answer yet (starting) or a dependency does not (readiness)
   STARTING: 503,
   UNAVAILABLE: 503,
+  // 503: as many renders (HTML, PDF) as the service runs at once, and as many waiting; try again after Retry-After
+  BUSY: 503,
   // 507: the disk or database the service writes to is full; nothing was half-written, try again later
   STORAGE_FULL: 507,
 } as const;

@@ -13,6 +13,7 @@ import type {
   UrlSignerPort,
   WebhookSenderPort,
 } from './ports/index.js';
+import type { RenderSlots } from './documents/render-slots.js';
 
 export interface CoreConfig {
   /** Base of every URL handed out (upload, result, download), without trailing slash. */
@@ -48,5 +49,7 @@ export interface CoreDeps {
   ccda: CcdaConverterPort;
   search: SearchIndexPort;
   renderer: RendererPort;
+  /** The cap on renders at once, shared by every account (see RenderSlots); no cap when absent. */
+  renders?: RenderSlots;
   config: CoreConfig;
 }

@@ -11,6 +11,7 @@ import { createApiHandler, type ApiHandler } from '../core/api/handler.js';
 import type { CoreConfig, CoreDeps } from '../core/deps.js';
 import { describeError } from '../core/error-facts.js';
 import { coreJobHandlers, resumeInterruptedWork } from '../core/jobs.js';
+import { DEFAULT_RENDER_CONCURRENCY, DEFAULT_RENDER_QUEUE, RenderSlots } from '../core/documents/render-slots.js';
 import type { BlobPort, ClockPort, IdsPort, StoragePort, WebhookSenderPort } from '../core/ports/index.js';
 import { DEFAULT_RETENTION_DAYS, pruneFinishedWork } from '../core/retention.js';
 import { deliverDueMessages, type EndpointPauses } from '../core/webhooks/deliver.js';
@@ -95,6 +96,11 @@ export interface RuntimeOptions {
   rateLimits?: RateLimits;
   /** Wrong API keys allowed per client address and minute (429 TOO_MANY_FAILED_ATTEMPTS past them). Default: not limited. */
   failedAuthPerMinute?: number;
+  /**
+   * Renders (HTML, PDF) run at once in this process, every account together, and how many more may wait
+   * for a slot; one more request answers 503 BUSY with Retry-After. Default 2 and 8.
+   */
+  renders?: { concurrency?: number; queue?: number };
   /** Largest C-CDA document converted, bytes; larger ones are stored, their conversion fails with the reason. Default 32 MB. */
   ccdaMaxBytes?: number;
   /** The C-CDA documents the sandbox HIE network serves. Default `SANDBOX_DOCUMENTS_DIR`, else the repository's. */
@@ -209,7 +215,10 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     );
     if (options.webhooks?.sender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhooks.sender);
     else container.load(webhookModule(logger ? { logger: logger.child({ component: 'webhooks' }) } : {}));
-    const deps = await resolveCoreDeps(container);
+    const deps: CoreDeps = {
+      ...(await resolveCoreDeps(container)),
+      renders: new RenderSlots(options.renders?.concurrency ?? DEFAULT_RENDER_CONCURRENCY, options.renders?.queue ?? DEFAULT_RENDER_QUEUE),
+    };
 
     // Unique per process: instances sharing one database tell their job leases and outbox claims apart by it.
     const workerId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;

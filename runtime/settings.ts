@@ -3,6 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { DEFAULT_RETENTION_DAYS } from '../core/retention.js';
+import { DEFAULT_RENDER_CONCURRENCY, DEFAULT_RENDER_QUEUE } from '../core/documents/render-slots.js';
 import { blobSettingsFromEnv, type BlobSettings } from './blob-settings.js';
 
 /** What the service reads from its environment. */
@@ -43,6 +44,10 @@ export interface ServiceSettings extends BlobSettings {
   rateLimits?: RateLimits;
   /** `FAILED_AUTH_LIMIT`: wrong API keys allowed per client address and minute, 20; `off` or 0 disables. */
   failedAuthPerMinute: number;
+  /** `RENDER_CONCURRENCY`: renders (HTML, PDF) run at once by this process, every account together, 2. */
+  renderConcurrency: number;
+  /** `RENDER_QUEUE`: renders that may wait for a slot, 8; one more answers 503 BUSY. */
+  renderQueue: number;
   /** `CCDA_MAX_MB`: largest C-CDA document converted, MB (1 to 1024); larger ones are stored but not converted. Default 32. */
   ccdaMaxBytes?: number;
 }
@@ -67,6 +72,15 @@ function flag(value: string | undefined, name: string): boolean {
 }
 
 const nonEmpty = (value: string | undefined) => (value === undefined || value.trim() === '' ? undefined : value.trim());
+
+/** A whole number from `min` to `max` in `name`, `fallback` when unset; throws naming the variable otherwise. */
+function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const text = nonEmpty(env[name]);
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${name} must be a whole number from ${min} to ${max}, not "${text}"`);
+  return value;
+}
 
 /** Settings from environment variables; throws with the variable's name when one is malformed. */
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSettings {
@@ -101,6 +115,8 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
   if (!Number.isInteger(failedAuthPerMinute) || failedAuthPerMinute < 0 || failedAuthPerMinute > 1_000_000) {
     throw new Error(`FAILED_AUTH_LIMIT must be "off" or a whole number of wrong API keys per minute (0 to 1000000), not "${failedAuthText}"`);
   }
+  const renderConcurrency = wholeNumber(env, 'RENDER_CONCURRENCY', DEFAULT_RENDER_CONCURRENCY, 1, 256);
+  const renderQueue = wholeNumber(env, 'RENDER_QUEUE', DEFAULT_RENDER_QUEUE, 0, 10_000);
   const concurrencyText = nonEmpty(env.WEBHOOK_CONCURRENCY) ?? '16';
   const webhookConcurrency = Number(concurrencyText);
   if (!Number.isInteger(webhookConcurrency) || webhookConcurrency < 1 || webhookConcurrency > 256) {
@@ -131,6 +147,8 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
     logLevel,
     searchCacheMb,
     failedAuthPerMinute,
+    renderConcurrency,
+    renderQueue,
   };
   const optional = {
     host: nonEmpty(env.HOST),

@@ -69,6 +69,12 @@ export interface CarebridgeOptions {
    */
   failedAuthPerMinute?: number;
   /**
+   * Renders (consolidated data and C-CDA documents as HTML or PDF) run at once, every account together,
+   * and how many more may wait for a slot; one more request answers 503 BUSY with Retry-After. Default 2
+   * and 8: renders share the thread that serves requests.
+   */
+  renders?: { concurrency?: number; queue?: number };
+  /**
    * Days delivered webhook messages and finished queue jobs are kept before they are pruned (in small
    * batches, in the background). Default 7.
    */
@@ -139,6 +145,7 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
     ccda: { kind: 'pooled', ...(options.ccdaWorkers !== undefined ? { maxThreads: options.ccdaWorkers } : {}) },
     ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
     ...(options.failedAuthPerMinute ? { failedAuthPerMinute: options.failedAuthPerMinute } : {}),
+    ...(options.renders ? { renders: options.renders } : {}),
     jobConcurrency: options.jobConcurrency ?? DEFAULT_JOB_CONCURRENCY,
     ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
     ...(options.retentionDays !== undefined ? { retentionDays: options.retentionDays } : {}),

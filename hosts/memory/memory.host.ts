@@ -29,6 +29,8 @@ export interface MemoryHostOptions {
    * `remoteAddress` (the host mounted behind an HTTP wrapper, or a test setting it) are counted.
    */
   failedAuthPerMinute?: number;
+  /** Renders (HTML, PDF) at once and waiting; past them 503 BUSY. Default 2 and 8, as the service. */
+  renders?: { concurrency?: number; queue?: number };
 }
 
 /**
@@ -52,6 +54,7 @@ export class MemoryHost {
       ...(options.searchCacheBytes !== undefined ? { searchCacheBytes: options.searchCacheBytes } : {}),
       ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
       ...(options.failedAuthPerMinute ? { failedAuthPerMinute: options.failedAuthPerMinute } : {}),
+      ...(options.renders ? { renders: options.renders } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.ids ? { ids: options.ids } : {}),
     });

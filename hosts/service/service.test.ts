@@ -57,6 +57,8 @@ describe('settings from the environment', () => {
       port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info', searchCacheMb: 64, jobConcurrency: 4, webhookConcurrency: 16, retentionDays: 7,
       rateLimits: DEFAULT_RATE_LIMITS,
       failedAuthPerMinute: 20,
+      renderConcurrency: 2,
+      renderQueue: 8,
     });
     expect(
       settingsFromEnv({
@@ -89,6 +91,8 @@ describe('settings from the environment', () => {
       retentionDays: 7,
       rateLimits: DEFAULT_RATE_LIMITS,
       failedAuthPerMinute: 20,
+      renderConcurrency: 2,
+      renderQueue: 8,
     });
     expect(settingsFromEnv({ RATE_LIMITS: 'off' }).rateLimits).toBeUndefined();
     expect(settingsFromEnv({ RATE_LIMITS: 'create=1200, documentQuery=0' }).rateLimits).toEqual({ ...DEFAULT_RATE_LIMITS, create: 1200, documentQuery: 0 });
@@ -96,6 +100,9 @@ describe('settings from the environment', () => {
     expect(settingsFromEnv({ FAILED_AUTH_LIMIT: 'off' }).failedAuthPerMinute).toBe(0);
     expect(settingsFromEnv({ FAILED_AUTH_LIMIT: '5' }).failedAuthPerMinute).toBe(5);
     for (const value of ['many', '-1', '2.5']) expect(() => settingsFromEnv({ FAILED_AUTH_LIMIT: value })).toThrow(/FAILED_AUTH_LIMIT/);
+    expect(settingsFromEnv({ RENDER_CONCURRENCY: '4', RENDER_QUEUE: '0' })).toMatchObject({ renderConcurrency: 4, renderQueue: 0 });
+    for (const value of ['0', 'two', '1.5']) expect(() => settingsFromEnv({ RENDER_CONCURRENCY: value })).toThrow(/RENDER_CONCURRENCY/);
+    expect(() => settingsFromEnv({ RENDER_QUEUE: '-1' })).toThrow(/RENDER_QUEUE/);
     expect(settingsFromEnv({ CCDA_MAX_MB: '8' }).ccdaMaxBytes).toBe(8 * 1024 * 1024);
     expect(() => settingsFromEnv({ CCDA_MAX_MB: '0' })).toThrow(/CCDA_MAX_MB/);
     expect(() => settingsFromEnv({ PORT: 'eighty' })).toThrow(/PORT/);

@@ -117,6 +117,7 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
       ...(settings.ccdaMaxBytes !== undefined ? { ccdaMaxBytes: settings.ccdaMaxBytes } : {}),
       ...(settings.rateLimits ? { rateLimits: settings.rateLimits } : {}),
       failedAuthPerMinute: settings.failedAuthPerMinute,
+      renders: { concurrency: settings.renderConcurrency, queue: settings.renderQueue },
       webhooks: {
         ...(settings.webhookLeaseSeconds !== undefined ? { leaseMs: settings.webhookLeaseSeconds * 1000 } : {}),
         allowPrivate: settings.webhookAllowPrivate,
