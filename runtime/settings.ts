@@ -48,6 +48,14 @@ export interface ServiceSettings extends BlobSettings {
   renderConcurrency: number;
   /** `RENDER_QUEUE`: renders that may wait for a slot, 8; one more answers 503 BUSY. */
   renderQueue: number;
+  /** `HEADERS_TIMEOUT_SECONDS`: time a client has to send a request's headers, 30; then 408 and the connection is closed. */
+  headersTimeoutMs: number;
+  /** `REQUEST_TIMEOUT_SECONDS`: time a client has to send a whole request, 300 (an upload may be 200 MB); then 408. */
+  requestTimeoutMs: number;
+  /** `KEEP_ALIVE_TIMEOUT_SECONDS`: how long an idle connection is kept open for a next request, 5. */
+  keepAliveTimeoutMs: number;
+  /** `MAX_CONNECTIONS`: connections open at once, 1024; past it a new connection is closed unanswered. */
+  maxConnections: number;
   /** `CCDA_MAX_MB`: largest C-CDA document converted, MB (1 to 1024); larger ones are stored but not converted. Default 32. */
   ccdaMaxBytes?: number;
 }
@@ -60,6 +68,15 @@ const DEFAULT_JOB_CONCURRENCY = 4;
 
 /** What the search indexes of the patients searched last may take; a patient's index is ~0.1-1.5 MB. */
 const DEFAULT_SEARCH_CACHE_MB = 64;
+
+/** Enough for a client on a slow link to send its headers; a client holding a connection with them is cut. */
+const DEFAULT_HEADERS_TIMEOUT_SECONDS = 30;
+/** A whole request, upload included: 200 MB takes about 3 minutes at 10 Mbit/s. */
+const DEFAULT_REQUEST_TIMEOUT_SECONDS = 300;
+/** Long enough for a client's next request, short enough that idle connections do not pile up. */
+const DEFAULT_KEEP_ALIVE_TIMEOUT_SECONDS = 5;
+/** Far above what one instance serves at once; a flood of idle connections cannot take every file descriptor. */
+const DEFAULT_MAX_CONNECTIONS = 1024;
 
 const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -117,6 +134,11 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
   }
   const renderConcurrency = wholeNumber(env, 'RENDER_CONCURRENCY', DEFAULT_RENDER_CONCURRENCY, 1, 256);
   const renderQueue = wholeNumber(env, 'RENDER_QUEUE', DEFAULT_RENDER_QUEUE, 0, 10_000);
+  const headersTimeoutMs = wholeNumber(env, 'HEADERS_TIMEOUT_SECONDS', DEFAULT_HEADERS_TIMEOUT_SECONDS, 1, 3_600) * 1000;
+  const requestTimeoutMs = wholeNumber(env, 'REQUEST_TIMEOUT_SECONDS', DEFAULT_REQUEST_TIMEOUT_SECONDS, 1, 86_400) * 1000;
+  if (headersTimeoutMs > requestTimeoutMs) throw new Error('HEADERS_TIMEOUT_SECONDS must not be more than REQUEST_TIMEOUT_SECONDS: the headers are part of the request');
+  const keepAliveTimeoutMs = wholeNumber(env, 'KEEP_ALIVE_TIMEOUT_SECONDS', DEFAULT_KEEP_ALIVE_TIMEOUT_SECONDS, 1, 3_600) * 1000;
+  const maxConnections = wholeNumber(env, 'MAX_CONNECTIONS', DEFAULT_MAX_CONNECTIONS, 1, 1_000_000);
   const concurrencyText = nonEmpty(env.WEBHOOK_CONCURRENCY) ?? '16';
   const webhookConcurrency = Number(concurrencyText);
   if (!Number.isInteger(webhookConcurrency) || webhookConcurrency < 1 || webhookConcurrency > 256) {
@@ -149,6 +171,10 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
     failedAuthPerMinute,
     renderConcurrency,
     renderQueue,
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs,
+    maxConnections,
   };
   const optional = {
     host: nonEmpty(env.HOST),
