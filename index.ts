@@ -12,7 +12,7 @@ export { createFetchHandler, inProcessFetch, type FetchHandlerOptions } from './
 
 // The framework-agnostic handler
 export { createApiHandler, type ApiHandler, type ApiHandlerOptions } from './core/api/handler.js';
-export { DEFAULT_RATE_LIMITS, type RateClass, type RateLimits } from './core/api/rate-limit.js';
+export { DEFAULT_FAILED_AUTH_PER_MINUTE, DEFAULT_RATE_LIMITS, type RateClass, type RateLimits } from './core/api/rate-limit.js';
 export type { ApiRequest, ApiResponse, Problem } from './core/api/types.js';
 export type { RouteDefinition } from './core/api/router.js';
 export { buildOpenApiDocument } from './core/api/openapi.js';

@@ -43,11 +43,15 @@ export const ERROR_CODES = {
   CCDA_INVALID: 422,
   // 429: too busy to take it now; try again shortly
   RATE_LIMITED: 429,
+  // 429: wrong API keys from this client address past its limit; any key waits for Retry-After
+  TOO_MANY_FAILED_ATTEMPTS: 429,
   NOT_IMPLEMENTED: 501,
   INTERNAL: 500,
   // 503: the service cannot answer yet (starting) or a dependency does not (readiness)
   STARTING: 503,
   UNAVAILABLE: 503,
+  // 503: as many renders (HTML, PDF) as the service runs at once, and as many waiting; try again after Retry-After
+  BUSY: 503,
   // 507: the disk or database the service writes to is full; nothing was half-written, try again later
   STORAGE_FULL: 507,
 } as const;

@@ -14,6 +14,7 @@ import type {
   WebhookSenderPort,
 } from './ports/index.js';
 import type { NotedPauses } from './bulk/pause.js';
+import type { RenderSlots } from './documents/render-slots.js';
 
 export interface CoreConfig {
   /** Base of every URL handed out (upload, result, download), without trailing slash. */
@@ -49,6 +50,8 @@ export interface CoreDeps {
   ccda: CcdaConverterPort;
   search: SearchIndexPort;
   renderer: RendererPort;
+  /** The cap on renders at once, shared by every account (see RenderSlots); no cap when absent. */
+  renders?: RenderSlots;
   config: CoreConfig;
   /**
    * The import pauses this process noted (see core/bulk/pause.ts), so its answers show a pause the storage

@@ -22,6 +22,8 @@ export interface HttpInput {
   search: URLSearchParams;
   /** Lower-case names; repeated headers joined with `, `. */
   headers: Record<string, string | undefined>;
+  /** The client's address (the socket's peer), when the wrapper knows it: failed API keys are counted per address. */
+  remoteAddress?: string;
   /** The request declares a body (a length above 0, or chunked). */
   hasBody: boolean;
   /** Streams the body, failing with PAYLOAD_TOO_LARGE past `limitBytes` (counted on the stream, not trusted from headers). */
@@ -101,6 +103,7 @@ export function createHttpTranslation(handler: ApiHandler, options: HttpTranslat
 
   async function toApiRequest(input: HttpInput, path: string, route: RouteDefinition | undefined): Promise<ApiRequest> {
     const request: ApiRequest = { method: input.method, path, query: queryOf(input.search), headers: input.headers };
+    if (input.remoteAddress !== undefined) request.remoteAddress = input.remoteAddress;
     // A body for no route is never read: the handler answers 404/405 and the wrapper discards it.
     if (!route || !input.hasBody) return request;
     const limit = limitOf(route);

@@ -11,6 +11,7 @@ import type { CoreConfig, CoreDeps } from '../core/deps.js';
 import { describeError } from '../core/error-facts.js';
 import { NotedPauses } from '../core/bulk/pause.js';
 import { coreJobHandlers, resumeInterruptedWork } from '../core/jobs.js';
+import { DEFAULT_RENDER_CONCURRENCY, DEFAULT_RENDER_QUEUE, RenderSlots } from '../core/documents/render-slots.js';
 import type { BlobPort, ClockPort, IdsPort, StoragePort, WebhookSenderPort } from '../core/ports/index.js';
 import { DEFAULT_RETENTION_DAYS, pruneFinishedWork } from '../core/retention.js';
 import { deliverDueMessages, type EndpointPauses } from '../core/webhooks/deliver.js';
@@ -93,6 +94,13 @@ export interface RuntimeOptions {
   ccda?: { kind: 'in-process' } | { kind: 'pooled'; maxThreads?: number };
   /** Requests per minute per account by route class (429 with Retry-After past them). Default: no limits. */
   rateLimits?: RateLimits;
+  /** Wrong API keys allowed per client address and minute (429 TOO_MANY_FAILED_ATTEMPTS past them). Default: not limited. */
+  failedAuthPerMinute?: number;
+  /**
+   * Renders (HTML, PDF) run at once in this process, every account together, and how many more may wait
+   * for a slot; one more request answers 503 BUSY with Retry-After. Default 2 and 8.
+   */
+  renders?: { concurrency?: number; queue?: number };
   /** Largest C-CDA document converted, bytes; larger ones are stored, their conversion fails with the reason. Default 32 MB. */
   ccdaMaxBytes?: number;
   /** The C-CDA documents the sandbox HIE network serves. Default `SANDBOX_DOCUMENTS_DIR`, else the repository's. */
@@ -216,7 +224,11 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     if (options.webhooks?.sender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhooks.sender);
     else container.load(webhookModule(logger ? { logger: logger.child({ component: 'webhooks' }) } : {}));
     // Pauses of the imports this process runs, kept here too: the storage may refuse to take them.
-    const deps: CoreDeps = { ...(await resolveCoreDeps(container)), pauses: new NotedPauses() };
+    const deps: CoreDeps = {
+      ...(await resolveCoreDeps(container)),
+      pauses: new NotedPauses(),
+      renders: new RenderSlots(options.renders?.concurrency ?? DEFAULT_RENDER_CONCURRENCY, options.renders?.queue ?? DEFAULT_RENDER_QUEUE),
+    };
 
     const workerId = newInstanceId();
     if (profile.kind === 'sql' && (profile.registerInstance ?? true)) {
@@ -289,6 +301,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       onRouted: noteRoute,
       classifyError: classifyStorageError,
       ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
+      ...(options.failedAuthPerMinute ? { failedAuthPerMinute: options.failedAuthPerMinute } : {}),
       onUnexpectedError: (error, request) =>
         logger?.error({ err: describeError(error), requestId: request.requestId, method: request.method, route: core.routeOf(request) ?? null }, 'unexpected error'),
     });

@@ -1,8 +1,9 @@
-import { DEFAULT_RATE_LIMITS, type RateLimits } from '../core/api/rate-limit.js';
+import { DEFAULT_FAILED_AUTH_PER_MINUTE, DEFAULT_RATE_LIMITS, type RateLimits } from '../core/api/rate-limit.js';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { DEFAULT_RETENTION_DAYS } from '../core/retention.js';
+import { DEFAULT_RENDER_CONCURRENCY, DEFAULT_RENDER_QUEUE } from '../core/documents/render-slots.js';
 import { blobSettingsFromEnv, type BlobSettings } from './blob-settings.js';
 
 /** What the service reads from its environment. */
@@ -41,6 +42,20 @@ export interface ServiceSettings extends BlobSettings {
   ccdaWorkers?: number;
   /** `RATE_LIMITS`: requests per minute per account by route class, e.g. `create=600,consolidated=60`; `off`, or 0 for a class, disables. */
   rateLimits?: RateLimits;
+  /** `FAILED_AUTH_LIMIT`: wrong API keys allowed per client address and minute, 20; `off` or 0 disables. */
+  failedAuthPerMinute: number;
+  /** `RENDER_CONCURRENCY`: renders (HTML, PDF) run at once by this process, every account together, 2. */
+  renderConcurrency: number;
+  /** `RENDER_QUEUE`: renders that may wait for a slot, 8; one more answers 503 BUSY. */
+  renderQueue: number;
+  /** `HEADERS_TIMEOUT_SECONDS`: time a client has to send a request's headers, 30; then 408 and the connection is closed. */
+  headersTimeoutMs: number;
+  /** `REQUEST_TIMEOUT_SECONDS`: time a client has to send a whole request, 300 (an upload may be 200 MB); then 408. */
+  requestTimeoutMs: number;
+  /** `KEEP_ALIVE_TIMEOUT_SECONDS`: how long an idle connection is kept open for a next request, 5. */
+  keepAliveTimeoutMs: number;
+  /** `MAX_CONNECTIONS`: connections open at once, 1024; past it a new connection is closed unanswered. */
+  maxConnections: number;
   /** `CCDA_MAX_MB`: largest C-CDA document converted, MB (1 to 1024); larger ones are stored but not converted. Default 32. */
   ccdaMaxBytes?: number;
 }
@@ -54,6 +69,15 @@ const DEFAULT_JOB_CONCURRENCY = 4;
 /** What the search indexes of the patients searched last may take; a patient's index is ~0.1-1.5 MB. */
 const DEFAULT_SEARCH_CACHE_MB = 64;
 
+/** Enough for a client on a slow link to send its headers; a client holding a connection with them is cut. */
+const DEFAULT_HEADERS_TIMEOUT_SECONDS = 30;
+/** A whole request, upload included: 200 MB takes about 3 minutes at 10 Mbit/s. */
+const DEFAULT_REQUEST_TIMEOUT_SECONDS = 300;
+/** Long enough for a client's next request, short enough that idle connections do not pile up. */
+const DEFAULT_KEEP_ALIVE_TIMEOUT_SECONDS = 5;
+/** Far above what one instance serves at once; a flood of idle connections cannot take every file descriptor. */
+const DEFAULT_MAX_CONNECTIONS = 1024;
+
 const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
 function flag(value: string | undefined, name: string): boolean {
@@ -65,6 +89,15 @@ function flag(value: string | undefined, name: string): boolean {
 }
 
 const nonEmpty = (value: string | undefined) => (value === undefined || value.trim() === '' ? undefined : value.trim());
+
+/** A whole number from `min` to `max` in `name`, `fallback` when unset; throws naming the variable otherwise. */
+function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const text = nonEmpty(env[name]);
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${name} must be a whole number from ${min} to ${max}, not "${text}"`);
+  return value;
+}
 
 /** Settings from environment variables; throws with the variable's name when one is malformed. */
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSettings {
@@ -94,6 +127,18 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
     throw new Error(`CCDA_MAX_MB must be a number of megabytes from 1 to 1024, not "${maxMbText}"`);
   }
   const rateLimits = rateLimitsOf(nonEmpty(env.RATE_LIMITS));
+  const failedAuthText = nonEmpty(env.FAILED_AUTH_LIMIT) ?? String(DEFAULT_FAILED_AUTH_PER_MINUTE);
+  const failedAuthPerMinute = failedAuthText.toLowerCase() === 'off' ? 0 : Number(failedAuthText);
+  if (!Number.isInteger(failedAuthPerMinute) || failedAuthPerMinute < 0 || failedAuthPerMinute > 1_000_000) {
+    throw new Error(`FAILED_AUTH_LIMIT must be "off" or a whole number of wrong API keys per minute (0 to 1000000), not "${failedAuthText}"`);
+  }
+  const renderConcurrency = wholeNumber(env, 'RENDER_CONCURRENCY', DEFAULT_RENDER_CONCURRENCY, 1, 256);
+  const renderQueue = wholeNumber(env, 'RENDER_QUEUE', DEFAULT_RENDER_QUEUE, 0, 10_000);
+  const headersTimeoutMs = wholeNumber(env, 'HEADERS_TIMEOUT_SECONDS', DEFAULT_HEADERS_TIMEOUT_SECONDS, 1, 3_600) * 1000;
+  const requestTimeoutMs = wholeNumber(env, 'REQUEST_TIMEOUT_SECONDS', DEFAULT_REQUEST_TIMEOUT_SECONDS, 1, 86_400) * 1000;
+  if (headersTimeoutMs > requestTimeoutMs) throw new Error('HEADERS_TIMEOUT_SECONDS must not be more than REQUEST_TIMEOUT_SECONDS: the headers are part of the request');
+  const keepAliveTimeoutMs = wholeNumber(env, 'KEEP_ALIVE_TIMEOUT_SECONDS', DEFAULT_KEEP_ALIVE_TIMEOUT_SECONDS, 1, 3_600) * 1000;
+  const maxConnections = wholeNumber(env, 'MAX_CONNECTIONS', DEFAULT_MAX_CONNECTIONS, 1, 1_000_000);
   const concurrencyText = nonEmpty(env.WEBHOOK_CONCURRENCY) ?? '16';
   const webhookConcurrency = Number(concurrencyText);
   if (!Number.isInteger(webhookConcurrency) || webhookConcurrency < 1 || webhookConcurrency > 256) {
@@ -123,6 +168,13 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
     webhookAllowPrivate: flag(env.WEBHOOK_ALLOW_PRIVATE, 'WEBHOOK_ALLOW_PRIVATE'),
     logLevel,
     searchCacheMb,
+    failedAuthPerMinute,
+    renderConcurrency,
+    renderQueue,
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs,
+    maxConnections,
   };
   const optional = {
     host: nonEmpty(env.HOST),

@@ -16,6 +16,7 @@ import { defineSearchGroup } from './groups/search.spec-group.js';
 import { defineTenancyGroup } from './groups/tenancy.spec-group.js';
 import { defineWebhooksGroup } from './groups/webhooks.spec-group.js';
 import type { HostDriver, MakeHost } from './support/driver.js';
+import { honouringRetryAfter } from './support/retry-after.js';
 
 export interface HostSpecOptions {
   test: typeof Test;
@@ -30,7 +31,8 @@ export interface HostSpecOptions {
  * The one behaviour suite (after abstract-level's and keyv's): every host runs it unchanged, so what
  * passes in process passes over HTTP.
  */
-export function defineHostSpec(options: HostSpecOptions): void {
+export function defineHostSpec(given: HostSpecOptions): void {
+  const options = { ...given, makeHost: suiteHost(given.makeHost) };
   defineEntitiesGroup(options);
   defineTenancyGroup(options);
   defineOptOutGroup(options);
@@ -47,6 +49,11 @@ export function defineHostSpec(options: HostSpecOptions): void {
   defineSearchGroup(options);
   defineHostileInputGroup(options);
   defineApiFuzzGroup(options);
+}
+
+/** Hosts as the suite's tests use them: through a client that waits out Retry-After (see honouringRetryAfter). */
+export function suiteHost(makeHost: MakeHost): MakeHost {
+  return async () => honouringRetryAfter(await makeHost());
 }
 
 /** Runs `body` with a fresh host and always closes it. */

@@ -1,12 +1,12 @@
 import { ApiKeyCache, authenticate, DEFAULT_API_KEY_CACHE_MS } from '../accounts.js';
 import type { CoreDeps } from '../deps.js';
 import type { Account } from '../domain/types.js';
-import { CoreError } from '../errors.js';
+import { CoreError, isCoreError } from '../errors.js';
 import { verifySignedRequest } from '../signed-urls.js';
 import { ifMatchOf } from './conditional.js';
 import { checkJsonBody, checkPathParams, checkQuery } from './input-text.js';
 import { errorToResponse, parseWith, problemResponse } from './problem.js';
-import { RateLimiter, rateClassOf, type RateLimits } from './rate-limit.js';
+import { FailedAttempts, RateLimiter, rateClassOf, type RateLimits } from './rate-limit.js';
 import { Router, type RouteDefinition } from './router.js';
 import { apiRoutes } from './routes/index.js';
 import type { ApiRequest, ApiResponse } from './types.js';
@@ -36,6 +36,12 @@ export interface ApiHandlerOptions {
    * Default: no limits (the runtime sets them for the service).
    */
   rateLimits?: RateLimits;
+  /**
+   * Wrong API keys allowed per client address and minute (see `FailedAttempts`); past them the address is
+   * refused with 429 TOO_MANY_FAILED_ATTEMPTS until a token is back. A request with no `remoteAddress` is
+   * not counted. Default: not limited (the runtime sets it for the service).
+   */
+  failedAuthPerMinute?: number;
 }
 
 export type ApiHandler = ((request: ApiRequest) => Promise<ApiResponse>) & {
@@ -53,6 +59,7 @@ export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}
   const router = new Router(apiRoutes);
   const keys = new ApiKeyCache(deps.clock, options.apiKeyCacheMs ?? DEFAULT_API_KEY_CACHE_MS);
   const limiter = options.rateLimits ? new RateLimiter(deps.clock, options.rateLimits) : undefined;
+  const failures = options.failedAuthPerMinute ? new FailedAttempts(deps.clock, options.failedAuthPerMinute) : undefined;
 
   const handle = async (request: ApiRequest): Promise<ApiResponse> => {
     try {
@@ -69,7 +76,18 @@ export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}
       checkQuery(request.query);
       checkJsonBody(request.body);
       const query = flattenQuery(request.query);
-      const account = await authorise(deps, keys, route, request);
+      const address = failures && takesApiKey(route) ? request.remoteAddress : undefined;
+      const locked = address !== undefined ? failures!.lockedFor(address) : undefined;
+      if (locked !== undefined) {
+        const response = problemResponse('TOO_MANY_FAILED_ATTEMPTS', `Too many wrong API keys from this address; try again in ${locked} s`);
+        response.headers['retry-after'] = String(locked);
+        return response;
+      }
+      const account = await authorise(deps, keys, route, request).catch((error: unknown) => {
+        // A missing key is no guess; a wrong one is.
+        if (address !== undefined && isCoreError(error) && error.code === 'UNAUTHORIZED' && request.headers['x-api-key']) failures!.fail(address);
+        throw error;
+      });
       if (account) options.onAuthenticated?.(account, request);
       const wait = account && limiter ? limiter.take(account.id, rateClassOf(route)) : undefined;
       if (wait !== undefined) {
@@ -103,6 +121,10 @@ export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}
       return match.kind === 'found' ? match.route.path : undefined;
     },
   });
+}
+
+function takesApiKey(route: RouteDefinition): boolean {
+  return route.auth === 'apiKey' || route.auth === 'signedAndApiKey';
 }
 
 async function authorise(deps: CoreDeps, keys: ApiKeyCache, route: RouteDefinition, request: ApiRequest): Promise<Account | undefined> {

@@ -103,7 +103,10 @@ export function errorToResponse(error: unknown, onUnexpected?: (error: unknown) 
   const known = isCoreError(error) && error.code !== 'INTERNAL' ? undefined : classify?.(error);
   if (known) return errorToResponse(known, onUnexpected);
   if (isCoreError(error) && error.code !== 'INTERNAL') {
-    return problemResponse(error.code, error.message, error.details ? { details: error.details } : undefined);
+    const response = problemResponse(error.code, error.message, error.details ? { details: error.details } : undefined);
+    const retryAfter = error.details?.retryAfterSeconds;
+    if (typeof retryAfter === 'number') response.headers['retry-after'] = String(retryAfter);
+    return response;
   }
   if (error instanceof z.ZodError) return problemResponse('VALIDATION_FAILED', describeZodError(error));
   const requestId = onUnexpected?.(error);

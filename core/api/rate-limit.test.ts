@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import { MemoryHost } from '../../hosts/memory/memory.host.js';
-import { DEFAULT_RATE_LIMITS, RateLimiter, rateClassOf } from './rate-limit.js';
+import { DEFAULT_RATE_LIMITS, FailedAttempts, RateLimiter, rateClassOf } from './rate-limit.js';
 
 describe('rate limits', () => {
   test('a minute of requests may come at once; then one per 60/limit seconds, per account and class', () => {
@@ -58,5 +58,67 @@ describe('rate limits', () => {
     } finally {
       await host.close();
     }
+  });
+});
+
+describe('failed API key attempts per client address', () => {
+  const WRONG = 'cb_not-a-real-key';
+
+  test('past the limit an address gets 429 TOO_MANY_FAILED_ATTEMPTS, a right key too, until a token is back; other addresses go on', async () => {
+    const clock = new SteppedClock('2026-01-01T00:00:00.000Z');
+    const host = await MemoryHost.create({ clock, ids: new SequentialIds(), failedAuthPerMinute: 3 });
+    try {
+      const { apiKey } = await host.createAccount('one');
+      const read = (key: string | undefined, remoteAddress?: string) =>
+        host.request({ method: 'GET', path: '/medical/v1/facility', headers: key === undefined ? {} : { 'x-api-key': key }, ...(remoteAddress ? { remoteAddress } : {}) });
+      for (let i = 0; i < 3; i++) expect((await read(WRONG, '203.0.113.7')).status).toBe(401);
+      const locked = await read(WRONG, '203.0.113.7');
+      expect(locked.status).toBe(429);
+      expect(locked.headers['retry-after']).toBe('20');
+      expect((locked.body as { code: string }).code).toBe('TOO_MANY_FAILED_ATTEMPTS');
+      // Refused without looking at the key: an answer that told a right key from a wrong one would let the
+      // guessing go on at full speed.
+      const right = await read(apiKey, '203.0.113.7');
+      expect(right.status).toBe(429);
+      expect((right.body as { code: string }).code).toBe('TOO_MANY_FAILED_ATTEMPTS');
+      expect((await read(apiKey, '198.51.100.1')).status).toBe(200);
+      expect((await read(WRONG, '198.51.100.1')).status).toBe(401);
+      clock.advance(20_000);
+      expect((await read(apiKey, '203.0.113.7')).status).toBe(200);
+      expect((await read(WRONG, '203.0.113.7')).status).toBe(401);
+      expect((await read(WRONG, '203.0.113.7')).status).toBe(429);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test('a missing key is no guess, successes leave no trace and never reset the count; with no address nothing is counted', async () => {
+    const clock = new SteppedClock('2026-01-01T00:00:00.000Z');
+    const host = await MemoryHost.create({ clock, ids: new SequentialIds(), failedAuthPerMinute: 2 });
+    try {
+      const { apiKey } = await host.createAccount('one');
+      const read = (key: string | undefined, remoteAddress?: string) =>
+        host.request({ method: 'GET', path: '/medical/v1/facility', headers: key === undefined ? {} : { 'x-api-key': key }, ...(remoteAddress ? { remoteAddress } : {}) });
+      for (let i = 0; i < 10; i++) expect((await read(undefined, '203.0.113.7')).status).toBe(401);
+      for (let i = 0; i < 10; i++) expect((await read(apiKey, '203.0.113.7')).status).toBe(200);
+      // A right key between guesses (the attacker's own account, say) does not buy more guesses.
+      expect((await read(WRONG, '203.0.113.7')).status).toBe(401);
+      expect((await read(apiKey, '203.0.113.7')).status).toBe(200);
+      expect((await read(WRONG, '203.0.113.7')).status).toBe(401);
+      expect((await read(WRONG, '203.0.113.7')).status).toBe(429);
+      // In process, with no transport, there is no address to count against.
+      for (let i = 0; i < 10; i++) expect((await read(WRONG)).status).toBe(401);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test('the failure buckets are bounded in number, and only failures make one', () => {
+    const clock = new SteppedClock('2026-01-01T00:00:00.000Z');
+    const failures = new FailedAttempts(clock, 20, 100);
+    for (let i = 0; i < 1000; i++) expect(failures.lockedFor(`10.0.${i >> 8}.${i & 255}`)).toBeUndefined();
+    expect(failures.size).toBe(0);
+    for (let i = 0; i < 1000; i++) failures.fail(`10.0.${i >> 8}.${i & 255}`);
+    expect(failures.size).toBe(100);
   });
 });

@@ -5,6 +5,11 @@ export interface ApiRequest {
   path: string;
   query: Record<string, string | readonly string[] | undefined>;
   headers: Record<string, string | undefined>;
+  /**
+   * The client's address as the transport saw it (the socket's peer: a proxy in front is the client here),
+   * when there is a transport; failed API keys are counted per address.
+   */
+  remoteAddress?: string;
   /** Parsed JSON body, when the host parsed one. */
   body?: unknown;
   /** Raw body, for uploads (CSV, documents): streamed, never buffered whole by the core. */

@@ -20,6 +20,7 @@ import { validateMetadata } from '../../contract/metadata.js';
 import { filterResources, resourceTypesOf } from './filters.js';
 import { gzip } from './gzip.js';
 import { DOCUMENT_JOB } from './job-types.js';
+import { inRenderSlot } from './render-slots.js';
 import { patientReference, patientResourceOf } from './patient-resource.js';
 
 /** Consolidated attachment URLs are valid 10 minutes. */
@@ -181,7 +182,8 @@ export async function runConsolidatedQuery(deps: CoreDeps, accountId: string, qu
       const json = new TextEncoder().encode(JSON.stringify(bundle));
       files.push(['data.json', json], ['data.json.gz', await gzip(deps.renderer, json)]);
     } else {
-      files.push([`data.${query.conversionType}`, await deps.renderer.render(bundle, query.conversionType)]);
+      const format = query.conversionType;
+      files.push([`data.${format}`, await inRenderSlot(deps, () => deps.renderer.render(bundle, format), 'job')]);
     }
     for (const [file, bytes] of files) {
       const key = consolidatedBlobKey(query, file);

@@ -16,6 +16,7 @@ import { adoptDocumentResources } from './consolidate.js';
 import { bundleOf } from './consolidated.js';
 import { isCcdaMediaType } from './document-reference.js';
 import { DOCUMENT_JOB } from './job-types.js';
+import { inRenderSlot } from './render-slots.js';
 import { hasFile } from './patient-index.js';
 import { patientResourceOf } from './patient-resource.js';
 
@@ -115,13 +116,18 @@ export async function sendBulkDownloadUrls(deps: CoreDeps, job: BulkUrlJob): Pro
 /**
  * A stored C-CDA document rendered for people (the public API's `conversionType` on download-url): the
  * document converted on the fly, its resources adopted by our patient, rendered by the renderer port.
- * Throws FILE_NOT_FOUND, or CCDA_INVALID when the document cannot be converted.
+ * Throws FILE_NOT_FOUND, CCDA_INVALID when the document cannot be converted, BUSY when as many renders run
+ * and wait as the host allows (the conversion counts as part of the render).
  */
-export async function renderDocument(
-  deps: Pick<CoreDeps, 'storage' | 'blob' | 'ccda' | 'renderer'>,
+export function renderDocument(
+  deps: Pick<CoreDeps, 'storage' | 'blob' | 'ccda' | 'renderer' | 'renders'>,
   document: DocumentRecord,
   format: DownloadFormat,
 ): Promise<Uint8Array> {
+  return inRenderSlot(deps, () => convertAndRender(deps, document, format));
+}
+
+async function convertAndRender(deps: Pick<CoreDeps, 'storage' | 'blob' | 'ccda' | 'renderer'>, document: DocumentRecord, format: DownloadFormat): Promise<Uint8Array> {
   const bytes = await deps.blob.get(document.blobKey);
   if (!bytes) throw new CoreError('FILE_NOT_FOUND', 'No file for this document');
   const converted = await deps.ccda.convert(new TextDecoder().decode(bytes));

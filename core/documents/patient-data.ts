@@ -15,6 +15,7 @@ import { resourceKey } from './dedupe.js';
 import { uploadFileName } from './document-reference.js';
 import { storeFhirBundleDocument } from './fhir-documents.js';
 import { DOCUMENT_JOB } from './job-types.js';
+import { inRenderSlot } from './render-slots.js';
 
 /** Resources one call may add: a bound on the work and the memory of one request. */
 export const MAX_RESOURCES_PER_CALL = 1_000;
@@ -141,11 +142,15 @@ export async function medicalRecordUrl(deps: CoreDeps, accountId: string, patien
   const patient = await getPatient(deps, accountId, patientId);
   const format = conversionType?.toLowerCase();
   if (format !== 'html' && format !== 'pdf') throw invalid('conversionType', 'must be html or pdf');
-  const data = await consolidatedResources(deps, patient, {});
-  if (data.length === 0) throw new CoreError('NOT_FOUND', 'The patient has no data to summarise yet; query documents or the networks first');
+  // The data is read in the slot too: a render waiting for one holds no patient's data meanwhile.
+  const bytes = await inRenderSlot(deps, async () => {
+    const data = await consolidatedResources(deps, patient, {});
+    if (data.length === 0) throw new CoreError('NOT_FOUND', 'The patient has no data to summarise yet; query documents or the networks first');
+    return deps.renderer.render(bundleOf(data, 'collection'), format);
+  });
   const recordId = deps.ids.next();
   const key = medicalRecordBlobKey(accountId, recordId, format);
-  await deps.blob.put(key, await deps.renderer.render(bundleOf(data, 'collection'), format), { contentType: format === 'pdf' ? 'application/pdf' : 'text/html; charset=utf-8' });
+  await deps.blob.put(key, bytes, { contentType: format === 'pdf' ? 'application/pdf' : 'text/html; charset=utf-8' });
   const { url, expiresAt } = issueSignedUrl(deps, { method: 'GET', path: medicalRecordPath(patient.id, recordId, format), accountId }, CONSOLIDATED_URL_VALIDITY_MS);
   await deps.queue.enqueue({
     type: DOCUMENT_JOB.deleteBlob,

@@ -62,6 +62,19 @@ export interface CarebridgeOptions {
    */
   rateLimits?: RateLimits;
   /**
+   * Wrong API keys allowed per client address and minute (429 TOO_MANY_FAILED_ATTEMPTS past them, for any
+   * key, until Retry-After), e.g. `DEFAULT_FAILED_AUTH_PER_MINUTE`. The address is the socket's peer as
+   * `carebridge/koa` and `createNodeListener` see it; behind a proxy that is the proxy, so every client
+   * shares one count. None when absent, like `rateLimits`.
+   */
+  failedAuthPerMinute?: number;
+  /**
+   * Renders (consolidated data and C-CDA documents as HTML or PDF) run at once, every account together,
+   * and how many more may wait for a slot; one more request answers 503 BUSY with Retry-After. Default 2
+   * and 8: renders share the thread that serves requests.
+   */
+  renders?: { concurrency?: number; queue?: number };
+  /**
    * Days delivered webhook messages and finished queue jobs are kept before they are pruned (in small
    * batches, in the background). Default 7.
    */
@@ -131,6 +144,8 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
     webhooks: { allowPrivate: options.webhooks?.allowPrivate ?? false, ...options.webhooks },
     ccda: { kind: 'pooled', ...(options.ccdaWorkers !== undefined ? { maxThreads: options.ccdaWorkers } : {}) },
     ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
+    ...(options.failedAuthPerMinute ? { failedAuthPerMinute: options.failedAuthPerMinute } : {}),
+    ...(options.renders ? { renders: options.renders } : {}),
     jobConcurrency: options.jobConcurrency ?? DEFAULT_JOB_CONCURRENCY,
     ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
     ...(options.retentionDays !== undefined ? { retentionDays: options.retentionDays } : {}),

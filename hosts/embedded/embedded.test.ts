@@ -13,6 +13,7 @@ import { createCarebridge, type Carebridge } from './carebridge.js';
 import { carebridgeKoa } from '../../http/koa.js';
 import { inProcessFetch, MemoryHost } from '../memory/index.js';
 import { createNodeListener } from '../../http/node.js';
+import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 
 /*
  * Embedding: carebridge inside an application that already exists, beside its own routes, under
@@ -124,6 +125,20 @@ describe('embedded in an existing Koa app under /api', () => {
 });
 
 describe('embedded in a bare node:http server through the handler', () => {
+  test('failedAuthPerMinute counts wrong keys per client address as the node listener sees it', async () => {
+    const server = await listenFirst();
+    const carebridge = await embedded({ publicUrl: server.url, database: ':memory:', background: false, failedAuthPerMinute: 2, clock: new SteppedClock('2026-01-01T00:00:00.000Z') });
+    server.serve(createNodeListener(carebridge.handler));
+    const { apiKey } = await carebridge.createAccount('Embedder');
+    const read = (key: string) => fetch(`${server.url}/medical/v1/facility`, { headers: { 'x-api-key': key } });
+    expect((await read(apiKey)).status).toBe(200);
+    expect((await read('cb_wrong')).status).toBe(401);
+    expect((await read('cb_wrong')).status).toBe(401);
+    const locked = await read(apiKey);
+    expect(locked.status).toBe(429);
+    expect(locked.headers.get('retry-after')).toBe('30');
+  });
+
   test("on the application's own Sequelize instance, which carebridge leaves open", async () => {
     const server = await listenFirst();
     const sequelize = new Sequelize({ dialect: 'sqlite', storage: ':memory:', logging: false });

@@ -30,6 +30,13 @@ export interface MemoryHostOptions {
    * that steps time drives the work too, with `settle()`). `settle()` works either way.
    */
   background?: boolean;
+  /**
+   * Wrong API keys allowed per client address and minute; not limited when absent. Only requests that carry
+   * `remoteAddress` (the host mounted behind an HTTP wrapper, or a test setting it) are counted.
+   */
+  failedAuthPerMinute?: number;
+  /** Renders (HTML, PDF) at once and waiting; past them 503 BUSY. Default 2 and 8, as the service. */
+  renders?: { concurrency?: number; queue?: number };
 }
 
 /**
@@ -52,6 +59,8 @@ export class MemoryHost {
       ...(options.fixturesDir ? { sandboxDocumentsDir: options.fixturesDir } : {}),
       ...(options.searchCacheBytes !== undefined ? { searchCacheBytes: options.searchCacheBytes } : {}),
       ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
+      ...(options.failedAuthPerMinute ? { failedAuthPerMinute: options.failedAuthPerMinute } : {}),
+      ...(options.renders ? { renders: options.renders } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.ids ? { ids: options.ids } : {}),
     });

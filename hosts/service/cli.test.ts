@@ -100,6 +100,23 @@ describe('carebridge account', () => {
     expect(await runCli(['help'], help)).toBe(0);
     expect(help.out()).toContain('carebridge import FILE.csv');
   });
+
+  test('serve --help lists the settings with their defaults, limits and timeouts included, and starts nothing', async () => {
+    const help = io();
+    expect(await runCli(['serve', '--help'], help)).toBe(0);
+    for (const [name, fallback] of [
+      ['HEADERS_TIMEOUT_SECONDS', '30'],
+      ['REQUEST_TIMEOUT_SECONDS', '300'],
+      ['KEEP_ALIVE_TIMEOUT_SECONDS', '5'],
+      ['MAX_CONNECTIONS', '1024'],
+      ['FAILED_AUTH_LIMIT', '20'],
+      ['RENDER_CONCURRENCY', '2'],
+      ['RENDER_QUEUE', '8'],
+      ['RATE_LIMITS', 'standard=6000'],
+    ]) {
+      expect(help.out()).toMatch(new RegExp(`\\n  ${name}\\s[^(]*\\(default ${fallback}`));
+    }
+  });
 });
 
 describe('carebridge facility create', () => {

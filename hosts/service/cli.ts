@@ -17,8 +17,8 @@ export const USAGE = `carebridge — the carebridge medical data service and its
 
 Usage:
   carebridge serve
-      Runs the HTTP service (same as npm start). Settings come from the environment:
-      PORT, DATA_DIR, DATABASE_URL, PUBLIC_URL, WEBHOOK_ALLOW_PRIVATE, WEBHOOK_CONCURRENCY, WEBHOOK_RATE_LIMIT, RETENTION_DAYS, URL_SIGNING_SECRET, LOG_LEVEL.
+      Runs the HTTP service (same as npm start). Settings come from the environment; "carebridge serve
+      --help" lists them with their defaults.
 
   carebridge account create --name NAME [--json]
       Creates an account directly in the database (DATABASE_URL or DATA_DIR) and prints its id and API
@@ -39,6 +39,42 @@ Usage:
 
   --api-key defaults to $CAREBRIDGE_API_KEY; --url to $CAREBRIDGE_URL, else $PUBLIC_URL, else
   http://localhost:$PORT (8080).
+`;
+
+export const SERVE_USAGE = `carebridge serve — runs the HTTP service (same as npm start)
+
+Settings, from the environment (the README's settings table says more):
+  PORT                        port to listen on; 0 picks a free one (default 8080)
+  HOST                        address to listen on (default every interface)
+  DATA_DIR                    SQLite file, files, generated URL signing secret (default ./data)
+  DATABASE_URL                postgres://... or sqlite:<file> (default SQLite in DATA_DIR)
+  DATABASE_SCHEMA             PostgreSQL schema (default public)
+  PUBLIC_URL                  base of the URLs handed out (default http://localhost:<port>)
+  BLOB_URL                    s3://bucket/prefix for files (default files in DATA_DIR/blobs); S3_* for its connection
+  URL_SIGNING_SECRET          secret of pre-signed URLs (default generated, kept in DATA_DIR)
+  LOG_LEVEL                   pino level (default info)
+
+Limits:
+  RATE_LIMITS                 requests a minute per account by route class, or off
+                              (default standard=6000,create=600,documentQuery=120,consolidated=120)
+  FAILED_AUTH_LIMIT           wrong API keys a minute per client address before 429, or off (default 20)
+  RENDER_CONCURRENCY          HTML/PDF renders at once, every account together (default 2)
+  RENDER_QUEUE                renders waiting for a slot before 503 BUSY (default 8)
+  HEADERS_TIMEOUT_SECONDS     time to send a request's headers, then 408 and close (default 30)
+  REQUEST_TIMEOUT_SECONDS     time to send a whole request, uploads included (default 300)
+  KEEP_ALIVE_TIMEOUT_SECONDS  idle time before a kept-alive connection is closed (default 5)
+  MAX_CONNECTIONS             connections open at once; more are closed unanswered (default 1024)
+  CCDA_MAX_MB                 largest C-CDA document converted (default 32)
+
+Work:
+  JOB_CONCURRENCY             queued jobs at once (default 4)
+  CCDA_WORKERS                C-CDA conversion threads (default cores - 1)
+  SEARCH_CACHE_MB             memory for search indexes (default 64)
+  RETENTION_DAYS              days delivered webhooks and finished jobs are kept (default 7)
+  WEBHOOK_ALLOW_PRIVATE       allow loopback/private webhook URLs, development only (default false)
+  WEBHOOK_CONCURRENCY         webhook requests in flight per endpoint (default 16)
+  WEBHOOK_RATE_LIMIT          webhook messages a second per endpoint (default none)
+  WEBHOOK_LEASE_SECONDS       an instance's claim on the messages it sends (default 300)
 `;
 
 class UsageError extends Error {}
@@ -77,7 +113,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   try {
     switch (command) {
       case 'serve':
-        parse(rest, {});
+        if (parse(rest, {}).values.help) {
+          io.stdout(SERVE_USAGE);
+          return 0;
+        }
         // Loaded on demand, like the database modules below: the HTTP-only commands start faster without them.
         return await (await import('./run.js')).runService(io.env);
       case 'account':

@@ -1,5 +1,6 @@
 import { DEFAULT_RATE_LIMITS } from '../../core/api/rate-limit.js';
 import { createHmac } from 'node:crypto';
+import { connect, type Socket } from 'node:net';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +10,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, test } from 'vitest';
 import { createPgSchema, probePostgres } from '../../spec/support/pg.js';
 import { startReceiver } from '../../spec/support/receiver.js';
+import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { settingsFromEnv, startService, type ServiceHandle, type ServiceOptions } from './service.js';
 import { SAMPLE_ADDRESS, VALID_NPI } from '../../spec/support/http-testing.js';
 
@@ -55,6 +57,13 @@ describe('settings from the environment', () => {
     expect(settingsFromEnv({})).toEqual({
       port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info', searchCacheMb: 64, jobConcurrency: 4, webhookConcurrency: 16, retentionDays: 7,
       rateLimits: DEFAULT_RATE_LIMITS,
+      failedAuthPerMinute: 20,
+      renderConcurrency: 2,
+      renderQueue: 8,
+      headersTimeoutMs: 30_000,
+      requestTimeoutMs: 300_000,
+      keepAliveTimeoutMs: 5_000,
+      maxConnections: 1024,
     });
     expect(
       settingsFromEnv({
@@ -86,10 +95,30 @@ describe('settings from the environment', () => {
       webhookConcurrency: 4,
       retentionDays: 7,
       rateLimits: DEFAULT_RATE_LIMITS,
+      failedAuthPerMinute: 20,
+      renderConcurrency: 2,
+      renderQueue: 8,
+      headersTimeoutMs: 30_000,
+      requestTimeoutMs: 300_000,
+      keepAliveTimeoutMs: 5_000,
+      maxConnections: 1024,
     });
     expect(settingsFromEnv({ RATE_LIMITS: 'off' }).rateLimits).toEqual({ standard: 0, create: 0, documentQuery: 0, consolidated: 0 });
     expect(settingsFromEnv({ RATE_LIMITS: 'create=1200, documentQuery=0' }).rateLimits).toEqual({ ...DEFAULT_RATE_LIMITS, create: 1200, documentQuery: 0 });
     for (const value of ['fast', 'create=many', 'writes=10', 'create=-1', 'create=']) expect(() => settingsFromEnv({ RATE_LIMITS: value })).toThrow(/RATE_LIMITS/);
+    expect(settingsFromEnv({ FAILED_AUTH_LIMIT: 'off' }).failedAuthPerMinute).toBe(0);
+    expect(settingsFromEnv({ FAILED_AUTH_LIMIT: '5' }).failedAuthPerMinute).toBe(5);
+    for (const value of ['many', '-1', '2.5']) expect(() => settingsFromEnv({ FAILED_AUTH_LIMIT: value })).toThrow(/FAILED_AUTH_LIMIT/);
+    expect(settingsFromEnv({ RENDER_CONCURRENCY: '4', RENDER_QUEUE: '0' })).toMatchObject({ renderConcurrency: 4, renderQueue: 0 });
+    for (const value of ['0', 'two', '1.5']) expect(() => settingsFromEnv({ RENDER_CONCURRENCY: value })).toThrow(/RENDER_CONCURRENCY/);
+    expect(() => settingsFromEnv({ RENDER_QUEUE: '-1' })).toThrow(/RENDER_QUEUE/);
+    expect(settingsFromEnv({ HEADERS_TIMEOUT_SECONDS: '10', REQUEST_TIMEOUT_SECONDS: '600', KEEP_ALIVE_TIMEOUT_SECONDS: '65', MAX_CONNECTIONS: '64' })).toMatchObject({
+      headersTimeoutMs: 10_000, requestTimeoutMs: 600_000, keepAliveTimeoutMs: 65_000, maxConnections: 64,
+    });
+    expect(() => settingsFromEnv({ HEADERS_TIMEOUT_SECONDS: '400' })).toThrow(/HEADERS_TIMEOUT_SECONDS.*REQUEST_TIMEOUT_SECONDS/);
+    for (const name of ['HEADERS_TIMEOUT_SECONDS', 'REQUEST_TIMEOUT_SECONDS', 'KEEP_ALIVE_TIMEOUT_SECONDS', 'MAX_CONNECTIONS']) {
+      for (const value of ['0', 'soon', '1.5']) expect(() => settingsFromEnv({ [name]: value })).toThrow(new RegExp(name));
+    }
     expect(settingsFromEnv({ CCDA_MAX_MB: '8' }).ccdaMaxBytes).toBe(8 * 1024 * 1024);
     expect(() => settingsFromEnv({ CCDA_MAX_MB: '0' })).toThrow(/CCDA_MAX_MB/);
     expect(() => settingsFromEnv({ PORT: 'eighty' })).toThrow(/PORT/);
@@ -153,6 +182,22 @@ describe('the service on SQLite', () => {
     // startService merges the settings it is given onto those of an empty environment: `off` must win.
     expect({ ...settingsFromEnv({}), ...settingsFromEnv({ RATE_LIMITS: 'off' }) }.rateLimits).toEqual({ standard: 0, create: 0, documentQuery: 0, consolidated: 0 });
     expect((await statuses(await service({ RATE_LIMITS: 'standard=10' }))).filter((status) => status === 429)).toHaveLength(2);
+  });
+
+  test('wrong API keys over HTTP are counted per client address: past the limit 429 TOO_MANY_FAILED_ATTEMPTS with Retry-After', async () => {
+    const dataDir = await tempDir();
+    const clock = new SteppedClock('2026-01-01T00:00:00.000Z');
+    const service = await start({ dataDir, clock, background: false, sandboxAccount: true, announce: () => {}, failedAuthPerMinute: 2 });
+    const apiKey = service.sandboxAccount!.apiKey;
+    expect((await api(service, apiKey, 'GET', '/medical/v1/facility')).status).toBe(200);
+    for (let i = 0; i < 2; i++) expect((await api(service, 'cb_wrong', 'GET', '/medical/v1/facility')).status).toBe(401);
+    const locked = await fetch(`${service.url}/medical/v1/facility`, { headers: { 'x-api-key': 'cb_wrong' } });
+    expect(locked.status).toBe(429);
+    expect(locked.headers.get('retry-after')).toBe('30');
+    expect(((await locked.json()) as { code: string }).code).toBe('TOO_MANY_FAILED_ATTEMPTS');
+    expect((await api(service, apiKey, 'GET', '/medical/v1/facility')).status).toBe(429);
+    clock.advance(30_000);
+    expect((await api(service, apiKey, 'GET', '/medical/v1/facility')).status).toBe(200);
   });
 
   test('graceful shutdown: a request in flight finishes, then new connections are refused', async () => {
@@ -233,4 +278,78 @@ describe.skipIf(!pgProbe.available)('the service on PostgreSQL (DATABASE_URL)', 
     // Closing first: the schema is dropped after its connections are gone.
     await service.close();
   });
+});
+
+/** A raw TCP connection to the service, with what it received and a promise of its close. */
+function rawConnection(service: ServiceHandle): Promise<{ socket: Socket; received: () => string; closed: Promise<void>; next: (text: string) => Promise<string> }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(service.port, '127.0.0.1');
+    let text = '';
+    let waiter: { marker: string; done: (text: string) => void } | undefined;
+    // A refused connection may be reset rather than ended; either way it closes.
+    socket.on('error', () => {});
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1');
+      if (waiter && text.includes(waiter.marker)) {
+        const { done } = waiter;
+        waiter = undefined;
+        done(text);
+      }
+    });
+    const closed = new Promise<void>((done) => socket.once('close', () => done()));
+    cleanups.push(async () => {
+      socket.destroy();
+      await closed;
+    });
+    socket.once('connect', () =>
+      resolve({
+        socket,
+        received: () => text,
+        closed,
+        // Sends a request and resolves with everything received once its (empty-bodied or small) answer is in.
+        next: (request) =>
+          new Promise((done) => {
+            text = '';
+            waiter = { marker: '"status":"ok"}', done };
+            socket.write(request);
+          }),
+      }),
+    );
+    socket.once('error', reject);
+  });
+}
+
+const HEALTH_REQUEST = 'GET /healthz HTTP/1.1\r\nHost: carebridge.test\r\n\r\n';
+
+describe('server timeouts and the connection cap', () => {
+  test('a client sending its headers a byte at a time, never finishing, is cut off with 408 after the headers timeout', async () => {
+    const service = await start({ dataDir: await tempDir(), background: false, sandboxAccount: false, headersTimeoutMs: 200, requestTimeoutMs: 1_000 });
+    const slow = await rawConnection(service);
+    slow.socket.write('GET /healthz HTTP/1.1\r\nHost: carebridge.test\r\nX-Slow: ');
+    // A byte now and then for as long as the connection lives: the timeout is no idle timeout.
+    const drip = setInterval(() => slow.socket.writable && slow.socket.write('a'), 20);
+    await slow.closed.finally(() => clearInterval(drip));
+    expect(slow.received()).toMatch(/^HTTP\/1\.1 408/);
+  }, 20_000);
+
+  test('an idle keep-alive connection is closed after the keep-alive timeout', async () => {
+    const service = await start({ dataDir: await tempDir(), background: false, sandboxAccount: false, keepAliveTimeoutMs: 100 });
+    const client = await rawConnection(service);
+    expect(await client.next(HEALTH_REQUEST)).toMatch(/^HTTP\/1\.1 200/);
+    await client.closed;
+  }, 20_000);
+
+  test('with maxConnections 2 a third connection is closed unanswered while the first two are served', async () => {
+    const service = await start({ dataDir: await tempDir(), background: false, sandboxAccount: false, maxConnections: 2, keepAliveTimeoutMs: 600_000 });
+    const first = await rawConnection(service);
+    const second = await rawConnection(service);
+    expect(await first.next(HEALTH_REQUEST)).toMatch(/^HTTP\/1\.1 200/);
+    expect(await second.next(HEALTH_REQUEST)).toMatch(/^HTTP\/1\.1 200/);
+    const third = await rawConnection(service);
+    third.socket.write(HEALTH_REQUEST);
+    await third.closed;
+    expect(third.received()).toBe('');
+    expect(await first.next(HEALTH_REQUEST)).toMatch(/^HTTP\/1\.1 200/);
+    expect(await second.next(HEALTH_REQUEST)).toMatch(/^HTTP\/1\.1 200/);
+  }, 20_000);
 });

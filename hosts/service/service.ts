@@ -91,12 +91,25 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
   // Listening first tells the real port (PORT=0) before the public URL is fixed; until the service is
   // ready, requests get a 503.
   let ready: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
-  const server = createServer((req, res) => {
-    if (ready) return ready(req, res);
-    const status = statusForCode('STARTING');
-    res.writeHead(status, { 'content-type': 'application/problem+json', 'retry-after': '1' });
-    res.end(JSON.stringify({ status, title: 'Service Unavailable', detail: 'The service is starting', code: 'STARTING' }));
-  });
+  const server = createServer(
+    {
+      headersTimeout: settings.headersTimeoutMs,
+      requestTimeout: settings.requestTimeoutMs,
+      keepAliveTimeout: settings.keepAliveTimeoutMs,
+      // Node looks for expired requests only this often (30 s by default): a few times per timeout, so a
+      // slow client is cut soon after its time is up rather than up to 30 s later.
+      connectionsCheckingInterval: Math.max(10, Math.min(settings.headersTimeoutMs, 30_000) / 4),
+    },
+    (req, res) => {
+      if (ready) return ready(req, res);
+      const status = statusForCode('STARTING');
+      res.writeHead(status, { 'content-type': 'application/problem+json', 'retry-after': '1' });
+      res.end(JSON.stringify({ status, title: 'Service Unavailable', detail: 'The service is starting', code: 'STARTING' }));
+    },
+  );
+  // Past it Node closes a new connection at once, unanswered: cheaper than answering, and what a client
+  // retrying with backoff handles like any refused connection.
+  server.maxConnections = settings.maxConnections;
   const address = await listen(server, settings.port, settings.host);
   const url = `http://${urlHost(settings.host)}:${address.port}`;
   const publicUrl = (settings.publicUrl ?? url).replace(/\/+$/, '');
@@ -116,6 +129,8 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
       ccda: { kind: 'pooled', ...(settings.ccdaWorkers !== undefined ? { maxThreads: settings.ccdaWorkers } : {}) },
       ...(settings.ccdaMaxBytes !== undefined ? { ccdaMaxBytes: settings.ccdaMaxBytes } : {}),
       ...(settings.rateLimits ? { rateLimits: settings.rateLimits } : {}),
+      failedAuthPerMinute: settings.failedAuthPerMinute,
+      renders: { concurrency: settings.renderConcurrency, queue: settings.renderQueue },
       webhooks: {
         ...(settings.webhookLeaseSeconds !== undefined ? { leaseMs: settings.webhookLeaseSeconds * 1000 } : {}),
         allowPrivate: settings.webhookAllowPrivate,

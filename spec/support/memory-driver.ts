@@ -2,6 +2,7 @@ import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import { MemoryHost } from '../../hosts/memory/memory.host.js';
 import type { ApiResponse } from '../../core/api/types.js';
+import type { RateLimits } from '../../core/api/rate-limit.js';
 import type { HostDriver, HostResponse } from './driver.js';
 
 export const SPEC_START = '2026-11-22T09:00:00.000Z';
@@ -21,10 +22,21 @@ async function toHostResponse(response: ApiResponse): Promise<HostResponse> {
   return { status: response.status, headers: response.headers, body: json, text };
 }
 
+export interface MemoryDriverOptions {
+  /** Requests per minute per account by route class; none when absent. */
+  rateLimits?: RateLimits;
+}
+
 /** The in-memory host as the suite sees it: the handler in process, a stepped clock, sequential ids. */
-export async function makeMemoryDriver(): Promise<HostDriver> {
+export async function makeMemoryDriver(options: MemoryDriverOptions = {}): Promise<HostDriver> {
   const clock = new SteppedClock(SPEC_START);
-  const host = await MemoryHost.create({ clock, ids: new SequentialIds(), publicUrl: PUBLIC_URL, urlSecret: 'spec-url-signing-secret' });
+  const host = await MemoryHost.create({
+    clock,
+    ids: new SequentialIds(),
+    publicUrl: PUBLIC_URL,
+    urlSecret: 'spec-url-signing-secret',
+    ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
+  });
   return {
     name: 'memory',
     clock,
