@@ -218,6 +218,38 @@ export const fhirBundleResponse = z.looseObject({
   entry: z.array(z.looseObject({ resource: z.looseObject({ resourceType: z.string() }) })).optional(),
 });
 
+/** A FHIR R4 CodeableConcept. */
+const codeableConcept = z.looseObject({
+  text: z.string().optional(),
+  coding: z.array(z.looseObject({ system: z.string().optional(), code: z.string().optional(), display: z.string().optional() })).optional(),
+});
+
+/** A document as the public API's short form (`output=dto`). */
+export const documentDtoResponse = z.strictObject({
+  id,
+  fileName: z.string(),
+  description: z.string(),
+  status: z.string(),
+  indexed: z.string().describe('ISO 8601'),
+  mimeType: z.string(),
+  size: z.number().int().describe('Bytes'),
+  type: codeableConcept,
+});
+
+/** A FHIR R4 DocumentReference, as the consolidated store keeps it. */
+export const documentReferenceResponse = z.looseObject({
+  resourceType: z.literal('DocumentReference'),
+  id: z.string(),
+  status: z.string(),
+  description: z.string().optional(),
+  type: codeableConcept.optional(),
+  date: z.string().optional(),
+  content: z.array(z.looseObject({ attachment: z.looseObject({ contentType: z.string().optional(), url: z.string().optional(), title: z.string().optional() }) })),
+});
+
+/** The patient's documents: FHIR DocumentReferences, or the short form with `output=dto`. */
+export const documentListResponse = z.strictObject({ documents: z.array(z.union([documentReferenceResponse, documentDtoResponse])) });
+
 /** The answer to resources added to the consolidated store: one entry per resource, in order. */
 export const transactionResponseBundle = z.strictObject({
   resourceType: z.literal('Bundle'),

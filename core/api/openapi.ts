@@ -240,13 +240,18 @@ function stringExample(schema: JsonSchema, name: string): string {
   return text.length >= minLength ? text : text.padEnd(minLength, 'x');
 }
 
+/** A file answered as it is: text for text media types, bytes for the others. */
+function rawSchemaOf(mediaType: string): Record<string, unknown> {
+  return mediaType.startsWith('text/') ? { type: 'string' } : { type: 'string', format: 'binary' };
+}
+
 function successContent(route: RouteDefinition): Record<string, unknown> {
   if (route.success?.mediaType === 'application/problem+json') {
     // A route that answers only a problem (an operation not served): its status is the example's.
     const status = route.success.status;
     return { schema: PROBLEM_REF, example: { status, title: 'Not Implemented', detail: `${route.summary}`, code: 'NOT_IMPLEMENTED' } };
   }
-  if (!route.success?.schema) return { schema: route.success?.mediaType?.startsWith('text/') ? { type: 'string' } : { type: 'object' } };
+  if (!route.success?.schema) return { schema: rawSchemaOf(route.success?.mediaType ?? 'application/json') };
   const schema = toSchema(route.success.schema, 'output');
   return { schema, example: route.success.example ?? exampleOf(schema) };
 }
@@ -271,6 +276,7 @@ function operationOf(route: RouteDefinition): Record<string, unknown> {
           ...(route.etag ? { headers: ETAG_HEADER } : {}),
           content: {
             [route.success?.mediaType ?? 'application/json']: successContent(route),
+            ...Object.fromEntries((route.success?.otherMediaTypes ?? []).map((mediaType) => [mediaType, { schema: rawSchemaOf(mediaType) }])),
           },
         };
 

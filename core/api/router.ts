@@ -53,6 +53,8 @@ export interface RouteDefinition<QS extends z.ZodType = z.ZodType, BS extends z.
     status: number;
     schema?: z.ZodType;
     mediaType?: string;
+    /** Media types the answer may also come as (a file in several formats), documented as text or binary. */
+    otherMediaTypes?: readonly string[];
     /** The OpenAPI example of the answer; one made from the schema when absent. */
     example?: unknown;
   };

@@ -146,3 +146,43 @@ describe('examples', () => {
     expect((document.components.schemas.Problem as { properties: { code: { enum: string[] } } }).properties.code.enum).toEqual(Object.keys(ERROR_CODES));
   });
 });
+
+describe('answers a generated client can type', () => {
+  const document = buildOpenApiDocument(apiRoutes) as unknown as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+  type Schema = Record<string, unknown> & { $ref?: string; properties?: Record<string, Schema>; items?: Schema; anyOf?: Schema[]; oneOf?: Schema[] };
+  const resolve = (schema: Schema | undefined): Schema | undefined => {
+    let at = schema;
+    for (let hops = 0; at?.$ref && hops < 20; hops++) at = at.$ref.replace('#/', '').split('/').reduce<unknown>((node, key) => (node as Record<string, unknown>)?.[key], document) as Schema;
+    return at;
+  };
+  /** Where a schema says nothing of what it holds: no type at all, or an object with no fields. */
+  const holes = (schema: Schema | undefined, where: string, depth = 0): string[] => {
+    const at = resolve(schema);
+    if (!at) return [`${where}: no schema`];
+    if (depth > 8) return [];
+    const found: string[] = [];
+    const typed = at.type !== undefined || at.anyOf || at.oneOf || at.allOf || at.enum || at.const !== undefined || at.properties;
+    if (!typed) found.push(`${where}: untyped`);
+    if (at.type === 'object' && !at.properties && !at.additionalProperties) found.push(`${where}: an object with no fields`);
+    for (const [name, property] of Object.entries(at.properties ?? {})) found.push(...holes(property, `${where}.${name}`, depth + 1));
+    for (const alternative of [...(at.anyOf ?? []), ...(at.oneOf ?? [])]) found.push(...holes(alternative, `${where}|`, depth + 1));
+    if (at.items) found.push(...holes(at.items, `${where}[]`, depth + 1));
+    return found;
+  };
+
+  test('every success answer has a schema saying what it holds: no untyped or field-less JSON, files as text or binary', () => {
+    const found: string[] = [];
+    for (const [path, item] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        for (const [status, response] of Object.entries(operation.responses)) {
+          if (!status.startsWith('2')) continue;
+          const content = (resolve(response as Schema) as { content?: Record<string, { schema?: Schema }> }).content ?? {};
+          for (const [mediaType, media] of Object.entries(content)) {
+            found.push(...holes(media.schema, `${method.toUpperCase()} ${path} ${status} ${mediaType}`));
+          }
+        }
+      }
+    }
+    expect(found).toEqual([]);
+  });
+});

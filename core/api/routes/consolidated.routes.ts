@@ -82,8 +82,8 @@ export const consolidatedRoutes = [
     path: `${CONSOLIDATED}/query/:requestId/:file`,
     auth: 'signed',
     tag: TAG,
-    summary: 'Download the data of a consolidated query (pre-signed URL from the medical.consolidated-data webhook, valid 10 minutes)',
-    success: { status: 200, mediaType: 'application/json' },
+    summary: 'Download the data of a consolidated query (pre-signed URL from the medical.consolidated-data webhook, valid 10 minutes): data.json (a FHIR Bundle), data.json.gz, data.html or data.pdf',
+    success: { status: 200, schema: fhirBundleResponse, otherMediaTypes: ['application/gzip', 'text/html', 'application/pdf'] },
     async handle({ deps, account, params }) {
       const file = params.file! as ConsolidatedFile;
       if (!(file in CONSOLIDATED_FILES)) throw new CoreError('FILE_NOT_FOUND', 'No such file');
@@ -181,7 +181,7 @@ export const consolidatedRoutes = [
     tag: TAG,
     deprecated: true,
     summary: 'Download a search result bundle (pre-signed URL from the search, valid 60 s)',
-    success: { status: 200, mediaType: 'application/fhir+json' },
+    success: { status: 200, schema: fhirBundleResponse, mediaType: 'application/fhir+json' },
     async handle({ deps, account, params }) {
       const stream = await searchResultStream(deps, account.id, uuidSchema.parse(params.searchId));
       return { status: 200, headers: { 'content-type': 'application/fhir+json' }, stream };

@@ -10,7 +10,7 @@ import { acceptDocumentUpload, createDocumentUpload } from '../../documents/uplo
 import { getPatient } from '../../entities/patients.js';
 import { defineRoute, json } from '../router.js';
 import { metadataBodySchema, uuidSchema } from '../schemas.js';
-import { bulkDownloadUrlsResponse, documentQueryResponse, documentUploadResponse, documentUploadedResponse, latestDocumentQueryResponse, uploadUrlResponse, urlResponse } from '../../../contract/responses.js';
+import { bulkDownloadUrlsResponse, documentListResponse, documentQueryResponse, documentUploadResponse, documentUploadedResponse, latestDocumentQueryResponse, uploadUrlResponse, urlResponse } from '../../../contract/responses.js';
 
 const DOCUMENT = '/medical/v1/document';
 const TAG = 'Document';
@@ -81,6 +81,7 @@ export const documentRoutes = [
     tag: TAG,
     summary: "The patient's documents as FHIR DocumentReferences (`output=dto` for the short form), oldest first",
     query: listQuery,
+    success: { status: 200, schema: documentListResponse },
     async handle({ deps, account, query }) {
       await getPatient(deps, account.id, query.patientId);
       const [from, to] = [query.dateFrom?.slice(0, 10), query.dateTo?.slice(0, 10)];
