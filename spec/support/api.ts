@@ -14,6 +14,9 @@ export function checkDeclaredResponse(method: string, path: string, response: Ho
   if (match.kind !== 'found') return;
   const declared = match.route.success;
   if (!declared?.schema || response.status !== declared.status) return;
+  // The schema is that of the declared media type; a file answered in another of its formats is not JSON.
+  const contentType = (response.headers['content-type'] ?? '').split(';')[0]!.trim();
+  if (contentType !== '' && contentType !== (declared.mediaType ?? 'application/json')) return;
   const parsed = declared.schema.safeParse(response.body);
   if (!parsed.success) {
     throw new Error(`${method} ${match.route.path} answered ${response.status} with a body its declared response schema refuses: ${parsed.error.message}`);
