@@ -28,3 +28,10 @@ test('install scripts only where a native part is built (sqlite3); no TypeScript
   const loaders = production.map(([path]) => nameOf(path)).filter((name) => /^(tsx|ts-node|esbuild|@esbuild\/.*|typescript|@swc\/core.*)$/.test(name));
   expect(loaders).toEqual([]);
 });
+
+test('allowScripts names exactly the packages with install scripts: sqlite3 may build, the others may not run theirs', () => {
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { allowScripts?: Record<string, boolean> };
+  const withScripts = Object.entries(lock.packages).filter(([path, entry]) => path !== '' && entry.hasInstallScript).map(([path]) => nameOf(path));
+  expect(Object.keys(manifest.allowScripts ?? {}).sort()).toEqual([...new Set(withScripts)].sort());
+  expect(Object.entries(manifest.allowScripts ?? {}).filter(([, allowed]) => allowed).map(([name]) => name)).toEqual(['sqlite3']);
+});
