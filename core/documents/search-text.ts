@@ -220,7 +220,8 @@ function markupText(xml: string, displayNames: string[] | undefined): string {
       break;
     }
     if (lt > i) parts.push(decodeEntities(xml.slice(i, lt)));
-    parts.push(' ');
+    // One space for a run of markup: a document of nothing but tags would otherwise hold a part per tag.
+    if (parts[parts.length - 1] !== ' ') parts.push(' ');
     if (xml.startsWith(COMMENT, lt)) {
       const close = xml.indexOf('-->', lt + COMMENT.length);
       i = close < 0 ? n : close + 3;
