@@ -66,3 +66,57 @@ describe('problems a past medical history lists', () => {
     expect(codeOf(denied!.verificationStatus)).toBe('refuted');
   });
 });
+
+/** A medication history entry given for the problems `reasons` (RSON relationships). */
+function medicationFor(reasons: string): string {
+  return `<entry><substanceAdministration classCode="SBADM" moodCode="EVN"><templateId root="${E}16"/><id root="1.2.3" extension="med"/>
+<statusCode code="active"/><effectiveTime xsi:type="IVL_TS"><low value="20150101"/></effectiveTime>
+<consumable><manufacturedProduct classCode="MANU"><templateId root="${E}23"/><manufacturedMaterial><code code="197806" codeSystem="${RXNORM_OID}" displayName="ibuprofen 600 MG Oral Tablet"/></manufacturedMaterial></manufacturedProduct></consumable>
+${reasons}</substanceAdministration></entry>`;
+}
+
+describe('statements nested in other statements', () => {
+  test('a problem given as a medication’s reason, in a concern or bare, is a Condition the medication names as its reason; a denied one is refuted', async () => {
+    const concern = `<entryRelationship typeCode="RSON"><act classCode="ACT" moodCode="EVN"><templateId root="${E}3"/><id root="1.2.3" extension="concern"/>
+<code code="CONC" codeSystem="2.16.840.1.113883.5.6"/><statusCode code="active"/><effectiveTime><low value="20150101"/></effectiveTime>
+<entryRelationship typeCode="SUBJ">${problemObservation({ id: 'migraine', value: '37796009' })}</entryRelationship></act></entryRelationship>`;
+    const bare = `<entryRelationship typeCode="RSON">${problemObservation({ id: 'not-gout', value: '90560007', negated: true })}</entryRelationship>`;
+    const resources = await convert(documentWith([S + '1.1', medicationFor(concern + bare)]));
+    const [migraine] = withIdentifier(resources, 'migraine');
+    expect(migraine?.resourceType).toBe('Condition');
+    expect(codeOf(migraine!.code)).toBe('37796009');
+    expect(codeOf(migraine!.verificationStatus)).toBe('confirmed');
+    expect(identifierValues(migraine!)).toContain('concern');
+    const [gout] = withIdentifier(resources, 'not-gout');
+    expect(gout?.resourceType).toBe('Condition');
+    expect(codeOf(gout!.verificationStatus)).toBe('refuted');
+    const [medication] = withIdentifier(resources, 'med');
+    expect(medication?.resourceType).toBe('MedicationStatement');
+    expect(medication!.reasonReference).toEqual([{ reference: `Condition/${migraine!.id}` }, { reference: `Condition/${gout!.id}` }]);
+    // The Composition lists the document's own sections, and no more.
+    const [composition] = ofType(resources, 'Composition');
+    expect((composition!.section as { title?: string }[]).map((section) => section.title)).toEqual(['S0']);
+  });
+
+  test('a procedure a planned procedure refers to is a Procedure based on the request, with its own status; a diagnosis a procedure is about a Condition', async () => {
+    const planned = `<entry><procedure classCode="PROC" moodCode="RQO"><templateId root="${E}41"/><id root="1.2.3" extension="plan"/>
+<code code="168731009" codeSystem="${SNOMED_OID}" displayName="Chest X-ray"/><statusCode code="active"/>
+<entryRelationship typeCode="REFR"><procedure classCode="PROC" moodCode="EVN"><templateId root="${E}14"/><id root="1.2.3" extension="xray"/>
+<code code="168731009" codeSystem="${SNOMED_OID}" displayName="Chest X-ray"/><statusCode code="active"/><effectiveTime><low value="20130130"/></effectiveTime></procedure></entryRelationship>
+<entryRelationship typeCode="REFR"><act classCode="ACT" moodCode="EVN" negationInd="true"><templateId root="${E}12"/><id root="1.2.3" extension="no-education"/>
+<code code="311401005" codeSystem="${SNOMED_OID}" displayName="Patient education"/><statusCode code="completed"/><effectiveTime value="20130130"/></act></entryRelationship>
+<entryRelationship typeCode="SUBJ">${problemObservation({ id: 'cough', value: '49727002' })}</entryRelationship></procedure></entry>`;
+    const resources = await convert(documentWith([S + '10', planned]));
+    const [request] = withIdentifier(resources, 'plan').filter((resource) => resource.resourceType === 'ServiceRequest');
+    expect(request).toBeDefined();
+    const [xray] = withIdentifier(resources, 'xray');
+    expect(xray?.resourceType).toBe('Procedure');
+    expect(xray!.status).toBe('in-progress');
+    expect(xray!.basedOn).toEqual([{ reference: `ServiceRequest/${request!.id}` }]);
+    const [education] = withIdentifier(resources, 'no-education');
+    expect(education?.resourceType).toBe('Procedure');
+    expect(education!.status).toBe('not-done');
+    const [cough] = withIdentifier(resources, 'cough');
+    expect(cough?.resourceType).toBe('Condition');
+  });
+});

@@ -24,7 +24,8 @@
  *   of a statement has the link as its id, and the repairs find the statement it came from (see
  *   SourceLinks). The statement's own ids stay as the document wrote them.
  */
-import { applyTreeRules } from './tree-rules.js';
+import { liftNestedStatements } from './nested-statements.js';
+import { applyTreeRules, sectionsOf } from './tree-rules.js';
 import { isUuid, uuidFromSeed } from './stable-ids.js';
 
 type Node = Record<string, unknown>;
@@ -107,6 +108,8 @@ export interface SourceLinks {
   elementOf(resourceId: string | undefined): Node | undefined;
   /** The element's ids as the document wrote them (its link left out). */
   idsOf(element: Node): Node[];
+  /** The id of the resource made of the element, if one was. */
+  linkOf(element: Node): string | undefined;
 }
 
 /** The UUIDs given to bare-UUID C-CDA ids, so later passes can tell them from the converter's random ones. */
@@ -114,6 +117,8 @@ export interface NormaliseResult {
   document: Node;
   assignedUuids: Set<string>;
   links: SourceLinks;
+  /** How many sections were added after the document's own for statements nested in others (see nested-statements.ts). */
+  liftedSections: number;
 }
 
 /** The elements the converter turns into resources, by the name they hang under. */
@@ -146,7 +151,11 @@ export function normaliseParsedCcda(document: Node, options: NormaliseOptions): 
     }
   }
 
-  if (options.treeRules ?? true) applyTreeRules(document);
+  let liftedSections = 0;
+  if (options.treeRules ?? true) {
+    applyTreeRules(document);
+    liftedSections = liftNestedStatements(document, sectionsOf(document));
+  }
 
   const assignedUuids = new Set<string>();
   const linked = new Map<string, Node>();
@@ -180,9 +189,14 @@ export function normaliseParsedCcda(document: Node, options: NormaliseOptions): 
   return {
     document,
     assignedUuids,
+    liftedSections,
     links: {
       elementOf: (resourceId) => (resourceId === undefined ? undefined : linked.get(resourceId)),
       idsOf: (element) => asList(element.id).filter((id): id is Node => isNode(id) && !linkIds.has(id)),
+      linkOf: (element) => {
+        const first = asList(element.id)[0];
+        return isNode(first) && linkIds.has(first) ? String(first['@_root']) : undefined;
+      },
     },
   };
 }
