@@ -13,8 +13,9 @@
  * - The converter dispatches a section's entries on the section's FIRST templateId and knows only some
  *   variants. A section whose ids include a known one gets it moved first; a section whose variant has
  *   the same entry templates as a known one (entries-optional vs entries-required, later versions,
- *   diagnosis sections that wrap Problem Observations) gets the known id prepended. Hospital discharge
- *   medications wrap Medication Activities in an act; they are lifted into the entry.
+ *   diagnosis sections that wrap Problem Observations, medications administered) gets the known id
+ *   prepended. Hospital discharge and admission medications wrap Medication Activities in an act; they are
+ *   lifted into the entry.
  * - C-CDA ids that are a bare UUID become the FHIR id, but the HL7 examples reuse one UUID for several
  *   entries, which would give several resources one id. Each such id occurrence gets its own UUID derived
  *   from the document, so ids are unique and stable.
@@ -57,9 +58,12 @@ const SECTION_TEMPLATE_ALIASES: Record<string, string> = {
   // Anesthesia: Medication Activity entries.
   [OID + '25']: OID + '1.1',
   [OID + '25.2']: OID + '1.1',
-  // Hospital discharge medications, once their acts are lifted (see liftDischargeMedications).
+  // Hospital discharge and admission medications, once their acts are lifted (see liftWrappedMedications).
   [OID + '11']: OID + '1.1',
   [OID + '11.1']: OID + '1.1',
+  [OID + '44']: OID + '1.1',
+  // Medications administered: Medication Activity entries.
+  [OID + '38']: OID + '1.1',
   // Immunizations, later versions.
   [OID + '2.1.2']: OID + '2.1',
   [OID + '2.2']: OID + '2.1',
@@ -80,7 +84,8 @@ const SECTION_TEMPLATE_ALIASES: Record<string, string> = {
   [OID + '36.2']: OID + '5.1',
 };
 
-const DISCHARGE_MEDICATION_SECTIONS = new Set([OID + '11', OID + '11.1']);
+/** Sections whose Medication Activities are each wrapped in an act (Discharge Medication, Admission Medication). */
+const WRAPPED_MEDICATION_SECTIONS = new Set([OID + '11', OID + '11.1', OID + '44']);
 
 export function isNode(value: unknown): value is Node {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -203,7 +208,7 @@ export function normaliseParsedCcda(document: Node, options: NormaliseOptions): 
 
 function normaliseSection(section: Node): void {
   const roots = rootsOf(section.templateId);
-  if (roots.some((root) => DISCHARGE_MEDICATION_SECTIONS.has(root))) liftDischargeMedications(section);
+  if (roots.some((root) => WRAPPED_MEDICATION_SECTIONS.has(root))) liftWrappedMedications(section);
 
   const templates = asList(section.templateId).filter(isNode);
   const handled = templates.find((t) => HANDLED_SECTION_TEMPLATES.has(String(t['@_root'])));
@@ -215,8 +220,8 @@ function normaliseSection(section: Node): void {
   if (alias) section.templateId = [{ '@_root': alias }, ...templates];
 }
 
-/** Discharge Medication acts wrap Medication Activities; the converter reads them only at entry level. */
-function liftDischargeMedications(section: Node): void {
+/** Discharge and Admission Medication acts wrap Medication Activities; the converter reads them only at entry level. */
+function liftWrappedMedications(section: Node): void {
   for (const entry of asList(section.entry)) {
     if (!isNode(entry)) continue;
     const lifted: unknown[] = [];

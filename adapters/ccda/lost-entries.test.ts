@@ -120,3 +120,20 @@ describe('statements nested in other statements', () => {
     expect(cough?.resourceType).toBe('Condition');
   });
 });
+
+describe('medications of sections the converter does not know', () => {
+  test('medications administered are converted like a medication list; one medication stated in both is a resource in each', async () => {
+    const administered = medicationFor('');
+    const resources = await convert(documentWith([S + '1.1', medicationFor('')], [S + '38', administered]));
+    const statements = withIdentifier(resources, 'med');
+    expect(statements.map((resource) => resource.resourceType)).toEqual(['MedicationStatement', 'MedicationStatement']);
+    expect(new Set(statements.map((resource) => resource.id)).size).toBe(2);
+  });
+
+  test('admission medications, each wrapped in an admission medication act, are converted', async () => {
+    const admission = `<entry><act classCode="ACT" moodCode="EVN"><templateId root="${E}36"/><code code="42346-7" codeSystem="2.16.840.1.113883.6.1"/><statusCode code="active"/>
+<entryRelationship typeCode="SUBJ">${medicationFor('').replace(/^<entry>|<\/entry>$/g, '')}</entryRelationship></act></entry>`;
+    const resources = await convert(documentWith([S + '44', admission]));
+    expect(withIdentifier(resources, 'med').map((resource) => resource.resourceType)).toEqual(['MedicationStatement']);
+  });
+});
