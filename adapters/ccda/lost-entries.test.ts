@@ -137,3 +137,18 @@ describe('medications of sections the converter does not know', () => {
     expect(withIdentifier(resources, 'med').map((resource) => resource.resourceType)).toEqual(['MedicationStatement']);
   });
 });
+
+describe('observations named in words only', () => {
+  test('a vital sign whose code is only its original text keeps those words as its code; one whose words deny is left out', async () => {
+    const vital = (id: string, words: string) => `<component><observation classCode="OBS" moodCode="EVN"><templateId root="${E}27"/><id root="1.2.3" extension="${id}"/>
+<code nullFlavor="UNK"><originalText>${words}</originalText></code><statusCode code="completed"/><effectiveTime value="20130710"/><value xsi:type="PQ" value="25.88" unit="kg/m2"/></observation></component>`;
+    const organizer = `<entry><organizer classCode="CLUSTER" moodCode="EVN"><templateId root="${E}26"/><id root="1.2.3" extension="vitals"/>
+<code code="46680005" codeSystem="${SNOMED_OID}"/><statusCode code="completed"/><effectiveTime value="20130710"/>
+${vital('bmi', 'Body Mass Index Measured')}${vital('none', 'No vital signs recorded')}</organizer></entry>`;
+    const resources = await convert(documentWith([S + '4.1', organizer]));
+    const [bmi] = withIdentifier(resources, 'bmi');
+    expect(bmi?.resourceType).toBe('Observation');
+    expect(bmi!.code).toEqual({ text: 'Body Mass Index Measured' });
+    expect(withIdentifier(resources, 'none')).toEqual([]);
+  });
+});
