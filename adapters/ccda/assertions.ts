@@ -413,6 +413,12 @@ export const leaveOutWhatIsNotAsserted: RepairRule = {
       context.leaveOut(resource, `a negated ${elementName(resource)} has no faithful FHIR R4 form`);
       return true;
     }
+    if (resource.resourceType === 'Observation' && !hasCode(resource.code)) {
+      // An observation named in words only (its code's original text) keeps those words, as a drug or a
+      // problem does; words that deny ("No vital signs") name nothing.
+      const named = narratedName(firstNode(statement.code), context);
+      if (named !== undefined && named.trim() !== '' && !isNegativePhrase(named)) resource.code = { ...((resource.code as CodeableConcept | undefined) ?? {}), text: named.trim() };
+    }
     const words = (resource.code as CodeableConcept | undefined)?.text;
     if (resource.resourceType === 'Observation' && (!hasCode(resource.code) || (!hasCoding(resource.code) && words !== undefined && isNegativePhrase(words)))) {
       context.leaveOut(resource, 'an observation without a code');

@@ -5,6 +5,7 @@ import { CoreError } from '../../core/errors.js';
 import type { CcdaConverterPort, FhirBundle, FhirResource } from '../../core/ports/ccda.port.js';
 import { isNode, normaliseParsedCcda } from './normalise-ccda.js';
 import { repairFamilyHistory } from './family-history.js';
+import { linkLiftedStatements } from './nested-statements.js';
 import { narrativeIndex } from './narrative.js';
 import { repairPatient } from './patient.js';
 import { repairConvertedResources, type RepairContext } from './repair.js';
@@ -58,7 +59,7 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
     if (!isNode(patientRole)) throw invalid('the document has no recordTarget/patientRole');
 
     const seed = sha256Hex(xml);
-    const { document, assignedUuids, links } = normaliseParsedCcda(parsed, { seed, treeRules: this.repairs });
+    const { document, assignedUuids, links, liftedSections } = normaliseParsedCcda(parsed, { seed, treeRules: this.repairs });
 
     let converted: { entry?: { resource?: unknown }[] };
     try {
@@ -71,6 +72,9 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
     const stable = JSON.parse(replaceRandomUuids(JSON.stringify(converted), keep, seed)) as typeof converted;
     const bundle = toBundle(stable.entry ?? [], seed);
     if (!this.repairs) return bundle;
+    // The sections added for nested statements are the converter's input, not the document's.
+    const composition = bundle.entry?.find((entry) => entry.resource?.resourceType === 'Composition')?.resource;
+    if (liftedSections > 0 && Array.isArray(composition?.section)) composition.section = composition.section.slice(0, -liftedSections);
     repairFamilyHistory(parsed, bundle, seed, links.idsOf);
     repairPatient(parsed, bundle);
     const leftOut = new Map<FhirResource, string>();
@@ -86,7 +90,9 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
       leaveOut: (resource, reason) => void leftOut.set(resource, reason),
       narrative: narrativeIndex(parsed),
     };
-    repairConvertedResources((bundle.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : [])), undefined, context);
+    const resources = (bundle.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : []));
+    repairConvertedResources(resources, undefined, context);
+    if (liftedSections > 0) linkLiftedStatements(resources, context.sourceOf, links.linkOf);
     if (leftOut.size > 0) leaveOut(bundle, leftOut);
     for (const resource of added) bundle.entry!.push({ fullUrl: `urn:uuid:${resource.id}`, resource });
     return bundle;

@@ -13,8 +13,9 @@
  * - The converter dispatches a section's entries on the section's FIRST templateId and knows only some
  *   variants. A section whose ids include a known one gets it moved first; a section whose variant has
  *   the same entry templates as a known one (entries-optional vs entries-required, later versions,
- *   diagnosis sections that wrap Problem Observations) gets the known id prepended. Hospital discharge
- *   medications wrap Medication Activities in an act; they are lifted into the entry.
+ *   diagnosis sections that wrap Problem Observations, medications administered) gets the known id
+ *   prepended. Hospital discharge and admission medications wrap Medication Activities in an act; they are
+ *   lifted into the entry.
  * - C-CDA ids that are a bare UUID become the FHIR id, but the HL7 examples reuse one UUID for several
  *   entries, which would give several resources one id. Each such id occurrence gets its own UUID derived
  *   from the document, so ids are unique and stable.
@@ -24,7 +25,8 @@
  *   of a statement has the link as its id, and the repairs find the statement it came from (see
  *   SourceLinks). The statement's own ids stay as the document wrote them.
  */
-import { applyTreeRules } from './tree-rules.js';
+import { liftNestedStatements } from './nested-statements.js';
+import { applyTreeRules, sectionsOf } from './tree-rules.js';
 import { isUuid, uuidFromSeed } from './stable-ids.js';
 
 type Node = Record<string, unknown>;
@@ -56,9 +58,12 @@ const SECTION_TEMPLATE_ALIASES: Record<string, string> = {
   // Anesthesia: Medication Activity entries.
   [OID + '25']: OID + '1.1',
   [OID + '25.2']: OID + '1.1',
-  // Hospital discharge medications, once their acts are lifted (see liftDischargeMedications).
+  // Hospital discharge and admission medications, once their acts are lifted (see liftWrappedMedications).
   [OID + '11']: OID + '1.1',
   [OID + '11.1']: OID + '1.1',
+  [OID + '44']: OID + '1.1',
+  // Medications administered: Medication Activity entries.
+  [OID + '38']: OID + '1.1',
   // Immunizations, later versions.
   [OID + '2.1.2']: OID + '2.1',
   [OID + '2.2']: OID + '2.1',
@@ -79,7 +84,8 @@ const SECTION_TEMPLATE_ALIASES: Record<string, string> = {
   [OID + '36.2']: OID + '5.1',
 };
 
-const DISCHARGE_MEDICATION_SECTIONS = new Set([OID + '11', OID + '11.1']);
+/** Sections whose Medication Activities are each wrapped in an act (Discharge Medication, Admission Medication). */
+const WRAPPED_MEDICATION_SECTIONS = new Set([OID + '11', OID + '11.1', OID + '44']);
 
 export function isNode(value: unknown): value is Node {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -107,6 +113,8 @@ export interface SourceLinks {
   elementOf(resourceId: string | undefined): Node | undefined;
   /** The element's ids as the document wrote them (its link left out). */
   idsOf(element: Node): Node[];
+  /** The id of the resource made of the element, if one was. */
+  linkOf(element: Node): string | undefined;
 }
 
 /** The UUIDs given to bare-UUID C-CDA ids, so later passes can tell them from the converter's random ones. */
@@ -114,6 +122,8 @@ export interface NormaliseResult {
   document: Node;
   assignedUuids: Set<string>;
   links: SourceLinks;
+  /** How many sections were added after the document's own for statements nested in others (see nested-statements.ts). */
+  liftedSections: number;
 }
 
 /** The elements the converter turns into resources, by the name they hang under. */
@@ -146,7 +156,11 @@ export function normaliseParsedCcda(document: Node, options: NormaliseOptions): 
     }
   }
 
-  if (options.treeRules ?? true) applyTreeRules(document);
+  let liftedSections = 0;
+  if (options.treeRules ?? true) {
+    applyTreeRules(document);
+    liftedSections = liftNestedStatements(document, sectionsOf(document));
+  }
 
   const assignedUuids = new Set<string>();
   const linked = new Map<string, Node>();
@@ -180,16 +194,21 @@ export function normaliseParsedCcda(document: Node, options: NormaliseOptions): 
   return {
     document,
     assignedUuids,
+    liftedSections,
     links: {
       elementOf: (resourceId) => (resourceId === undefined ? undefined : linked.get(resourceId)),
       idsOf: (element) => asList(element.id).filter((id): id is Node => isNode(id) && !linkIds.has(id)),
+      linkOf: (element) => {
+        const first = asList(element.id)[0];
+        return isNode(first) && linkIds.has(first) ? String(first['@_root']) : undefined;
+      },
     },
   };
 }
 
 function normaliseSection(section: Node): void {
   const roots = rootsOf(section.templateId);
-  if (roots.some((root) => DISCHARGE_MEDICATION_SECTIONS.has(root))) liftDischargeMedications(section);
+  if (roots.some((root) => WRAPPED_MEDICATION_SECTIONS.has(root))) liftWrappedMedications(section);
 
   const templates = asList(section.templateId).filter(isNode);
   const handled = templates.find((t) => HANDLED_SECTION_TEMPLATES.has(String(t['@_root'])));
@@ -201,8 +220,8 @@ function normaliseSection(section: Node): void {
   if (alias) section.templateId = [{ '@_root': alias }, ...templates];
 }
 
-/** Discharge Medication acts wrap Medication Activities; the converter reads them only at entry level. */
-function liftDischargeMedications(section: Node): void {
+/** Discharge and Admission Medication acts wrap Medication Activities; the converter reads them only at entry level. */
+function liftWrappedMedications(section: Node): void {
   for (const entry of asList(section.entry)) {
     if (!isNode(entry)) continue;
     const lifted: unknown[] = [];

@@ -62,6 +62,16 @@ describe('repair rules that read the source entry', () => {
     expect(entryIdentifiers.apply(orphan, context)).toBe(false);
   });
 
+  test('entry identifiers: a procedure is not identified by the problem it is about (its SUBJ), only a concern by its subject', () => {
+    const procedure = {
+      id: [{ '@_root': '1.2.3', '@_extension': 'procedure' }],
+      entryRelationship: [{ '@_typeCode': 'SUBJ', observation: [{ templateId: [{ '@_root': E + '4' }], id: [{ '@_root': '1.2.3', '@_extension': 'problem' }] }] }],
+    };
+    const resource: FhirResource = { resourceType: 'ServiceRequest', id: 'p' };
+    expect(entryIdentifiers.apply(resource, contextOf({ p: procedure }))).toBe(true);
+    expect(resource.identifier).toEqual([{ system: 'urn:oid:1.2.3', value: 'procedure' }]);
+  });
+
   test('medication history is a statement: EVN becomes a MedicationStatement with its period; INT stays a request', () => {
     const taken = { '@_moodCode': 'EVN', effectiveTime: [{ low: { '@_value': '20110103' }, high: { '@_value': '201203' } }] };
     const refused = { '@_moodCode': 'EVN', '@_negationInd': 'true' };

@@ -62,8 +62,10 @@ export const entryIdentifiers: RepairRule = {
     const rootOnly = current
       .filter((id) => (id.value === undefined || id.value === '') && typeof id.system === 'string' && id.system.startsWith('urn:oid:'))
       .map((id) => ({ system: 'urn:ietf:rfc:3986', value: id.system! }));
+    // Only a concern is identified by its subject's ids too: the problem a procedure is about is not the procedure.
+    const concern = resource.resourceType === 'Condition' || resource.resourceType === 'AllergyIntolerance';
     const fromSource = source
-      ? [source, subjectOf(source)].flatMap((element) => (element ? context!.idsOf(element).map(identifierOf) : [])).filter((id) => id !== undefined)
+      ? [source, concern ? subjectOf(source) : undefined].flatMap((element) => (element ? context!.idsOf(element).map(identifierOf) : [])).filter((id) => id !== undefined)
       : [];
     const seen = new Set<string>();
     const identifiers = [...valid, ...rootOnly, ...fromSource].filter((id) => {

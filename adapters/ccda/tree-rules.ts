@@ -26,6 +26,7 @@ export const SECTIONS_WITH_BARE_PROBLEMS: Record<string, 'encounter-diagnosis' |
   [SECTION + '28']: 'encounter-diagnosis', // procedure findings
   [SECTION + '37']: 'encounter-diagnosis', // complications
   [SECTION + '14']: 'problem-list-item', // functional status
+  [SECTION + '20']: 'problem-list-item', // past medical history
 };
 
 export interface TreeRule {
@@ -100,8 +101,8 @@ function concernHolding(act: CcdaNode, observation: CcdaNode, keep: (relationshi
 }
 
 /**
- * Procedure findings, complications and functional status list Problem Observations as entries of their
- * own; the converter reads them as Observations whose value is the problem. Each is wrapped in a concern
+ * Procedure findings, complications, functional status and past medical history list Problem Observations
+ * as entries of their own; the converter reads them as Observations whose value is the problem. Each is wrapped in a concern
  * act (status from whether the problem has ended, nothing else added), and the section is read as a
  * problems section, so each becomes a Condition with its onset and end.
  */

@@ -24,23 +24,23 @@ import {
  * the figures it improved; a change that does worse fails here. `documents` is the corpus itself.
  */
 const RATCHETS: Record<string, { documents: number; crashed: number; validatorErrors: number; artefacts: number; coverage: number; oidCodingsWithUri: number }> = {
-  'hl7-documents': { documents: 12, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 99.5, oidCodingsWithUri: 0 },
-  'hl7-scenarios': { documents: 141, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 96.9, oidCodingsWithUri: 0 },
-  Allscripts: { documents: 21, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 96.1, oidCodingsWithUri: 0 },
-  Cerner: { documents: 2, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 95.4, oidCodingsWithUri: 0 },
+  'hl7-documents': { documents: 12, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
+  'hl7-scenarios': { documents: 141, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
+  Allscripts: { documents: 21, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
+  Cerner: { documents: 2, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
   EMERGE: { documents: 50, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
-  Greenway: { documents: 12, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 99.7, oidCodingsWithUri: 0 },
+  Greenway: { documents: 12, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
   'HL7 Samples': { documents: 9, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
   Kareo: { documents: 2, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
   Kinsights: { documents: 1, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
   mTuitive: { documents: 5, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
-  NextGen: { documents: 1, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 96.7, oidCodingsWithUri: 0 },
+  NextGen: { documents: 1, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
   NIST: { documents: 2, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
   Partners: { documents: 6, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
   PracticeFusion: { documents: 4, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
   'Transitions of Care': { documents: 1, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
-  Vitera: { documents: 1, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 93.2, oidCodingsWithUri: 0 },
-  all: { documents: 270, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 98.6, oidCodingsWithUri: 0 },
+  Vitera: { documents: 1, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
+  all: { documents: 270, crashed: 0, validatorErrors: 0, artefacts: 0, coverage: 100, oidCodingsWithUri: 0 },
 };
 
 /** Converting and validating 270 documents takes ~8 s of CPU; a loaded 2-core machine may stretch that a lot. */

@@ -8,14 +8,15 @@
  * medication (ibuprofen, moodCode INT: a MedicationRequest). procedure-note has a preprocedure diagnosis,
  * three findings, a complication and a postprocedure diagnosis of three problems (8 Conditions) and one
  * anesthesia drug given (propofol). care-plan's health concern refers to three problems and a tobacco use
- * observation and its risk concern to one problem (4 Conditions, the tobacco use an Observation).
+ * observation and its risk concern to one problem (4 Conditions, the tobacco use an Observation); its
+ * intervention refers to one procedure act done (elevation of the head of the bed: a Procedure).
  * Planned procedures and tests (moods INT, RQO) are ServiceRequests, never Procedures or Goals.
  * Practitioner counts are high because the converter creates one per author/performer occurrence (a
  * concern split in two carries its author twice). A Family History Organizer is one FamilyMemberHistory:
  * the Observations the converter made of it, all about the patient, are gone.
  */
 export const expectedCounts: Record<string, Record<string, number>> = {
-  'care-plan.xml': { Composition: 1, Condition: 4, Goal: 1, Observation: 3, Organization: 1, Patient: 1, Practitioner: 2, RelatedPerson: 4 },
+  'care-plan.xml': { Composition: 1, Condition: 4, Goal: 1, Observation: 3, Organization: 1, Patient: 1, Practitioner: 2, Procedure: 1, RelatedPerson: 4 },
   'ccd-1.xml': {
     AllergyIntolerance: 2, Composition: 1, Condition: 5, Device: 1, Encounter: 1, FamilyMemberHistory: 1, Immunization: 5, MedicationStatement: 2, Observation: 27,
     Organization: 7, Patient: 1, Practitioner: 38, PractitionerRole: 6, Procedure: 4, RelatedPerson: 2, ServiceRequest: 1,
