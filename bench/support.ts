@@ -5,7 +5,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Sequelize } from 'sequelize';
 import { createAccount } from '../core/accounts.js';
@@ -17,6 +16,7 @@ import { NodeSecrets } from '../adapters/crypto/node.secrets.js';
 import { Uuid7Ids } from '../adapters/ids/uuid7.ids.js';
 import { SequelizeStorage } from '../adapters/storage/sequelize/sequelize.storage.js';
 import { personOf } from './generate.js';
+import { freePort } from '../spec/support/service-process.js';
 import { startScriptArguments } from '../spec/support/start-command.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -26,17 +26,8 @@ export function emit(measure: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify(measure)}\n`);
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
-/** Creates the account (and facility) in the data directory before the service starts; seeds patients. */
 /** PostgreSQL instead of the SQLite file in the data directory: a schema of its own on that database. */
 export interface BenchDatabase {
   url: string;
@@ -48,6 +39,7 @@ export function databaseEnv(database: BenchDatabase | undefined): Record<string,
   return database ? { DATABASE_URL: database.url, DATABASE_SCHEMA: database.schema } : {};
 }
 
+/** Creates the account (and facility) in the data directory before the service starts; seeds patients. */
 export async function prepareDataDir(dataDir: string, existing: number, database?: BenchDatabase): Promise<{ apiKey: string; facilityId: string }> {
   if (database) {
     const admin = new Sequelize(database.url, { logging: false });
