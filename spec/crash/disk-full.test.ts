@@ -1,13 +1,11 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parse } from 'csv-parse/sync';
 import { afterAll, describe, expect, test } from 'vitest';
 import { generateCsv } from '../../bench/generate.js';
-import { startScriptArguments } from '../support/start-command.js';
+import { freePort, killServiceProcess, startServiceProcess, type ServiceProcess } from '../support/service-process.js';
 
 /**
  * A real full disk: the service (`npm start`'s entry) runs with DATA_DIR on a small tmpfs; while it imports,
@@ -20,7 +18,6 @@ import { startScriptArguments } from '../support/start-command.js';
  * is a broken environment, and a skip would let the one real-disk check of this behaviour go unrun unseen.
  */
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ROWS = 10_000;
 const BATCH = 2_500;
 /** Room for the database, the upload and the result many times over; the filler takes the rest. */
@@ -56,55 +53,11 @@ afterAll(() => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
+async function startService(dir: string, port: number): Promise<ServiceProcess> {
+  return startServiceProcess({ DATA_DIR: dir, URL_SIGNING_SECRET: 'disk-full-test-url-signing-secret' }, port);
 }
 
-interface Service {
-  child: ChildProcess;
-  url: string;
-  output: () => string;
-}
-
-async function startService(dir: string, port: number): Promise<Service> {
-  const child = spawn(process.execPath, startScriptArguments(), {
-    cwd: ROOT,
-    env: { ...process.env, DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', URL_SIGNING_SECRET: 'disk-full-test-url-signing-secret' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`service exited early:\n${output}`);
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`service did not start:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return { child, url, output: () => output };
-}
-
-async function stop(service: Service): Promise<void> {
-  if (service.child.exitCode !== null) return;
-  const exited = new Promise((resolve) => service.child.once('exit', resolve));
-  service.child.kill('SIGKILL');
-  await exited;
-}
-
-async function api(service: Service, apiKey: string, method: string, path: string, body?: unknown) {
+async function api(service: ServiceProcess, apiKey: string, method: string, path: string, body?: unknown) {
   const response = await fetch(`${service.url}${path}`, {
     method,
     headers: { 'x-api-key': apiKey, ...(body ? { 'content-type': 'application/json' } : {}) },
@@ -128,7 +81,7 @@ interface BulkStatus {
  * Polls the status until `done` says so (a generous overall timeout, nothing timed finer). Every status
  * seen on the way must be `processing` or the awaited one: the import is never failed.
  */
-async function waitFor(service: Service, apiKey: string, requestId: string, done: (status: BulkStatus) => boolean, timeoutMs: number): Promise<BulkStatus> {
+async function waitFor(service: ServiceProcess, apiKey: string, requestId: string, done: (status: BulkStatus) => boolean, timeoutMs: number): Promise<BulkStatus> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const response = await api(service, apiKey, 'GET', `/medical/v1/patient/bulk/${requestId}`);
@@ -223,7 +176,7 @@ describe('a full disk under the real service', () => {
       } while (cursor);
       expect(count).toBe(done.succeeded);
     } finally {
-      await stop(service);
+      await killServiceProcess(service);
     }
   }, 480_000);
 });
