@@ -3,6 +3,7 @@ import { describe, expect, test } from 'vitest';
 import type { FhirResource } from '../../core/ports/ccda.port.js';
 import { codeSystemUri, canonicalSystem } from './code-systems.js';
 import { LEFT_OUT_EXTENSION, MedplumCcdaConverter } from './medplum.ccda.js';
+import { documentWith as documentOf } from '../../spec/support/ccda-documents.js';
 
 const E = '2.16.840.1.113883.10.20.22.4.';
 const S = '2.16.840.1.113883.10.20.22.2.';
@@ -11,18 +12,7 @@ const RXNORM_OID = '2.16.840.1.113883.6.88';
 
 /** A minimal C-CDA R2.1 document holding one section with the given entries. */
 function documentWith(sectionTemplate: string, entries: string): string {
-  return `<?xml version="1.0"?><ClinicalDocument xmlns="urn:hl7-org:v3" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
-<realmCode code="US"/><typeId root="2.16.840.1.113883.1.3" extension="POCD_HD000040"/>
-<templateId root="2.16.840.1.113883.10.20.22.1.1" extension="2015-08-01"/><templateId root="2.16.840.1.113883.10.20.22.1.2" extension="2015-08-01"/>
-<id root="2.16.840.1.113883.19.5" extension="doc"/><code code="34133-9" codeSystem="2.16.840.1.113883.6.1"/><title>Test</title>
-<effectiveTime value="20200101"/><confidentialityCode code="N" codeSystem="2.16.840.1.113883.5.25"/>
-<recordTarget><patientRole><id root="2.16.840.1.113883.19.5" extension="p1"/><patient><name><given>A</given><family>B</family></name>
-<administrativeGenderCode code="F" codeSystem="2.16.840.1.113883.5.1"/><birthTime value="19700101"/></patient></patientRole></recordTarget>
-<author><time value="20200101"/><assignedAuthor><id root="2.16.840.1.113883.4.6" extension="1"/><assignedPerson><name><given>C</given><family>D</family></name></assignedPerson></assignedAuthor></author>
-<custodian><assignedCustodian><representedCustodianOrganization><id root="2.16.840.1.113883.19.5"/><name>Org</name></representedCustodianOrganization></assignedCustodian></custodian>
-<component><structuredBody><component><section><templateId root="${sectionTemplate}"/><code code="x" codeSystem="2.16.840.1.113883.6.1"/><title>S</title><text>t</text>
-${entries}
-</section></component></structuredBody></component></ClinicalDocument>`;
+  return documentOf([sectionTemplate, entries]);
 }
 
 const negation = (negated: boolean | undefined) => (negated === undefined ? '' : ` negationInd="${negated}"`);
