@@ -1,10 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parse } from 'csv-parse/sync';
 import { afterAll, describe, expect, test } from 'vitest';
 import { generateCsv, seededRandom } from '../../bench/generate.js';
-import { freePort, killServiceProcess, startServiceProcess, type ServiceProcess } from '../support/service-process.js';
+import { expectEveryRowOnce, freePort, killServiceProcess, startServiceProcess, type ServiceProcess } from '../support/service-process.js';
 
 /**
  * Crash safety: the real service (`npm start`'s entry) is killed with SIGKILL at a random point
@@ -76,26 +75,7 @@ describe('crash safety of bulk import', () => {
         expect(status).toMatchObject({ status: 'completed', total: ROWS, processed: ROWS });
         expect(status.succeeded + status.failed).toBe(ROWS);
 
-        const result = await fetch(status.result);
-        const rows = parse(await result.text()) as string[][];
-        expect(rows).toHaveLength(ROWS + 1);
-        const statusColumn = rows[0]!.indexOf('status');
-        const idColumn = rows[0]!.indexOf('metriportId');
-        const outcomes = rows.slice(1).map((row) => row[statusColumn]);
-        expect(outcomes.every((outcome) => outcome === 'succeeded' || outcome === 'failed')).toBe(true);
-        expect(outcomes.filter((outcome) => outcome === 'succeeded')).toHaveLength(status.succeeded);
-
-        // Every person in the file is distinct, so each succeeded row is its own patient: no duplicates.
-        const ids = rows.slice(1).map((row) => row[idColumn]).filter(Boolean);
-        expect(new Set(ids).size).toBe(status.succeeded);
-        let count = 0;
-        let cursor: string | undefined;
-        do {
-          const page = await api(service, apiKey!, 'GET', `/medical/v1/patient?count=500${cursor ? `&cursor=${cursor}` : ''}`);
-          count += page.body.patients.length;
-          cursor = page.body.meta.nextPage ? new URL(page.body.meta.nextPage).searchParams.get('cursor')! : undefined;
-        } while (cursor);
-        expect(count).toBe(status.succeeded);
+        await expectEveryRowOnce(service, apiKey!, status, ROWS);
 
         const messages = await api(service, apiKey!, 'GET', '/settings/webhook');
         expect(messages.status).toBe(200);

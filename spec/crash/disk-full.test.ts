@@ -2,10 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parse } from 'csv-parse/sync';
 import { afterAll, describe, expect, test } from 'vitest';
 import { generateCsv } from '../../bench/generate.js';
-import { freePort, killServiceProcess, startServiceProcess, type ServiceProcess } from '../support/service-process.js';
+import { expectEveryRowOnce, freePort, killServiceProcess, startServiceProcess, type ServiceProcess } from '../support/service-process.js';
 
 /**
  * A real full disk: the service (`npm start`'s entry) runs with DATA_DIR on a small tmpfs; while it imports,
@@ -157,24 +156,7 @@ describe('a full disk under the real service', () => {
       // The same process all along: nothing was restarted to get here.
       expect(service.child.exitCode).toBeNull();
 
-      const rows = parse(await (await fetch(done.result!)).text()) as string[][];
-      expect(rows).toHaveLength(ROWS + 1);
-      const statusColumn = rows[0]!.indexOf('status');
-      const idColumn = rows[0]!.indexOf('metriportId');
-      const outcomes = rows.slice(1).map((row) => row[statusColumn]);
-      expect(outcomes.every((outcome) => outcome === 'succeeded' || outcome === 'failed')).toBe(true);
-      expect(outcomes.filter((outcome) => outcome === 'succeeded')).toHaveLength(done.succeeded);
-      // Every person in the file is distinct, so each succeeded row is its own patient: no duplicates.
-      const ids = rows.slice(1).map((row) => row[idColumn]).filter(Boolean);
-      expect(new Set(ids).size).toBe(done.succeeded);
-      let count = 0;
-      let cursor: string | undefined;
-      do {
-        const page = await api(service, apiKey!, 'GET', `/medical/v1/patient?count=500${cursor ? `&cursor=${cursor}` : ''}`);
-        count += page.body.patients.length;
-        cursor = page.body.meta.nextPage ? new URL(page.body.meta.nextPage).searchParams.get('cursor')! : undefined;
-      } while (cursor);
-      expect(count).toBe(done.succeeded);
+      await expectEveryRowOnce(service, apiKey!, done, ROWS);
     } finally {
       await killServiceProcess(service);
     }

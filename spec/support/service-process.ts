@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { parse } from 'csv-parse/sync';
+import { expect } from 'vitest';
 import { startScriptArguments } from './start-command.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -72,4 +74,30 @@ export function printedApiKey(service: ServiceProcess): string {
   const key = /x-api-key: (cb_[A-Za-z0-9_-]+)/.exec(service.output())?.[1];
   if (!key) throw new Error(`the service printed no API key:\n${service.output()}`);
   return key;
+}
+
+/**
+ * What a finished import of `rows` distinct people must leave: a result with exactly one outcome per row,
+ * as many succeeded rows as the status says, each its own patient, and that many patients in the account.
+ */
+export async function expectEveryRowOnce(service: ServiceProcess, apiKey: string, status: { result?: string; succeeded: number }, rows: number): Promise<void> {
+  const table = parse(await (await fetch(status.result!)).text()) as string[][];
+  expect(table).toHaveLength(rows + 1);
+  const statusColumn = table[0]!.indexOf('status');
+  const idColumn = table[0]!.indexOf('metriportId');
+  const outcomes = table.slice(1).map((row) => row[statusColumn]);
+  expect(outcomes.every((outcome) => outcome === 'succeeded' || outcome === 'failed')).toBe(true);
+  expect(outcomes.filter((outcome) => outcome === 'succeeded')).toHaveLength(status.succeeded);
+  // Every person in the file is distinct, so each succeeded row is its own patient: no duplicates.
+  const ids = table.slice(1).map((row) => row[idColumn]).filter(Boolean);
+  expect(new Set(ids).size).toBe(status.succeeded);
+  let count = 0;
+  let cursor: string | undefined;
+  do {
+    const response = await fetch(`${service.url}/medical/v1/patient?count=500${cursor ? `&cursor=${cursor}` : ''}`, { headers: { 'x-api-key': apiKey } });
+    const page = (await response.json()) as { patients: unknown[]; meta: { nextPage?: string } };
+    count += page.patients.length;
+    cursor = page.meta.nextPage ? new URL(page.meta.nextPage).searchParams.get('cursor')! : undefined;
+  } while (cursor);
+  expect(count).toBe(status.succeeded);
 }
