@@ -118,3 +118,49 @@ describe('SandboxHieNetwork', () => {
     }
   });
 });
+
+describe('the people the sandbox documents are about', () => {
+  const person = (firstName: string, lastName: string, dob: string, genderAtBirth: 'M' | 'F', zips: string[]): HiePatientQuery => ({
+    patientId: `someone-${firstName}-${dob}`,
+    firstName,
+    lastName,
+    dob,
+    genderAtBirth,
+    zips,
+  });
+
+  test('a patient who is the person of some documents gets exactly those, whatever their id', async () => {
+    const network = make();
+    const eve = person('Eve', 'Betterhalf', '1975-05-01', 'F', ['97867']);
+    const files = (await network.findDocuments(eve)).map((d) => d.fileName);
+    expect(files).toEqual(['care-plan.xml', 'ccd-1.xml', 'consultation-note.xml']);
+    expect((await network.findDocuments({ ...eve, patientId: 'another-id' })).map((d) => d.fileName)).toEqual(files);
+    const youngIsabella = person('Isabella', 'Jones', '2005-05-01', 'F', ['97867']);
+    expect((await network.findDocuments(youngIsabella)).map((d) => d.fileName)).toEqual(['discharge-summary.xml', 'history-and-physical.xml', 'procedure-note.xml']);
+    const olderIsabella = person('Isabella', 'Jones', '1950-12-19', 'F', ['97867']);
+    expect((await network.findDocuments(olderIsabella)).map((d) => d.fileName)).toEqual(['ccd-2.xml']);
+    const adam = person('Adam', 'Everyman', '1954-11-25', 'M', ['02368']);
+    expect((await network.findDocuments(adam)).map((d) => d.fileName)).toEqual(['progress-note.xml']);
+  });
+
+  test('matching is the import rule: another dob, gender or zip is another person', async () => {
+    const network = make();
+    const eve = person('Eve', 'Betterhalf', '1975-05-01', 'F', ['97867']);
+    const own = (await network.findDocuments(eve)).map((d) => d.fileName);
+    for (const other of [{ ...eve, dob: '1975-05-02' }, { ...eve, genderAtBirth: 'M' as const }, { ...eve, zips: ['10001'] }, { ...eve, lastName: 'Smith' }]) {
+      const files = (await network.findDocuments(other)).map((d) => d.fileName);
+      expect(files.length === own.length && files.every((file, i) => file === own[i]), JSON.stringify(other)).toBe(false);
+    }
+  });
+
+  test('people() lists each person once with the titles of their documents', async () => {
+    const people = await make().people();
+    expect(people.map(({ person: p }) => `${p.firstName} ${p.lastName} ${p.dob} ${p.genderAtBirth} ${p.zips.join(',')}`)).toEqual([
+      'Eve Betterhalf 1975-05-01 F 97867',
+      'Isabella Jones 1950-12-19 F 97867',
+      'Isabella Jones 2005-05-01 F 97867',
+      'Adam Frankie Everyman 1954-11-25 M 02368',
+    ]);
+    expect(people[0]!.documents).toHaveLength(3);
+  });
+});

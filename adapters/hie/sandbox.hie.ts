@@ -4,6 +4,7 @@ import path from 'node:path';
 import { XMLParser } from 'fast-xml-parser';
 import type { CodeableConcept, OrganizationIdentifier } from '../../core/domain/types.js';
 import { CoreError } from '../../core/errors.js';
+import { isSamePerson, type Demographics } from '../../core/matching/decide.js';
 import type { NetworkDirectoryEntry } from '../../core/ports/data-network.port.js';
 import type { HieDocumentRef, HieNetworkPort, HiePatientQuery } from '../../core/ports/hie.port.js';
 import { SANDBOX_NETWORK, sandboxOid } from './sandbox-directory.js';
@@ -18,6 +19,8 @@ interface CatalogEntry {
   description: string;
   type: CodeableConcept;
   organizationIdentifiers: OrganizationIdentifier[];
+  /** The person the document is about (its recordTarget), when the header names one fully. */
+  person: Demographics | undefined;
 }
 
 const LOINC = 'http://loinc.org';
@@ -28,9 +31,13 @@ const NO_DOCUMENT_ONE_IN = 5;
 const MAX_DOCUMENTS = 4;
 
 /**
- * A health information exchange for the sandbox: it "holds" real C-CDA documents from a folder. Which
- * ones a patient has is decided by a hash of the patientId alone, so the answer is the same on every run,
- * host and database: about 1 in 5 patients has none, the others 1 to 4 distinct documents.
+ * A health information exchange for the sandbox: it "holds" real C-CDA documents from a folder. A patient
+ * who is the person a document is about (the import's matching rule against the document's recordTarget:
+ * same dob and gender, a first and a last name in common, a zip in common) gets exactly that person's
+ * documents, as a real exchange would answer, so a developer can ask for a known person and know what
+ * comes back. Any other patient gets documents decided by a hash of the patientId alone, so the answer is
+ * the same on every run, host and database: about 1 in 5 patients has none, the others 1 to 4 distinct
+ * documents (this keeps imports of made-up patients realistic: most have some documents).
  *
  * Document metadata is read from the documents themselves: description = `title`, type = the LOINC
  * document `code`, organizations = the custodian and the authors' represented organizations (name, and
@@ -47,16 +54,8 @@ export class SandboxHieNetwork implements HieNetworkPort {
   async findDocuments(query: HiePatientQuery): Promise<HieDocumentRef[]> {
     const catalog = await this.loadCatalog();
     const patientHash = sha256(`patient:${query.patientId}`);
-    const roll = parseInt(patientHash.slice(0, 8), 16);
-    if (catalog.length === 0 || roll % NO_DOCUMENT_ONE_IN === 0) return [];
-
-    const count = 1 + (Math.floor(roll / NO_DOCUMENT_ONE_IN) % Math.min(MAX_DOCUMENTS, catalog.length));
-    const chosen = catalog
-      .map((entry) => ({ entry, rank: sha256(`${query.patientId}:${entry.fileName}`) }))
-      .sort((a, b) => (a.rank < b.rank ? -1 : a.rank > b.rank ? 1 : 0))
-      .slice(0, count)
-      .map(({ entry }) => entry)
-      .sort((a, b) => a.fileName.localeCompare(b.fileName));
+    const theirs = catalog.filter((entry) => entry.person !== undefined && isSamePerson(entry.person, query));
+    const chosen = theirs.length > 0 ? theirs : hashedChoice(catalog, query.patientId, patientHash);
 
     return chosen.map((entry) => ({
       // Scoped to the patient: at a real network a document belongs to one patient.
@@ -67,6 +66,21 @@ export class SandboxHieNetwork implements HieNetworkPort {
       type: structuredClone(entry.type),
       organizationIdentifiers: structuredClone(entry.organizationIdentifiers),
     }));
+  }
+
+  /**
+   * The people the network's documents are about, with the titles of their documents, in a stable order:
+   * what a sandbox user can ask for to get known documents.
+   */
+  async people(): Promise<{ person: Demographics; documents: string[] }[]> {
+    const people: { person: Demographics; documents: string[] }[] = [];
+    for (const entry of await this.loadCatalog()) {
+      if (!entry.person) continue;
+      const known = people.find((candidate) => isSamePerson(candidate.person, entry.person!));
+      if (known) known.documents.push(entry.description);
+      else people.push({ person: entry.person, documents: [entry.description] });
+    }
+    return people;
   }
 
   async retrieve(ref: HieDocumentRef): Promise<Uint8Array> {
@@ -120,6 +134,19 @@ export class SandboxHieNetwork implements HieNetworkPort {
     });
     return this.catalog;
   }
+}
+
+/** 0 to 4 documents of the catalog, by a hash of the patient id: about 1 patient in 5 gets none. */
+function hashedChoice(catalog: readonly CatalogEntry[], patientId: string, patientHash: string): CatalogEntry[] {
+  const roll = parseInt(patientHash.slice(0, 8), 16);
+  if (catalog.length === 0 || roll % NO_DOCUMENT_ONE_IN === 0) return [];
+  const count = 1 + (Math.floor(roll / NO_DOCUMENT_ONE_IN) % Math.min(MAX_DOCUMENTS, catalog.length));
+  return catalog
+    .map((entry) => ({ entry, rank: sha256(`${patientId}:${entry.fileName}`) }))
+    .sort((a, b) => (a.rank < b.rank ? -1 : a.rank > b.rank ? 1 : 0))
+    .slice(0, count)
+    .map(({ entry }) => entry)
+    .sort((a, b) => a.fileName.localeCompare(b.fileName));
 }
 
 function sha256(text: string): string {
@@ -198,5 +225,29 @@ function describe(fileName: string, document: Node): CatalogEntry {
     description: title || display || fileName,
     type,
     organizationIdentifiers: Array.from(byName, ([name, values]) => ({ name, identifierValues: Array.from(values) })),
+    person: personOf(asNode(asNode(asList(document.recordTarget)[0])?.patientRole)),
+  };
+}
+
+const GENDERS = new Set(['M', 'F', 'O', 'U']);
+
+/** The recordTarget's patient as matching compares people; undefined when a name, the dob or the gender is missing. */
+function personOf(patientRole: Node | undefined): Demographics | undefined {
+  const patient = asNode(patientRole?.patient);
+  const name = asNode(asList(patient?.name)[0]);
+  const firstName = asList(name?.given).map(textOf).filter(Boolean).join(' ');
+  const lastName = asList(name?.family).map(textOf).filter(Boolean).join(' ');
+  const birth = asNode(patient?.birthTime)?.['@_value'];
+  const gender = asNode(patient?.administrativeGenderCode)?.['@_code'];
+  if (!firstName || !lastName || typeof birth !== 'string' || !/^\d{8}/.test(birth) || typeof gender !== 'string') return undefined;
+  const zips = asList(patientRole?.addr)
+    .map((addr) => textOf(asNode(addr)?.postalCode))
+    .filter(Boolean);
+  return {
+    firstName,
+    lastName,
+    dob: `${birth.slice(0, 4)}-${birth.slice(4, 6)}-${birth.slice(6, 8)}`,
+    genderAtBirth: GENDERS.has(gender) ? (gender as Demographics['genderAtBirth']) : 'U',
+    zips,
   };
 }

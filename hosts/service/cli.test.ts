@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -117,6 +118,18 @@ describe('carebridge account', () => {
       expect(help.out()).toMatch(new RegExp(`\\n  ${name}\\s[^(]*\\(default ${fallback}`));
     }
   });
+});
+
+test('serve --help names every setting the service reads from the environment', async () => {
+  // The names are taken from the code that reads them, so a new setting without a line here fails.
+  const root = new URL('../../runtime/', import.meta.url);
+  const source = ['settings.ts', 'blob-settings.ts', 'sandbox-documents.ts'].map((file) => readFileSync(new URL(file, root), 'utf8')).join('\n');
+  const names = new Set([...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|['`]([A-Z][A-Z0-9]*_[A-Z0-9_]+)['`]/g)].map((match) => match[1] ?? match[2]!));
+  expect(names.size).toBeGreaterThan(25);
+  const help = io();
+  expect(await runCli(['serve', '--help'], help)).toBe(0);
+  const missing = [...names].filter((name) => !new RegExp(`\\b${name}\\b`).test(help.out()));
+  expect(missing).toEqual([]);
 });
 
 describe('carebridge facility create', () => {

@@ -50,9 +50,15 @@ Settings, from the environment (the README's settings table says more):
   DATABASE_URL                postgres://... or sqlite:<file> (default SQLite in DATA_DIR)
   DATABASE_SCHEMA             PostgreSQL schema (default public)
   PUBLIC_URL                  base of the URLs handed out (default http://localhost:<port>)
-  BLOB_URL                    s3://bucket/prefix for files (default files in DATA_DIR/blobs); S3_* for its connection
+  BLOB_URL                    s3://bucket/prefix for files (default files in DATA_DIR/blobs)
+  S3_ENDPOINT                 an S3-compatible server instead of AWS, e.g. http://minio:9000 (default AWS)
+  S3_REGION                   the bucket's region (default AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1)
+  S3_FORCE_PATH_STYLE         true: the bucket in the path, as most S3-compatible servers want (default false)
+  S3_ACCESS_KEY_ID            with S3_SECRET_ACCESS_KEY: the bucket's credentials (default AWS_ACCESS_KEY_ID,
+  S3_SECRET_ACCESS_KEY        AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, else the instance role or profile)
   URL_SIGNING_SECRET          secret of pre-signed URLs (default generated, kept in DATA_DIR)
   LOG_LEVEL                   pino level (default info)
+  SANDBOX_DOCUMENTS_DIR       folder of C-CDA documents the sandbox HIE serves (default sandbox-data/ccda)
 
 Limits:
   RATE_LIMITS                 requests a minute per account by route class, or off
