@@ -9,7 +9,8 @@ import type { ClockPort } from '../ports/clock.port.js';
 import type { RouteDefinition } from './router.js';
 
 /** Route classes, by what a request costs the service. */
-export type RateClass = 'standard' | 'create' | 'documentQuery' | 'consolidated';
+export const RATE_LIMIT_CLASSES = ['standard', 'create', 'documentQuery', 'consolidated'] as const;
+export type RateClass = (typeof RATE_LIMIT_CLASSES)[number];
 
 /** Requests per minute per account, by route class. */
 export type RateLimits = Record<RateClass, number>;

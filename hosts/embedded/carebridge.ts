@@ -6,6 +6,7 @@ import type { BlobPort, ClockPort, IdsPort, WebhookSenderPort } from '../../core
 import type { S3Connection } from '../../adapters/blob/s3/s3.blob.js';
 import type { Logger } from 'pino';
 import { createRuntime } from '../../runtime/runtime.js';
+import { DEFAULT_JOB_CONCURRENCY } from '../../runtime/settings-table.js';
 
 export interface CarebridgeOptions {
   /**
@@ -118,9 +119,6 @@ export interface Carebridge {
   /** Stops the background work (jobs in flight finish or are handed back), closes what carebridge opened. Idempotent. */
   close(): Promise<void>;
 }
-
-/** See `CarebridgeOptions.jobConcurrency`. */
-const DEFAULT_JOB_CONCURRENCY = 4;
 
 /**
  * Carebridge inside an existing Node backend (embedding): the runtime's SQL profile (SQLite or PostgreSQL

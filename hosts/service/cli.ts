@@ -3,6 +3,7 @@ import { basename, dirname, extname, join } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { CarebridgeApiError, CarebridgeClient, CarebridgeError, CarebridgeNetworkError } from '../../client/index.js';
 import { settingsFromEnv } from '../../runtime/settings.js';
+import { serveUsage } from '../../runtime/settings-table.js';
 
 /** Where the CLI writes and what it reads: the process in `main.ts`, collectors in tests. */
 export interface CliIo {
@@ -41,47 +42,7 @@ Usage:
   http://localhost:$PORT (8080).
 `;
 
-export const SERVE_USAGE = `carebridge serve — runs the HTTP service (same as npm start)
-
-Settings, from the environment (the README's settings table says more):
-  PORT                        port to listen on; 0 picks a free one (default 8080)
-  HOST                        address to listen on (default every interface)
-  DATA_DIR                    SQLite file, files, generated URL signing secret (default ./data)
-  DATABASE_URL                postgres://... or sqlite:<file> (default SQLite in DATA_DIR)
-  DATABASE_SCHEMA             PostgreSQL schema (default public)
-  PUBLIC_URL                  base of the URLs handed out (default http://localhost:<port>)
-  BLOB_URL                    s3://bucket/prefix for files (default files in DATA_DIR/blobs)
-  S3_ENDPOINT                 an S3-compatible server instead of AWS, e.g. http://minio:9000 (default AWS)
-  S3_REGION                   the bucket's region (default AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1)
-  S3_FORCE_PATH_STYLE         true: the bucket in the path, as most S3-compatible servers want (default false)
-  S3_ACCESS_KEY_ID            with S3_SECRET_ACCESS_KEY: the bucket's credentials (default AWS_ACCESS_KEY_ID,
-  S3_SECRET_ACCESS_KEY        AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, else the instance role or profile)
-  URL_SIGNING_SECRET          secret of pre-signed URLs (default generated, kept in DATA_DIR)
-  LOG_LEVEL                   pino level (default info)
-  SANDBOX_DOCUMENTS_DIR       folder of C-CDA documents the sandbox HIE serves (default sandbox-data/ccda)
-
-Limits:
-  RATE_LIMITS                 requests a minute per account by route class, or off
-                              (default standard=6000,create=600,documentQuery=120,consolidated=120)
-  FAILED_AUTH_LIMIT           wrong API keys a minute per client address before 429, or off (default 20)
-  RENDER_CONCURRENCY          HTML/PDF renders at once, every account together (default 2)
-  RENDER_QUEUE                renders waiting for a slot before 503 BUSY (default 8)
-  HEADERS_TIMEOUT_SECONDS     time to send a request's headers, then 408 and close (default 30)
-  REQUEST_TIMEOUT_SECONDS     time to send a whole request, uploads included (default 300)
-  KEEP_ALIVE_TIMEOUT_SECONDS  idle time before a kept-alive connection is closed (default 5)
-  MAX_CONNECTIONS             connections open at once; more are closed unanswered (default 1024)
-  CCDA_MAX_MB                 largest C-CDA document converted (default 32)
-
-Work:
-  JOB_CONCURRENCY             queued jobs at once (default 4)
-  CCDA_WORKERS                C-CDA conversion threads (default cores - 1)
-  SEARCH_CACHE_MB             memory for search indexes (default 64)
-  RETENTION_DAYS              days delivered webhooks and finished jobs are kept (default 7)
-  WEBHOOK_ALLOW_PRIVATE       allow loopback/private webhook URLs, development only (default false)
-  WEBHOOK_CONCURRENCY         webhook requests in flight per endpoint (default 16)
-  WEBHOOK_RATE_LIMIT          webhook messages a second per endpoint (default none)
-  WEBHOOK_LEASE_SECONDS       an instance's claim on the messages it sends (default 300)
-`;
+export const SERVE_USAGE = serveUsage();
 
 class UsageError extends Error {}
 

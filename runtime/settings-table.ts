@@ -1,0 +1,242 @@
+import { z } from 'zod';
+import { DEFAULT_FAILED_AUTH_PER_MINUTE, DEFAULT_RATE_LIMITS, RATE_LIMIT_CLASSES, type RateLimits } from '../core/api/rate-limit.js';
+import { DEFAULT_RENDER_CONCURRENCY, DEFAULT_RENDER_QUEUE } from '../core/documents/render-slots.js';
+import { DEFAULT_RETENTION_DAYS } from '../core/retention.js';
+
+/**
+ * Every setting the service reads from its environment, once: its variable, what `serve --help` and the
+ * README's settings table say its default is, a line of help, and how its text becomes a value (a zod
+ * schema, whose failure names the variable and the rule). The environment parser, `serve --help` and the
+ * check of the README's table all read this list.
+ */
+export interface SettingSpec {
+  variable: string;
+  /** The part of `serve --help` it is listed in. */
+  group: 'Settings' | 'Files in a bucket' | 'Limits' | 'Work';
+  /** The default as a person reads it (`8080`, `every interface`, `none`). */
+  shownDefault: string;
+  /** One line for `serve --help`. */
+  help: string;
+  /** What a value must be, for the error naming the variable. */
+  rule: string;
+  /** From the trimmed, non-empty text to the value; absent for settings read elsewhere (the bucket's). */
+  schema?: z.ZodType<unknown, string>;
+  /** The value when the variable is unset (none: the setting stays absent). */
+  fallback?: unknown;
+}
+
+/** Jobs at once: most of a document query's time is waiting, so a few run side by side to keep the cores busy. */
+export const DEFAULT_JOB_CONCURRENCY = 4;
+/** What the search indexes of the patients searched last may take; a patient's index is ~0.1-1.5 MB. */
+export const DEFAULT_SEARCH_CACHE_MB = 64;
+/** Enough for a client on a slow link to send its headers; a client holding a connection with them is cut. */
+const DEFAULT_HEADERS_TIMEOUT_SECONDS = 30;
+/** A whole request, upload included: 200 MB takes about 3 minutes at 10 Mbit/s. */
+const DEFAULT_REQUEST_TIMEOUT_SECONDS = 300;
+/** Long enough for a client's next request, short enough that idle connections do not pile up. */
+const DEFAULT_KEEP_ALIVE_TIMEOUT_SECONDS = 5;
+/** Far above what one instance serves at once; a flood of idle connections cannot take every file descriptor. */
+const DEFAULT_MAX_CONNECTIONS = 1024;
+const DEFAULT_WEBHOOK_CONCURRENCY = 16;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Number() of the text, as the settings always read numbers; NaN fails every check after it. */
+const number = z.string().transform((text) => Number(text));
+const whole = (min: number, max: number) => number.pipe(z.number().int().min(min).max(max));
+const amount = (min: number, max: number) => number.pipe(z.number().min(min).max(max));
+const text = z.string();
+const flag = z.string().transform((value, context) => {
+  const normalised = value.toLowerCase();
+  if (['true', '1', 'yes'].includes(normalised)) return true;
+  if (['false', '0', 'no'].includes(normalised)) return false;
+  context.addIssue({ code: 'custom', message: 'not true or false' });
+  return z.NEVER;
+});
+/** `off`, or a whole number from 0 to `max` (0 is off too). */
+const offOrWhole = (max: number) => z.string().transform((value) => (value.toLowerCase() === 'off' ? 0 : Number(value))).pipe(z.number().int().min(0).max(max));
+
+/**
+ * `RATE_LIMITS`: the defaults, changed class by class (`create=1200,documentQuery=60`), or `off`: every
+ * class 0 (no limit), a value of its own so that it wins over the defaults settings are merged onto.
+ */
+const rateLimits = z.string().transform((value, context): RateLimits => {
+  if (value.toLowerCase() === 'off') return Object.fromEntries(RATE_LIMIT_CLASSES.map((name) => [name, 0])) as unknown as RateLimits;
+  const limits: RateLimits = { ...DEFAULT_RATE_LIMITS };
+  for (const part of value.split(',')) {
+    const [name, count] = part.split('=').map((piece) => piece.trim());
+    const perMinute = Number(count);
+    if (!name || !(name in limits) || count === undefined || count === '' || !Number.isInteger(perMinute) || perMinute < 0 || perMinute > 1_000_000) {
+      context.addIssue({ code: 'custom', message: 'not class=requests-per-minute pairs' });
+      return z.NEVER;
+    }
+    limits[name as keyof RateLimits] = perMinute;
+  }
+  return limits;
+});
+
+export const SETTINGS: readonly SettingSpec[] = [
+  { variable: 'PORT', group: 'Settings', shownDefault: '8080', help: 'port to listen on; 0 picks a free one', rule: 'a port number (0-65535)', schema: whole(0, 65_535), fallback: 8080 },
+  { variable: 'HOST', group: 'Settings', shownDefault: 'every interface', help: 'address to listen on', rule: 'an address', schema: text },
+  { variable: 'DATA_DIR', group: 'Settings', shownDefault: './data', help: 'SQLite file, files, generated URL signing secret', rule: 'a directory', schema: text, fallback: './data' },
+  { variable: 'DATABASE_URL', group: 'Settings', shownDefault: 'SQLite in DATA_DIR', help: 'postgres://... or sqlite:<file>', rule: 'a database URL', schema: text },
+  { variable: 'DATABASE_SCHEMA', group: 'Settings', shownDefault: 'public', help: 'PostgreSQL schema', rule: 'a schema name', schema: text },
+  {
+    variable: 'PUBLIC_URL',
+    group: 'Settings',
+    shownDefault: 'http://localhost:<port>',
+    help: 'base of the URLs handed out',
+    rule: 'a URL starting with http:// or https://',
+    schema: text.regex(/^https?:\/\/[^/]/),
+  },
+  { variable: 'URL_SIGNING_SECRET', group: 'Settings', shownDefault: 'generated', help: 'secret of pre-signed URLs, kept in DATA_DIR when generated', rule: 'a secret', schema: text },
+  { variable: 'LOG_LEVEL', group: 'Settings', shownDefault: 'info', help: 'pino level', rule: `one of ${LOG_LEVELS.join(', ')}`, schema: z.string().transform((value) => value.toLowerCase()).pipe(z.enum(LOG_LEVELS)), fallback: 'info' },
+  { variable: 'SANDBOX_DOCUMENTS_DIR', group: 'Settings', shownDefault: 'sandbox-data/ccda', help: 'folder of C-CDA documents the sandbox HIE serves', rule: 'a directory' },
+
+  { variable: 'BLOB_URL', group: 'Files in a bucket', shownDefault: 'files in DATA_DIR/blobs', help: 's3://bucket/prefix for files', rule: 'an s3:// URL' },
+  { variable: 'S3_ENDPOINT', group: 'Files in a bucket', shownDefault: 'AWS', help: 'an S3-compatible server instead of AWS, e.g. http://minio:9000', rule: 'a URL' },
+  { variable: 'S3_REGION', group: 'Files in a bucket', shownDefault: 'AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1', help: "the bucket's region", rule: 'a region' },
+  { variable: 'S3_FORCE_PATH_STYLE', group: 'Files in a bucket', shownDefault: 'false', help: 'true: the bucket in the path, as most S3-compatible servers want', rule: 'true or false' },
+  {
+    variable: 'S3_ACCESS_KEY_ID',
+    group: 'Files in a bucket',
+    shownDefault: 'AWS_ACCESS_KEY_ID, else the instance role or profile',
+    help: "with S3_SECRET_ACCESS_KEY: the bucket's credentials",
+    rule: 'a key id',
+  },
+  { variable: 'S3_SECRET_ACCESS_KEY', group: 'Files in a bucket', shownDefault: 'AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN', help: 'with S3_ACCESS_KEY_ID', rule: 'a secret' },
+
+  {
+    variable: 'RATE_LIMITS',
+    group: 'Limits',
+    shownDefault: 'standard=6000,create=600,documentQuery=120,consolidated=120',
+    help: 'requests a minute per account by route class, or off',
+    rule: `"off" or class=requests-per-minute pairs (classes: ${RATE_LIMIT_CLASSES.join(', ')})`,
+    schema: rateLimits,
+    fallback: DEFAULT_RATE_LIMITS,
+  },
+  {
+    variable: 'FAILED_AUTH_LIMIT',
+    group: 'Limits',
+    shownDefault: String(DEFAULT_FAILED_AUTH_PER_MINUTE),
+    help: 'wrong API keys a minute per client address before 429, or off',
+    rule: '"off" or a whole number of wrong API keys per minute (0 to 1000000)',
+    schema: offOrWhole(1_000_000),
+    fallback: DEFAULT_FAILED_AUTH_PER_MINUTE,
+  },
+  { variable: 'RENDER_CONCURRENCY', group: 'Limits', shownDefault: String(DEFAULT_RENDER_CONCURRENCY), help: 'HTML/PDF renders at once, every account together', rule: 'a whole number from 1 to 256', schema: whole(1, 256), fallback: DEFAULT_RENDER_CONCURRENCY },
+  { variable: 'RENDER_QUEUE', group: 'Limits', shownDefault: String(DEFAULT_RENDER_QUEUE), help: 'renders waiting for a slot before 503 BUSY', rule: 'a whole number from 0 to 10000', schema: whole(0, 10_000), fallback: DEFAULT_RENDER_QUEUE },
+  {
+    variable: 'HEADERS_TIMEOUT_SECONDS',
+    group: 'Limits',
+    shownDefault: String(DEFAULT_HEADERS_TIMEOUT_SECONDS),
+    help: "time to send a request's headers, then 408 and close",
+    rule: 'a whole number from 1 to 3600',
+    schema: whole(1, 3_600),
+    fallback: DEFAULT_HEADERS_TIMEOUT_SECONDS,
+  },
+  {
+    variable: 'REQUEST_TIMEOUT_SECONDS',
+    group: 'Limits',
+    shownDefault: String(DEFAULT_REQUEST_TIMEOUT_SECONDS),
+    help: 'time to send a whole request, uploads included',
+    rule: 'a whole number from 1 to 86400',
+    schema: whole(1, 86_400),
+    fallback: DEFAULT_REQUEST_TIMEOUT_SECONDS,
+  },
+  {
+    variable: 'KEEP_ALIVE_TIMEOUT_SECONDS',
+    group: 'Limits',
+    shownDefault: String(DEFAULT_KEEP_ALIVE_TIMEOUT_SECONDS),
+    help: 'idle time before a kept-alive connection is closed',
+    rule: 'a whole number from 1 to 3600',
+    schema: whole(1, 3_600),
+    fallback: DEFAULT_KEEP_ALIVE_TIMEOUT_SECONDS,
+  },
+  {
+    variable: 'MAX_CONNECTIONS',
+    group: 'Limits',
+    shownDefault: String(DEFAULT_MAX_CONNECTIONS),
+    help: 'connections open at once; more are closed unanswered',
+    rule: 'a whole number from 1 to 1000000',
+    schema: whole(1, 1_000_000),
+    fallback: DEFAULT_MAX_CONNECTIONS,
+  },
+  { variable: 'CCDA_MAX_MB', group: 'Limits', shownDefault: '32', help: 'largest C-CDA document converted', rule: 'a number of megabytes from 1 to 1024', schema: amount(1, 1024) },
+
+  {
+    variable: 'JOB_CONCURRENCY',
+    group: 'Work',
+    shownDefault: String(DEFAULT_JOB_CONCURRENCY),
+    help: 'queued jobs at once; background work takes at most half',
+    rule: 'a whole number from 2 to 256',
+    schema: whole(2, 256),
+    fallback: DEFAULT_JOB_CONCURRENCY,
+  },
+  { variable: 'CCDA_WORKERS', group: 'Work', shownDefault: 'cores - 1 (at least 1)', help: 'C-CDA conversion threads', rule: 'a whole number from 1 to 256', schema: whole(1, 256) },
+  {
+    variable: 'SEARCH_CACHE_MB',
+    group: 'Work',
+    shownDefault: String(DEFAULT_SEARCH_CACHE_MB),
+    help: 'memory for search indexes',
+    rule: 'a number of megabytes (1 or more)',
+    schema: amount(1, Number.MAX_SAFE_INTEGER),
+    fallback: DEFAULT_SEARCH_CACHE_MB,
+  },
+  {
+    variable: 'RETENTION_DAYS',
+    group: 'Work',
+    shownDefault: String(DEFAULT_RETENTION_DAYS),
+    help: 'days delivered webhooks and finished jobs are kept',
+    rule: 'a number of days from 1 to 3650',
+    schema: amount(1, 3650),
+    fallback: DEFAULT_RETENTION_DAYS,
+  },
+  { variable: 'WEBHOOK_ALLOW_PRIVATE', group: 'Work', shownDefault: 'false', help: 'allow loopback/private webhook URLs, development only', rule: 'true or false', schema: flag, fallback: false },
+  {
+    variable: 'WEBHOOK_CONCURRENCY',
+    group: 'Work',
+    shownDefault: String(DEFAULT_WEBHOOK_CONCURRENCY),
+    help: 'webhook requests in flight per endpoint',
+    rule: 'a whole number from 1 to 256',
+    schema: whole(1, 256),
+    fallback: DEFAULT_WEBHOOK_CONCURRENCY,
+  },
+  { variable: 'WEBHOOK_RATE_LIMIT', group: 'Work', shownDefault: 'none', help: 'webhook messages a second per endpoint', rule: 'a number of messages per second from 1 to 100000', schema: amount(1, 100_000) },
+  { variable: 'WEBHOOK_LEASE_SECONDS', group: 'Work', shownDefault: '300', help: "an instance's claim on the messages it sends", rule: 'a whole number of seconds from 10 to 3600', schema: whole(10, 3_600) },
+];
+
+/**
+ * The values of the settings that have a schema, by variable: parsed from the trimmed text, the fallback
+ * when unset or blank, absent when neither. Throws naming the variable, its rule and the text given.
+ */
+export function readSettings(env: NodeJS.ProcessEnv): Map<string, unknown> {
+  const values = new Map<string, unknown>();
+  for (const setting of SETTINGS) {
+    if (!setting.schema) continue;
+    const given = env[setting.variable]?.trim();
+    if (given === undefined || given === '') {
+      if (setting.fallback !== undefined) values.set(setting.variable, setting.fallback);
+      continue;
+    }
+    const parsed = setting.schema.safeParse(given);
+    if (!parsed.success) throw new Error(`${setting.variable} must be ${setting.rule}, not "${given}"`);
+    values.set(setting.variable, parsed.data);
+  }
+  return values;
+}
+
+/** `carebridge serve --help`, from the table. */
+export function serveUsage(): string {
+  const lines = ['carebridge serve — runs the HTTP service (same as npm start)', '', 'Settings, from the environment (the README\'s settings table says more):'];
+  let group: SettingSpec['group'] | undefined;
+  for (const setting of SETTINGS) {
+    if (setting.group !== group) {
+      if (group !== undefined) lines.push('', `${setting.group}:`);
+      group = setting.group;
+    }
+    const line = `  ${setting.variable.padEnd(28)}${setting.help} (default ${setting.shownDefault})`;
+    lines.push(line);
+  }
+  return `${lines.join('\n')}\n`;
+}
