@@ -7,6 +7,7 @@
 
 // Embedding
 export { createCarebridge, type Carebridge, type CarebridgeOptions } from './hosts/embedded/carebridge.js';
+export type { PortName, Ports } from './adapters/container/tokens.js';
 export { createNodeListener, type NodeListener, type NodeListenerOptions } from './http/node.js';
 export { createFetchHandler, inProcessFetch, type FetchHandlerOptions } from './http/fetch.js';
 

@@ -15,13 +15,13 @@ import { DEFAULT_RENDER_CONCURRENCY, DEFAULT_RENDER_QUEUE, RenderSlots } from '.
 import type { BlobPort, ClockPort, IdsPort, StoragePort, WebhookSenderPort } from '../core/ports/index.js';
 import { DEFAULT_RETENTION_DAYS, pruneFinishedWork } from '../core/retention.js';
 import { deliverDueMessages, type EndpointPauses } from '../core/webhooks/deliver.js';
-import { resolveCoreDeps } from '../adapters/container/core-deps.js';
+import { replacePorts, resolveCoreDeps } from '../adapters/container/core-deps.js';
 import { documentsModule } from '../adapters/container/documents.module.js';
 import type { S3Connection } from '../adapters/blob/s3/s3.blob.js';
 import { infraModule, type BlobModuleOptions } from '../adapters/container/infra.module.js';
 import { queueModule } from '../adapters/container/queue.module.js';
 import { storageModule } from '../adapters/container/storage.module.js';
-import { TOKENS } from '../adapters/container/tokens.js';
+import { TOKENS, type Ports } from '../adapters/container/tokens.js';
 import { webhookModule } from '../adapters/container/webhook.module.js';
 import { QueueRunner } from '../adapters/queue/runner.js';
 import { noteAccount, noteRoute } from '../http/request-facts.js';
@@ -122,6 +122,13 @@ export interface RuntimeOptions {
   logger?: Logger;
   clock?: ClockPort;
   ids?: IdsPort;
+  /**
+   * Your own implementation of any port, in place of the built-in adapter: the HIE, pharmacy or laboratory
+   * network, the search index, the renderer, the C-CDA converter, the blob store, the webhook sender, the
+   * storage or queue (they must pass the port's contract suite in spec/ports). The built-in adapter of a
+   * port given here is never created; you close what you pass.
+   */
+  ports?: Partial<Ports>;
 }
 
 /** Background work of one process: the job runner, webhook deliveries, retention sweeps. */
@@ -223,6 +230,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     );
     if (options.webhooks?.sender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhooks.sender);
     else container.load(webhookModule(logger ? { logger: logger.child({ component: 'webhooks' }) } : {}));
+    if (options.ports) await replacePorts(container, options.ports);
     // Pauses of the imports this process runs, kept here too: the storage may refuse to take them.
     const deps: CoreDeps = {
       ...(await resolveCoreDeps(container)),

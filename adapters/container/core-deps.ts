@@ -1,24 +1,23 @@
 import type { Container } from 'inversify';
 import type { CoreDeps } from '../../core/deps.js';
-import { TOKENS } from './tokens.js';
+import { PORT_NAMES, TOKENS, type Ports } from './tokens.js';
 
 /** Resolves every port the core needs from a container whose modules are loaded. Composition roots only. */
 export async function resolveCoreDeps(container: Container): Promise<CoreDeps> {
-  return {
-    storage: await container.getAsync(TOKENS.storage),
-    blob: await container.getAsync(TOKENS.blob),
-    urlSigner: await container.getAsync(TOKENS.urlSigner),
-    clock: await container.getAsync(TOKENS.clock),
-    ids: await container.getAsync(TOKENS.ids),
-    secrets: await container.getAsync(TOKENS.secrets),
-    queue: await container.getAsync(TOKENS.queue),
-    webhookSender: await container.getAsync(TOKENS.webhookSender),
-    hie: await container.getAsync(TOKENS.hie),
-    pharmacy: await container.getAsync(TOKENS.pharmacy),
-    lab: await container.getAsync(TOKENS.lab),
-    ccda: await container.getAsync(TOKENS.ccda),
-    search: await container.getAsync(TOKENS.search),
-    renderer: await container.getAsync(TOKENS.renderer),
-    config: await container.getAsync(TOKENS.config),
-  };
+  const ports: Partial<Ports> = {};
+  for (const name of PORT_NAMES) Object.assign(ports, { [name]: await container.getAsync<unknown>(TOKENS[name] as symbol) });
+  return { ...(ports as Ports), config: await container.getAsync(TOKENS.config) };
+}
+
+/**
+ * Binds the given implementations in place of the modules' adapters, before anything is resolved, so an
+ * adapter replaced is never made (no converter threads started for a converter someone else provides).
+ * Whoever passes an implementation closes it; the container closes only what it made.
+ */
+export async function replacePorts(container: Container, given: Partial<Ports>): Promise<void> {
+  for (const name of PORT_NAMES) {
+    const implementation = given[name];
+    if (implementation === undefined) continue;
+    (await container.rebindAsync(TOKENS[name] as never)).toConstantValue(implementation as never);
+  }
 }

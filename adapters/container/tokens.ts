@@ -34,3 +34,11 @@ export const TOKENS = {
   renderer: Symbol.for('carebridge.renderer') as ServiceIdentifier<RendererPort>,
   config: Symbol.for('carebridge.config') as ServiceIdentifier<CoreConfig>,
 } as const;
+
+/** The ports, by name: the one list the container, the core's dependencies and replacement read. */
+export type PortName = Exclude<keyof typeof TOKENS, 'config'>;
+
+/** An implementation of every port, by name. */
+export type Ports = { [K in PortName]: (typeof TOKENS)[K] extends ServiceIdentifier<infer T> ? T : never };
+
+export const PORT_NAMES = Object.keys(TOKENS).filter((name): name is PortName => name !== 'config');

@@ -5,6 +5,7 @@ import type { CoreDeps } from '../../core/deps.js';
 import type { BlobPort, ClockPort, IdsPort, WebhookSenderPort } from '../../core/ports/index.js';
 import type { S3Connection } from '../../adapters/blob/s3/s3.blob.js';
 import type { Logger } from 'pino';
+import type { Ports } from '../../adapters/container/tokens.js';
 import { createRuntime } from '../../runtime/runtime.js';
 import { DEFAULT_JOB_CONCURRENCY } from '../../runtime/settings-table.js';
 
@@ -101,6 +102,13 @@ export interface CarebridgeOptions {
    * always find a slot.
    */
   jobConcurrency?: number;
+  /**
+   * Your own implementation of any port in place of the built-in adapter, by name: `hie`, `pharmacy`, `lab`
+   * (the networks), `search`, `renderer`, `ccda`, `blob`, `webhookSender`, `storage`, `queue`, `clock`,
+   * `ids`, `secrets`, `urlSigner`. The built-in one is then never created; you close what you pass. An
+   * implementation proves itself by passing its port's contract suite (spec/ports).
+   */
+  ports?: Partial<Ports>;
 }
 
 export interface Carebridge {
@@ -151,6 +159,7 @@ export async function createCarebridge(options: CarebridgeOptions): Promise<Care
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.ids ? { ids: options.ids } : {}),
+    ...(options.ports ? { ports: options.ports } : {}),
   });
   if (options.background ?? true) runtime.background.start();
   return {

@@ -184,6 +184,43 @@ describe('C-CDA conversion off the main thread', () => {
   });
 });
 
+describe('your own adapters', () => {
+  test('a port given in `ports` is the one used, on the SQL profile, and the built-in one is never made', async () => {
+    const asked: string[] = [];
+    const hie = {
+      async findDocuments(query: { patientId: string }) {
+        asked.push(query.patientId);
+        return [];
+      },
+      async retrieve(): Promise<Uint8Array> {
+        throw new Error('not asked: there are no documents');
+      },
+      async directory() {
+        return [];
+      },
+    };
+    const search = new MiniSearchIndex();
+    const converter = { convert: async () => ({ resourceType: 'Bundle' as const, type: 'collection' as const, entry: [] }), searchText: async () => '' };
+    const carebridge = await embedded({ publicUrl: 'http://carebridge.test', database: ':memory:', ports: { hie, search, ccda: converter } });
+    expect(carebridge.deps.hie).toBe(hie);
+    expect(carebridge.deps.search).toBe(search);
+    // No converter threads were started for a converter someone else provides.
+    expect(carebridge.deps.ccda).toBe(converter);
+    const { apiKey } = await carebridge.createAccount('Own adapters');
+    const client = new CarebridgeClient({ apiKey, baseUrl: 'http://carebridge.test', fetch: inProcessFetch(carebridge.handler) });
+    const facility = await client.createFacility(FACILITY);
+    const patient = await client.createPatient({ firstName: 'Ann', lastName: 'Lee', dob: '1970-01-01', genderAtBirth: 'F', address: [ADDRESS] }, facility.id);
+    await client.startDocumentQuery(patient.id, facility.id);
+    for (;;) {
+      const status = await client.getDocumentQueryStatus(patient.id);
+      if (status?.download?.status === 'completed') break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(asked).toContain(patient.id);
+    await carebridge.close();
+  });
+});
+
 describe('the sandbox host in process', () => {
   test('the client runs against MemoryHost with no port at all', async () => {
     const host = await MemoryHost.create();

@@ -3,6 +3,7 @@ import type { ApiHandler } from '../../core/api/handler.js';
 import type { ApiRequest, ApiResponse } from '../../core/api/types.js';
 import type { CoreDeps } from '../../core/deps.js';
 import type { ClockPort, IdsPort, StoragePort, WebhookSenderPort } from '../../core/ports/index.js';
+import type { Ports } from '../../adapters/container/tokens.js';
 import { createRuntime, type Runtime } from '../../runtime/runtime.js';
 
 export interface MemoryHostOptions {
@@ -37,6 +38,8 @@ export interface MemoryHostOptions {
   failedAuthPerMinute?: number;
   /** Renders (HTML, PDF) at once and waiting; past them 503 BUSY. Default 2 and 8, as the service. */
   renders?: { concurrency?: number; queue?: number };
+  /** Your own implementation of any port in place of the sandbox's, by name (see `CarebridgeOptions.ports`). */
+  ports?: Partial<Ports>;
 }
 
 /**
@@ -63,6 +66,7 @@ export class MemoryHost {
       ...(options.renders ? { renders: options.renders } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.ids ? { ids: options.ids } : {}),
+      ...(options.ports ? { ports: options.ports } : {}),
     });
     if (options.background ?? options.clock === undefined) runtime.background.start();
     return new MemoryHost(runtime);

@@ -3,6 +3,7 @@ import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import { MemoryHost } from '../../hosts/memory/memory.host.js';
 import type { ApiResponse } from '../../core/api/types.js';
 import type { RateLimits } from '../../core/api/rate-limit.js';
+import type { Ports } from '../../adapters/container/tokens.js';
 import type { HostDriver, HostResponse } from './driver.js';
 
 export const SPEC_START = '2026-11-22T09:00:00.000Z';
@@ -25,6 +26,8 @@ async function toHostResponse(response: ApiResponse): Promise<HostResponse> {
 export interface MemoryDriverOptions {
   /** Requests per minute per account by route class; none when absent. */
   rateLimits?: RateLimits;
+  /** Implementations of ports in place of the sandbox's, made afresh for each host. */
+  ports?: () => Partial<Ports>;
 }
 
 /** The in-memory host as the suite sees it: the handler in process, a stepped clock, sequential ids. */
@@ -36,6 +39,7 @@ export async function makeMemoryDriver(options: MemoryDriverOptions = {}): Promi
     publicUrl: PUBLIC_URL,
     urlSecret: 'spec-url-signing-secret',
     ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
+    ...(options.ports ? { ports: options.ports() } : {}),
   });
   return {
     name: 'memory',
