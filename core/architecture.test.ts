@@ -85,3 +85,36 @@ describe('architecture: the wire contract is self-contained and pure', () => {
     });
   }
 });
+
+describe('architecture: no import cycles inside core', () => {
+  test('no file of core reaches itself through its imports (type imports included)', () => {
+    const files = coreFiles();
+    const graph = new Map(
+      files.map((file) => [
+        file,
+        importsOf(readFileSync(file, 'utf8'))
+          .filter((specifier) => specifier.startsWith('.'))
+          .map((specifier) => resolve(file, '..', specifier.replace(/\.js$/, '.ts')))
+          .filter((target) => target.startsWith(CORE)),
+      ]),
+    );
+    // Depth-first search: a file met again while still on the path closes a cycle.
+    const cycles: string[] = [];
+    const done = new Set<string>();
+    const path: string[] = [];
+    const visit = (file: string) => {
+      if (done.has(file)) return;
+      const at = path.indexOf(file);
+      if (at >= 0) {
+        cycles.push([...path.slice(at), file].map((f) => relative(CORE, f)).join(' -> '));
+        return;
+      }
+      path.push(file);
+      for (const target of graph.get(file) ?? []) visit(target);
+      path.pop();
+      done.add(file);
+    };
+    for (const file of files) visit(file);
+    expect(cycles).toEqual([]);
+  });
+});

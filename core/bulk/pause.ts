@@ -1,4 +1,4 @@
-import type { CoreDeps } from '../deps.js';
+import type { ClockPort, StoragePort } from '../ports/index.js';
 import type { BulkPause, BulkRequest } from '../domain/types.js';
 import { CoreError } from '../errors.js';
 import { nowIso } from '../time.js';
@@ -55,7 +55,7 @@ export class NotedPauses {
 }
 
 /** The pause a request is in: the one written to it, else the one this process noted; none unless processing. */
-export function pauseOf(deps: Pick<CoreDeps, 'pauses'>, request: BulkRequest): BulkPause | undefined {
+export function pauseOf(deps: { pauses?: NotedPauses }, request: BulkRequest): BulkPause | undefined {
   if (request.status !== 'processing') return undefined;
   return request.paused ?? deps.pauses?.of(request);
 }
@@ -82,7 +82,7 @@ export function isStorageFullRetry(error: unknown): boolean {
  * `details.retryAt`) after as long as the pause has lasted, within `STORAGE_FULL_RETRY_MS`, or after the
  * longest delay when its start is not known, without using up an attempt (`details.countsAsAttempt`).
  */
-export function storageFullRetry(deps: Pick<CoreDeps, 'clock'>, since: string | undefined, cause: unknown): CoreError {
+export function storageFullRetry(deps: { clock: ClockPort }, since: string | undefined, cause: unknown): CoreError {
   const nowMs = deps.clock.now().getTime();
   const waited = since === undefined ? STORAGE_FULL_RETRY_MS.max : nowMs - Date.parse(since);
   const delay = Math.min(STORAGE_FULL_RETRY_MS.max, Math.max(STORAGE_FULL_RETRY_MS.first, waited));
@@ -97,7 +97,7 @@ export function storageFullRetry(deps: Pick<CoreDeps, 'clock'>, since: string | 
  * its job fails with (`storageFullRetry`). A pause already under way keeps its start. Never throws: the
  * storage may refuse the pause's own write, and then the note in this process is what shows it.
  */
-export async function pauseForFullStorage(deps: Pick<CoreDeps, 'storage' | 'clock' | 'pauses'>, requestId: string, cause: unknown): Promise<CoreError> {
+export async function pauseForFullStorage(deps: { storage: StoragePort; clock: ClockPort; pauses?: NotedPauses }, requestId: string, cause: unknown): Promise<CoreError> {
   let since: string | undefined;
   try {
     const request = await deps.storage.bulkRequests.getById(requestId);

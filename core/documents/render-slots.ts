@@ -1,4 +1,3 @@
-import type { CoreDeps } from '../deps.js';
 import { CoreError } from '../errors.js';
 
 /**
@@ -60,6 +59,6 @@ export const DEFAULT_RENDER_CONCURRENCY = 2;
 export const DEFAULT_RENDER_QUEUE = 8;
 
 /** `work` in one of `deps.renders`' slots, or at once when the host set no cap. */
-export function inRenderSlot<T>(deps: Pick<CoreDeps, 'renders'>, work: () => Promise<T>, caller: 'request' | 'job' = 'request'): Promise<T> {
+export function inRenderSlot<T>(deps: { renders?: RenderSlots }, work: () => Promise<T>, caller: 'request' | 'job' = 'request'): Promise<T> {
   return deps.renders ? deps.renders.run(work, caller) : work();
 }

@@ -1,5 +1,5 @@
 import type { CodeableConcept, Gender, OrganizationIdentifier } from '../domain/types.js';
-import type { NetworkDirectoryEntry } from './data-network.port.js';
+import type { NetworkDirectoryEntry } from './network-directory.js';
 
 /** The demographics a network matches a patient on. */
 export interface HiePatientQuery {
