@@ -110,13 +110,19 @@ const PROBLEM_EXAMPLES: Record<number, { title: string; detail: string; code: ke
   },
   413: { title: 'Payload Too Large', detail: 'The JSON body is larger than 1 MB', code: 'PAYLOAD_TOO_LARGE' },
   415: { title: 'Unsupported Media Type', detail: 'Send the body as JSON with Content-Type: application/json', code: 'UNSUPPORTED_MEDIA_TYPE' },
+  429: { title: 'Too Many Requests', detail: 'Too many requests of this kind for this account; try again in 3 s', code: 'RATE_LIMITED' },
+  503: { title: 'Service Unavailable', detail: 'As many renders as the service runs at once are running or waiting; try again in 1 s', code: 'BUSY' },
   500: { title: 'Internal Server Error', detail: 'Something went wrong on our side; quote requestId 0192f1c2-7a1b-7c3d-8e4f-5a6b7c8d9e0f', code: 'INTERNAL' },
 };
+
+/** `Retry-After` of a 429 or 503: whole seconds to wait before the same request. */
+const RETRY_AFTER_HEADER = { 'Retry-After': { description: 'Whole seconds to wait before sending the request again', schema: { type: 'integer', minimum: 1 } } };
 
 function problemResponse(description: string, status: number) {
   const example = PROBLEM_EXAMPLES[status];
   return {
     description,
+    ...(status === 429 || status === 503 ? { headers: RETRY_AFTER_HEADER } : {}),
     content: { 'application/problem+json': { schema: PROBLEM_REF, ...(example ? { example: { status, ...example } } : {}) } },
   };
 }
@@ -290,6 +296,16 @@ function operationOf(route: RouteDefinition): Record<string, unknown> {
     responses['413'] = problemResponse('Body too large', 413);
     responses['415'] = problemResponse('Unsupported Content-Type', 415);
   }
+  if (route.auth === 'apiKey' || route.auth === 'signedAndApiKey') {
+    responses['429'] = problemResponse(
+      "Too many requests of this route's class for the account (`RATE_LIMITED`), or too many wrong API keys from this address (`TOO_MANY_FAILED_ATTEMPTS`); wait `Retry-After` seconds",
+      429,
+    );
+  }
+  responses['503'] = problemResponse(
+    'Not now: the service is starting or its database does not answer (`STARTING`, `UNAVAILABLE`), or as many renders as it runs at once are running and waiting (`BUSY`); wait `Retry-After` seconds',
+    503,
+  );
   responses.default = problemResponse('Any other error', 500);
 
   const operation: Record<string, unknown> = {

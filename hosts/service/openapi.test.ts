@@ -108,6 +108,19 @@ describe('GET /openapi.json', () => {
     expect(withIfMatch.sort()).toEqual(['DELETE /medical/v1/patient/{id}', 'PUT /medical/v1/patient/{id}', 'PUT /medical/v1/patient/{id}/hie-opt-out']);
   });
 
+  test('every operation documents 503 with Retry-After, and every operation with an API key its 429 too', () => {
+    for (const [path, item] of Object.entries(served.paths)) {
+      for (const [method, documented] of Object.entries(item)) {
+        const { responses, security } = documented as Operation & { responses: Record<string, { headers?: Record<string, unknown> }> };
+        const name = `${method.toUpperCase()} ${path}`;
+        expect(responses['503']?.headers, name).toHaveProperty('Retry-After');
+        const keyed = security.some((requirement) => 'apiKey' in requirement);
+        if (keyed) expect(responses['429']?.headers, name).toHaveProperty('Retry-After');
+        else expect(responses, name).not.toHaveProperty('429');
+      }
+    }
+  });
+
   test('is built deterministically from the route table', () => {
     expect(buildOpenApiDocument(apiRoutes)).toEqual(served);
     expect(JSON.stringify(buildOpenApiDocument(apiRoutes, { serverUrl: 'https://api.example.org' }).servers)).toBe('[{"url":"https://api.example.org"}]');
