@@ -164,3 +164,16 @@ describe('the people the sandbox documents are about', () => {
     expect(people[0]!.documents).toHaveLength(3);
   });
 });
+
+test("the README's sandbox network table is what the network answers", async () => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const section = readme.slice(readme.indexOf('### The sandbox network'), readme.indexOf('\n### ', readme.indexOf('### The sandbox network') + 5));
+  const rows = section
+    .split('\n')
+    .filter((line) => /^\| [A-Z]/.test(line) && !line.startsWith('| first name'))
+    .map((line) => line.split('|').slice(1, -1).map((cell) => cell.trim()));
+  const people = await make().people();
+  expect(rows).toEqual(
+    people.map(({ person, documents }) => [person.firstName.split(' ')[0], person.lastName, person.dob, person.genderAtBirth, person.zips.join(', '), documents.join('; ')]),
+  );
+});
