@@ -71,10 +71,13 @@ export function renderHtml(bundle: FhirBundle, context: RenderContext): string {
   ].join('\n');
 }
 
-/** pdfkit's standard fonts speak WinAnsi: other characters would print as garbage, so they become "?". */
+/**
+ * pdfkit's standard fonts speak WinAnsi: other characters would print as garbage, so they become "?";
+ * invisible format characters (zero-width spaces and joiners) print nothing rather than a "?".
+ */
 const WIN_ANSI_EXTRAS = new Set('€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ');
 function pdfText(value: string): string {
-  return Array.from(value, (char) => {
+  return Array.from(value.replace(/\p{Cf}/gu, ''), (char) => {
     const code = char.codePointAt(0)!;
     if (char === '\n' || char === '\t') return char;
     return (code >= 0x20 && code <= 0x7e) || (code >= 0xa0 && code <= 0xff) || WIN_ANSI_EXTRAS.has(char) ? char : '?';
