@@ -12,6 +12,7 @@ import type { Account, ConsolidatedFilters, ConsolidatedQuery, ConversionType, P
 import { getPatient } from '../entities/patients.js';
 import { CoreError } from '../errors.js';
 import type { FhirBundle, FhirResource } from '../ports/ccda.port.js';
+import type { RenderContext } from '../ports/renderer.port.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { MINUTE_MS, nowIso } from '../time.js';
 import { enqueueMessage } from '../webhooks/deliver.js';
@@ -21,7 +22,7 @@ import { filterResources, resourceTypesOf } from './filters.js';
 import { gzip } from './gzip.js';
 import { DOCUMENT_JOB } from './job-types.js';
 import { inRenderSlot } from './render-slots.js';
-import { patientReference, patientResourceOf } from './patient-resource.js';
+import { patientDisplayName, patientReference, patientResourceOf } from './patient-resource.js';
 
 /** Consolidated attachment URLs are valid 10 minutes. */
 export const CONSOLIDATED_URL_VALIDITY_MS = 10 * MINUTE_MS;
@@ -140,6 +141,12 @@ export async function consolidatedResources(deps: Pick<CoreDeps, 'storage'>, pat
   return !types || types.has('Patient') ? [patientResourceOf(patient), ...data] : data;
 }
 
+/** What a rendering of the patient's consolidated data says it is, made now. */
+export function medicalRecordContext(deps: Pick<CoreDeps, 'clock'>, patient: Patient): RenderContext {
+  const patientName = patientDisplayName(patient);
+  return { kind: 'medical-record', title: `Medical record of ${patientName}`, patientName, generatedAt: deps.clock.now() };
+}
+
 export function bundleOf(resources: readonly FhirResource[], type: 'collection' | 'searchset'): FhirBundle & { total: number } {
   return { resourceType: 'Bundle', type, total: resources.length, entry: resources.map((resource) => ({ resource })) };
 }
@@ -183,7 +190,8 @@ export async function runConsolidatedQuery(deps: CoreDeps, accountId: string, qu
       files.push(['data.json', json], ['data.json.gz', await gzip(deps.renderer, json)]);
     } else {
       const format = query.conversionType;
-      files.push([`data.${format}`, await inRenderSlot(deps, () => deps.renderer.render(bundle, format), 'job')]);
+      const context = medicalRecordContext(deps, patient);
+      files.push([`data.${format}`, await inRenderSlot(deps, () => deps.renderer.render(bundle, format, context), 'job')]);
     }
     for (const [file, bytes] of files) {
       const key = consolidatedBlobKey(query, file);

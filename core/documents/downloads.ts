@@ -5,6 +5,7 @@
  */
 import type { CoreDeps } from '../deps.js';
 import type { Account, DocumentRecord } from '../domain/types.js';
+import type { RenderContext } from '../ports/renderer.port.js';
 import { getPatient } from '../entities/patients.js';
 import { CoreError } from '../errors.js';
 import { issueSignedUrl } from '../signed-urls.js';
@@ -18,7 +19,7 @@ import { isCcdaMediaType } from './document-reference.js';
 import { DOCUMENT_JOB } from './job-types.js';
 import { inRenderSlot } from './render-slots.js';
 import { hasFile } from './patient-index.js';
-import { patientResourceOf } from './patient-resource.js';
+import { patientDisplayName, patientResourceOf } from './patient-resource.js';
 
 /** A single download URL is short-lived: long enough to start a download, not to be shared around. */
 export const DOWNLOAD_URL_VALIDITY_MS = 10 * MINUTE_MS;
@@ -115,19 +116,20 @@ export async function sendBulkDownloadUrls(deps: CoreDeps, job: BulkUrlJob): Pro
 
 /**
  * A stored C-CDA document rendered for people (the public API's `conversionType` on download-url): the
- * document converted on the fly, its resources adopted by our patient, rendered by the renderer port.
+ * document converted on the fly, its resources adopted by our patient, rendered by the renderer port
+ * under the document's own title (its description: the C-CDA title, else its type) as one document.
  * Throws FILE_NOT_FOUND, CCDA_INVALID when the document cannot be converted, BUSY when as many renders run
  * and wait as the host allows (the conversion counts as part of the render).
  */
 export function renderDocument(
-  deps: Pick<CoreDeps, 'storage' | 'blob' | 'ccda' | 'renderer' | 'renders'>,
+  deps: Pick<CoreDeps, 'storage' | 'blob' | 'ccda' | 'renderer' | 'renders' | 'clock'>,
   document: DocumentRecord,
   format: DownloadFormat,
 ): Promise<Uint8Array> {
   return inRenderSlot(deps, () => convertAndRender(deps, document, format));
 }
 
-async function convertAndRender(deps: Pick<CoreDeps, 'storage' | 'blob' | 'ccda' | 'renderer'>, document: DocumentRecord, format: DownloadFormat): Promise<Uint8Array> {
+async function convertAndRender(deps: Pick<CoreDeps, 'storage' | 'blob' | 'ccda' | 'renderer' | 'clock'>, document: DocumentRecord, format: DownloadFormat): Promise<Uint8Array> {
   const bytes = await deps.blob.get(document.blobKey);
   if (!bytes) throw new CoreError('FILE_NOT_FOUND', 'No file for this document');
   const converted = await deps.ccda.convert(new TextDecoder().decode(bytes));
@@ -136,5 +138,11 @@ async function convertAndRender(deps: Pick<CoreDeps, 'storage' | 'blob' | 'ccda'
     (converted.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : [])),
     document.patientId,
   );
-  return deps.renderer.render(bundleOf(patient ? [patientResourceOf(patient), ...resources] : resources, 'collection'), format);
+  const context: RenderContext = {
+    kind: 'document',
+    title: document.description.trim() || document.type.text?.trim() || document.type.coding?.find((coding) => coding.display)?.display || 'Document',
+    patientName: patient ? patientDisplayName(patient) : '',
+    generatedAt: deps.clock.now(),
+  };
+  return deps.renderer.render(bundleOf(patient ? [patientResourceOf(patient), ...resources] : resources, 'collection'), format, context);
 }

@@ -16,39 +16,68 @@ function asDate(value: unknown): string | undefined {
   return typeof value === 'string' && /^\d{4}/.test(value.trim()) ? value.trim() : undefined;
 }
 
-function startOf(value: unknown): string | undefined {
-  return isObject(value) ? (asDate(value.start) ?? asDate(value.end)) : undefined;
+/** When a resource happened: one moment (`start` only), or a period whose either end may be open. */
+export interface MainTime {
+  start?: string | undefined;
+  end?: string | undefined;
+  period: boolean;
+}
+
+function at(value: unknown): MainTime | undefined {
+  const date = asDate(value);
+  return date ? { start: date, period: false } : undefined;
+}
+
+function periodOf(value: unknown): MainTime | undefined {
+  if (!isObject(value)) return undefined;
+  const start = asDate(value.start);
+  const end = asDate(value.end);
+  return start || end ? { start, end, period: true } : undefined;
+}
+
+/** A condition's onset, ended by its abatement when that is a date. */
+function onsetOf(r: Json): MainTime | undefined {
+  const onset = at(r.onsetDateTime) ?? periodOf(r.onsetPeriod) ?? at(r.onsetString);
+  const abatement = asDate(r.abatementDateTime) ?? periodOf(r.abatementPeriod)?.end;
+  return onset && abatement && !onset.end ? { start: onset.start, end: abatement, period: true } : onset;
 }
 
 /**
- * Where each resource's main date is, first present wins: the clinical time (effective[x], onset[x],
+ * Where each resource's main time is, first present wins: the clinical time (effective[x], onset[x],
  * occurrence[x], performed[x]), then when it was written (recordedDate, authoredOn, issued, date), then
  * periods and other type-specific dates.
  */
-const DATE_PATHS: ((resource: Json) => string | undefined)[] = [
-  (r) => asDate(r.effectiveDateTime) ?? asDate(r.effectiveInstant) ?? startOf(r.effectivePeriod),
-  (r) => asDate(r.onsetDateTime) ?? startOf(r.onsetPeriod) ?? asDate(r.onsetString),
-  (r) => asDate(r.occurrenceDateTime) ?? startOf(r.occurrencePeriod) ?? asDate(r.occurrenceString),
-  (r) => asDate(r.performedDateTime) ?? startOf(r.performedPeriod),
-  (r) => asDate(r.recordedDate),
-  (r) => asDate(r.authoredOn),
-  (r) => asDate(r.issued),
-  (r) => asDate(r.date),
-  (r) => startOf(r.period),
-  (r) => asDate(r.startDate) ?? asDate(r.created) ?? asDate(r.dateAsserted) ?? asDate(r.dateWritten),
-  (r) => (isObject(r.dispenseRequest) ? startOf(r.dispenseRequest.validityPeriod) : undefined),
+const TIME_PATHS: ((resource: Json) => MainTime | undefined)[] = [
+  (r) => at(r.effectiveDateTime) ?? at(r.effectiveInstant) ?? periodOf(r.effectivePeriod),
+  onsetOf,
+  (r) => at(r.occurrenceDateTime) ?? periodOf(r.occurrencePeriod) ?? at(r.occurrenceString),
+  (r) => at(r.performedDateTime) ?? periodOf(r.performedPeriod),
+  (r) => at(r.recordedDate),
+  (r) => at(r.authoredOn),
+  (r) => at(r.issued),
+  (r) => at(r.date),
+  (r) => periodOf(r.period),
+  (r) => at(r.startDate) ?? at(r.created) ?? at(r.dateAsserted) ?? at(r.dateWritten),
+  (r) => (isObject(r.dispenseRequest) ? periodOf(r.dispenseRequest.validityPeriod) : undefined),
 ];
+
+/** The main time of a resource as written (FHIR dates or dateTimes, possibly partial like `2012`), or undefined. */
+export function mainTimeOf(resource: FhirResource): MainTime | undefined {
+  for (const path of TIME_PATHS) {
+    const time = path(resource);
+    if (time) return time;
+  }
+  return undefined;
+}
 
 /**
  * The main date of a resource as written (a FHIR date or dateTime, possibly partial like `2012` or
- * `2012-08`), or undefined when it has none (a Patient, a Practitioner, a Medication...).
+ * `2012-08`), or undefined when it has none (a Patient, a Practitioner, a Medication...): the start of
+ * its main time, or the end of a period that has only an end.
  */
 export function mainDateOf(resource: FhirResource): string | undefined {
-  for (const path of DATE_PATHS) {
-    const date = path(resource);
-    if (date) return date;
-  }
-  return undefined;
+  const time = mainTimeOf(resource);
+  return time?.start ?? time?.end;
 }
 
 /** The first and last day a FHIR date or dateTime covers: `2012` covers the year, a dateTime its local day. */

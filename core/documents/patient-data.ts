@@ -10,7 +10,7 @@ import { CoreError } from '../errors.js';
 import type { FhirResource } from '../ports/ccda.port.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { repairText } from '../text.js';
-import { bundleOf, checkFilters, consolidatedResources, CONSOLIDATED_URL_VALIDITY_MS } from './consolidated.js';
+import { bundleOf, checkFilters, consolidatedResources, CONSOLIDATED_URL_VALIDITY_MS, medicalRecordContext } from './consolidated.js';
 import { resourceKey } from './dedupe.js';
 import { uploadFileName } from './document-reference.js';
 import { storeFhirBundleDocument } from './fhir-documents.js';
@@ -146,7 +146,7 @@ export async function medicalRecordUrl(deps: CoreDeps, accountId: string, patien
   const bytes = await inRenderSlot(deps, async () => {
     const data = await consolidatedResources(deps, patient, {});
     if (data.length === 0) throw new CoreError('NOT_FOUND', 'The patient has no data to summarise yet; query documents or the networks first');
-    return deps.renderer.render(bundleOf(data, 'collection'), format);
+    return deps.renderer.render(bundleOf(data, 'collection'), format, medicalRecordContext(deps, patient));
   });
   const recordId = deps.ids.next();
   const key = medicalRecordBlobKey(accountId, recordId, format);

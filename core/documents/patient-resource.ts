@@ -14,6 +14,11 @@ function names(value: string): string[] {
     .filter(Boolean);
 }
 
+/** The patient's name as people write it: given names, then family names ("Jane Ann Doe"). */
+export function patientDisplayName(patient: Pick<Patient, 'firstName' | 'lastName'>): string {
+  return [...names(patient.firstName), ...names(patient.lastName)].join(' ');
+}
+
 /**
  * The FHIR Patient of our patient, made from the demographics we hold when it is read, never stored: the
  * documents' own Patient resources are folded into it (consolidate.ts), and a later demographic update

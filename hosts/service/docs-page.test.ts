@@ -1,7 +1,7 @@
-import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startMemoryKoa, type MemoryKoa } from '../../spec/support/http-testing.js';
+import { CHROMIUM, CHROMIUM_ARGS, systemTool } from '../../spec/support/system-tools.js';
 
 /**
  * /docs as a person sees it, in Debian's headless Chromium (installed by .ci/run when missing): the
@@ -9,12 +9,7 @@ import { startMemoryKoa, type MemoryKoa } from '../../spec/support/http-testing.
  * with the key typed in. Required under CI; elsewhere skipped with the reason printed when Chromium is not
  * installed.
  */
-const CHROMIUM = process.env.CAREBRIDGE_CHROMIUM ?? '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
-if (!available) {
-  if (process.env.CI) throw new Error(`Chromium is required under CI and is not at ${CHROMIUM} (apt-get install -y chromium)`);
-  console.warn(`skipping the /docs page test: no Chromium at ${CHROMIUM}`);
-}
+const available = systemTool(CHROMIUM, 'Chromium', 'apt-get install -y chromium') !== undefined;
 
 let server: MemoryKoa;
 let browser: Browser;
@@ -22,10 +17,7 @@ let browser: Browser;
 beforeAll(async () => {
   if (!available) return;
   server = await startMemoryKoa();
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-quic', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 }, 60_000);
 afterAll(async () => {
   await browser?.close();

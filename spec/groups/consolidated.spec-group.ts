@@ -91,6 +91,7 @@ export function defineConsolidatedGroup({ describe, test, makeHost }: HostSpecOp
           expect(file.status).toBe(200);
           expect(file.headers['content-type']).toContain(contentType);
           expect(file.text.startsWith(starts)).toBe(true);
+          if (conversionType === 'html') expect(file.text).toMatch(/<h1>Medical record of Eve Everywoman\d+<\/h1>/);
         }
       });
     });

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { SandboxHieNetwork } from '../../adapters/hie/sandbox.hie.js';
+import { escapeHtml } from '../../adapters/render/bundle.renderer.js';
 import { parseWebhookMessage } from '../../core/webhooks/envelope.js';
 import { sandboxDocumentsDir } from '../../runtime/sandbox-documents.js';
 import type { HostSpecOptions } from '../host.suite.js';
@@ -310,6 +311,11 @@ export function defineDocumentsGroup({ describe, test, makeHost }: HostSpecOptio
         expect(rendered.status).toBe(200);
         expect(rendered.headers['content-type']).toBe('application/pdf');
         expect(rendered.text.startsWith('%PDF-')).toBe(true);
+        // One document rendered says so, under the document's own title.
+        const html = await api.call('GET', '/medical/v1/document/download-url', { query: { fileName, conversionType: 'html' } });
+        const page = (await host.fetchUrl(html.body.url, { method: 'GET' })).text;
+        expect(page).toContain(`<h1>${escapeHtml(listed[0].description)}</h1>`);
+        expect(page).toContain('One document from the medical record of Eve Everywoman');
 
         const start = await api.call('POST', '/medical/v1/document/download-url/bulk', { query: { patientId: patient.id }, body: { metadata: { batch: '7' } } });
         expect(start.status, start.text).toBe(200);
