@@ -169,7 +169,10 @@ function byTypeThenId(a: FhirResource, b: FhirResource): number {
 
 // ---- what the rules compare -------------------------------------------------------------------------
 
-function medicationCode(resource: FhirResource, byKey: ReadonlyMap<string, FhirResource>): string | undefined {
+/** What resolves a reference to a resource of the same set. */
+export type ResourceLookup = Pick<ReadonlyMap<string, FhirResource>, 'get'>;
+
+function medicationCode(resource: FhirResource, byKey: ResourceLookup): string | undefined {
   const inline = primaryCode(resource.medicationCodeableConcept);
   if (inline) return inline;
   const reference = isObject(resource.medicationReference) ? resource.medicationReference.reference : undefined;
@@ -379,7 +382,7 @@ function polarityOf(resource: FhirResource): string {
  * types, or a statement and its denial, never share one. Undefined for what is never merged.
  * `byKey` resolves a `medicationReference` to the Medication it names.
  */
-export function matchKeysOf(resource: FhirResource, byKey: ReadonlyMap<string, FhirResource>): { keys: string[] } | { medication: string } | undefined {
+export function matchKeysOf(resource: FhirResource, byKey: ResourceLookup): { keys: string[] } | { medication: string } | undefined {
   const type = resource.resourceType;
   if (NEVER_MERGED.has(type)) return undefined;
   // A statement and its denial (or a record entered in error) are never one fact, whatever else they share.
