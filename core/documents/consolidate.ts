@@ -242,10 +242,15 @@ export class ConsolidatedRecord {
   private gather(resource: FhirResource, byKey: ResourceLookup, found: Set<string>): void {
     const own = resourceKey(resource);
     if (this.records.has(own)) found.add(own);
-    const named = isMedicationUse(resource) ? medicationReferenceOf(resource) : undefined;
-    if (named !== undefined && byKey.get(named) === undefined && this.records.has(named)) found.add(named);
+    this.gatherNamedMedication(resource, byKey, found);
     const lookup = { get: (key: string) => byKey.get(key) ?? this.bare(key) };
     for (const match of matchStringsOf(resource, lookup)) for (const key of this.byMatchKey.get(match) ?? []) found.add(key);
+  }
+
+  /** Adds the stored Medication a medication names when `byKey` lacks it: its drug is that Medication's code. */
+  private gatherNamedMedication(resource: FhirResource, byKey: ResourceLookup, found: Set<string>): void {
+    const named = isMedicationUse(resource) ? medicationReferenceOf(resource) : undefined;
+    if (named !== undefined && byKey.get(named) === undefined && this.records.has(named)) found.add(named);
   }
 
   /**
@@ -254,15 +259,25 @@ export class ConsolidatedRecord {
    */
   fold(incoming: ConsolidationInput['incoming'], now: string): Pick<ConsolidationResult, 'changed' | 'removed'> {
     const adopted = adoptDocumentResources(incoming.resources, this.patientId);
+    const adoptedKeys = new Set(adopted.map(resourceKey));
     const candidates = new Set([...this.unsettled, ...this.candidatesOf(adopted).map(recordKey)]);
     for (;;) {
-      const compared: { resources: readonly FhirResource[]; byKey: ReadonlyMap<string, FhirResource> }[] = [];
-      const existing = [...candidates].map((key) => this.records.get(key)!);
-      const result = consolidateAdopted({ accountId: this.accountId, patientId: this.patientId, now, existing, incoming }, adopted, (resources, byKey) =>
-        compared.push({ resources, byKey }),
-      );
       const more = new Set<string>();
-      for (const pass of compared) for (const resource of pass.resources) this.gather(resource, pass.byKey, more);
+      const existing = [...candidates].map((key) => this.records.get(key)!);
+      // What a pass compares that is new since the pass before (merged, references rewritten, or a stored
+      // key's new copy) is gathered from; the rest was, by candidatesOf, or is stored and already matches
+      // no other stored resource but the Medication it may name.
+      let previous: ReadonlySet<FhirResource> = new Set(adopted);
+      let first = true;
+      const result = consolidateAdopted({ accountId: this.accountId, patientId: this.patientId, now, existing, incoming }, adopted, (resources, byKey) => {
+        for (const resource of resources) {
+          if (previous.has(resource)) continue;
+          if (first && candidates.has(resourceKey(resource)) && !adoptedKeys.has(resourceKey(resource))) this.gatherNamedMedication(resource, byKey, more);
+          else this.gather(resource, byKey, more);
+        }
+        previous = new Set(resources);
+        first = false;
+      });
       for (const from of result.replaced.keys()) for (const key of this.byReference.get(from) ?? []) more.add(key);
       const before = candidates.size;
       for (const key of more) candidates.add(key);
