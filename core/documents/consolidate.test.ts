@@ -6,7 +6,7 @@ import { MedplumCcdaConverter } from '../../adapters/ccda/medplum.ccda.js';
 import { patientResourcesArb } from '../../spec/arbitraries/fhir.js';
 import type { FhirResourceRecord } from '../domain/types.js';
 import type { FhirResource } from '../ports/ccda.port.js';
-import { adoptDocumentResources, consolidate, SOURCE_DOCUMENT_EXTENSION, withoutProvenance } from './consolidate.js';
+import { adoptDocumentResources, consolidate, ConsolidatedRecord, SOURCE_DOCUMENT_EXTENSION, withoutProvenance } from './consolidate.js';
 import { dedupeResources, referencesIn, resourceKey, rewriteReferences } from './dedupe.js';
 
 const ACCOUNT = 'acct-1';
@@ -132,6 +132,118 @@ describe('consolidate (properties)', () => {
       }),
       { numRuns: 40 },
     );
+  });
+});
+
+/** A DocumentReference as storeDocument writes it: sourced from its document, not yet naming it. */
+const storedDocumentReference = (id: string): FhirResourceRecord => ({
+  accountId: ACCOUNT,
+  patientId: PATIENT,
+  resourceType: 'DocumentReference',
+  id,
+  resource: { resourceType: 'DocumentReference', id, status: 'current', subject: { reference: `Patient/${PATIENT}` } },
+  sourceDocumentIds: [id],
+  updatedAt: 't0',
+});
+
+const keyOf = (r: { resourceType: string; id: string }) => `${r.resourceType}/${r.id}`;
+
+/**
+ * Folds `steps` both ways: `consolidate` over the whole stored set each time, and a ConsolidatedRecord;
+ * each step's records, writes and removals must be the same.
+ */
+function foldBothWays(start: readonly FhirResourceRecord[], steps: readonly Doc[]): void {
+  let whole = [...start];
+  const record = new ConsolidatedRecord(ACCOUNT, PATIENT, start);
+  steps.forEach((doc, step) => {
+    const expected = consolidate({ accountId: ACCOUNT, patientId: PATIENT, now: `t${step + 1}`, existing: whole, incoming: doc });
+    const actual = record.fold(doc, `t${step + 1}`);
+    expect([...record.all()].sort(byTypeThenId), `step ${step}`).toEqual(expected.records);
+    expect([...actual.changed].sort(byTypeThenId)).toEqual([...expected.changed].sort(byTypeThenId));
+    expect(actual.removed.map(keyOf).sort()).toEqual(expected.removed.map(keyOf).sort());
+    whole = expected.records;
+  });
+}
+
+describe('ConsolidatedRecord (incremental fold)', () => {
+  // Steps pick a document, folded under its own id or another one (a document re-issued with the same
+  // entries: the same resource keys from two documents), so documents are folded again, and out of order.
+  const stepsArb = documentsArb.chain((docs) =>
+    fc
+      .array(fc.record({ doc: fc.nat({ max: docs.length - 1 }), as: fc.nat({ max: 5 }) }), { minLength: 1, maxLength: 7 })
+      .map((picks) => picks.map(({ doc, as }) => ({ documentId: as < docs.length ? docs[as]!.documentId : `doc-other-${as}`, resources: docs[doc]!.resources }))),
+  );
+
+  test('folding a document into the record gives exactly what consolidating the whole set gives', () => {
+    fc.assert(
+      fc.property(stepsArb, fc.nat({ max: 2 }), (steps, references) => {
+        const start = Array.from({ length: references }, (_, i) => storedDocumentReference(`doc-${i}`));
+        foldBothWays(start, steps);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  test('the candidates of a document are the stored resources it can merge with, not the rest of the record', () => {
+    const condition = (id: string, code: string, onset: string): FhirResource => ({
+      resourceType: 'Condition',
+      id,
+      code: { coding: [{ system: 'http://snomed.info/sct', code }] },
+      onsetDateTime: onset,
+    });
+    // A record of 500 conditions, each its own fact.
+    const stored = consolidate({
+      accountId: ACCOUNT,
+      patientId: PATIENT,
+      now: 't1',
+      existing: [],
+      incoming: { documentId: 'old', resources: Array.from({ length: 500 }, (_, i) => condition(`c${i}`, `${1000 + i}`, '2012-01-01')) },
+    }).records;
+    const record = new ConsolidatedRecord(ACCOUNT, PATIENT, stored);
+    const incoming = [condition('n1', '1007', '2012-01-01'), condition('n2', '1008', '2013-05-05'), condition('n3', '9999', '2012-01-01')];
+    expect(record.candidatesOf(incoming).map(keyOf)).toEqual(['Condition/c7']);
+
+    const { changed, removed } = record.fold({ documentId: 'new', resources: incoming }, 't2');
+    // n1 is c7 again (c7 survives: the smaller id), n2 another episode of c8, n3 new.
+    expect(changed.map(keyOf).sort()).toEqual(['Condition/c7', 'Condition/n2', 'Condition/n3']);
+    expect(changed.find((r) => r.id === 'c7')!.sourceDocumentIds).toEqual(['new', 'old']);
+    expect(removed).toEqual([]);
+    expect([...record.all()]).toHaveLength(502);
+  });
+
+  test('a merge reaches the stored resources that reference what was merged away, and what then agrees with them', () => {
+    // Stored: a practitioner and a role naming it. The document brings a richer copy of the practitioner
+    // under a smaller id (it survives) and a role naming that copy: once the stored role's reference is
+    // rewritten, the two roles are the same and merge too.
+    const practitioner = (id: string, extra: Record<string, unknown> = {}): FhirResource => ({
+      resourceType: 'Practitioner',
+      id,
+      identifier: [{ system: 'http://hl7.org/fhir/sid/us-npi', value: '1234567893' }],
+      ...extra,
+    });
+    const role = (id: string, practitionerId: string): FhirResource => ({ resourceType: 'PractitionerRole', id, practitioner: { reference: `Practitioner/${practitionerId}` } });
+    const unrelated = Array.from({ length: 50 }, (_, i): FhirResource => ({ resourceType: 'Location', id: `l${i}`, name: `Room ${i}` }));
+    const first: Doc = { documentId: 'first', resources: [practitioner('p9'), role('r9', 'p9'), ...unrelated] };
+    const second: Doc = { documentId: 'second', resources: [practitioner('p1', { name: [{ family: 'Doe' }] }), role('r1', 'p1')] };
+    foldBothWays([], [first, second]);
+
+    const record = new ConsolidatedRecord(ACCOUNT, PATIENT, consolidate({ accountId: ACCOUNT, patientId: PATIENT, now: 't1', existing: [], incoming: first }).records);
+    const { changed, removed } = record.fold(second, 't2');
+    expect(removed.map(keyOf).sort()).toEqual(['Practitioner/p9', 'PractitionerRole/r9']);
+    expect(changed.map(keyOf).sort()).toEqual(['Practitioner/p1', 'PractitionerRole/r1']);
+  });
+
+  test("a stored medication's drug is read from the Medication it names, though the document names none", () => {
+    const drug = { coding: [{ system: 'http://www.nlm.nih.gov/research/umls/rxnorm', code: '197380' }] };
+    const first: Doc = {
+      documentId: 'first',
+      resources: [
+        { resourceType: 'Medication', id: 'm1', code: drug },
+        { resourceType: 'MedicationStatement', id: 's1', status: 'active', medicationReference: { reference: 'Medication/m1' } },
+      ],
+    };
+    const second: Doc = { documentId: 'second', resources: [{ resourceType: 'MedicationStatement', id: 's2', status: 'active', medicationCodeableConcept: drug }] };
+    foldBothWays([], [first, second]);
   });
 });
 

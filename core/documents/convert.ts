@@ -1,10 +1,10 @@
 import { DEFAULT_MAX_CONVERSION_BYTES, type CoreConfig, type CoreDeps } from '../deps.js';
-import type { DocumentRecord } from '../domain/types.js';
+import type { DocumentRecord, FhirResourceRecord } from '../domain/types.js';
 import { CoreError, isCoreError } from '../errors.js';
 import type { FhirResource } from '../ports/ccda.port.js';
 import { repairText } from '../text.js';
 import { nowIso } from '../time.js';
-import { consolidate } from './consolidate.js';
+import { ConsolidatedRecord } from './consolidate.js';
 import { applyIndexChange, dataStamp, searchDocumentOf } from './patient-index.js';
 
 type ConvertDeps = Pick<CoreDeps, 'storage' | 'blob' | 'ccda' | 'search' | 'clock'> & { config?: Pick<CoreConfig, 'maxConversionBytes'> };
@@ -80,24 +80,32 @@ export async function convertDocuments(deps: ConvertDeps, documents: readonly Do
   const documentsBefore = await deps.storage.documents.listByPatient(accountId, patientId);
   const stored = await deps.storage.fhirResources.listByPatient(accountId, patientId);
   const now = nowIso(deps.clock);
-  let current = stored;
+  // Each document is folded in time proportional to it and what it can merge with, not to the record.
+  const record = new ConsolidatedRecord(accountId, patientId, stored);
+  const touched = new Set<string>();
   const updated = new Map<string, DocumentRecord>();
   for (const conversion of conversions) {
     if ('problem' in conversion) {
       updated.set(conversion.document.id, { ...conversion.document, conversionStatus: 'failed', conversionError: conversion.problem });
       continue;
     }
-    current = consolidate({ accountId, patientId, now, existing: current, incoming: { documentId: conversion.document.id, resources: conversion.resources } }).records;
+    const fold = record.fold({ documentId: conversion.document.id, resources: conversion.resources }, now);
+    for (const { resourceType, id } of [...fold.changed, ...fold.removed]) touched.add(`${resourceType}/${id}`);
     const completed: DocumentRecord = { ...conversion.document, conversionStatus: 'completed' };
     delete completed.conversionError;
     updated.set(completed.id, completed);
   }
 
-  // The net change against what was stored: a record consolidate kept as it was is the stored object itself.
+  // The net change against what was stored: a record the folds kept as it was is the stored object itself.
   const storedByKey = new Map(stored.map((record) => [`${record.resourceType}/${record.id}`, record]));
-  const finalKeys = new Set(current.map((record) => `${record.resourceType}/${record.id}`));
-  const changed = current.filter((record) => storedByKey.get(`${record.resourceType}/${record.id}`) !== record);
-  const removed = stored.filter((record) => !finalKeys.has(`${record.resourceType}/${record.id}`)).map(({ resourceType, id }) => ({ resourceType, id }));
+  const changed: FhirResourceRecord[] = [];
+  const removed: { resourceType: string; id: string }[] = [];
+  for (const key of [...touched].sort()) {
+    const after = record.get(key);
+    const before = storedByKey.get(key);
+    if (after && after !== before) changed.push(after);
+    else if (!after && before) removed.push({ resourceType: before.resourceType, id: before.id });
+  }
 
   await deps.storage.transaction(async (tx) => {
     if (removed.length > 0) await tx.fhirResources.removeMany(accountId, patientId, removed);

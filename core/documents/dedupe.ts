@@ -169,7 +169,10 @@ function byTypeThenId(a: FhirResource, b: FhirResource): number {
 
 // ---- what the rules compare -------------------------------------------------------------------------
 
-function medicationCode(resource: FhirResource, byKey: ReadonlyMap<string, FhirResource>): string | undefined {
+/** What resolves a reference to a resource of the same set. */
+export type ResourceLookup = Pick<ReadonlyMap<string, FhirResource>, 'get'>;
+
+function medicationCode(resource: FhirResource, byKey: ResourceLookup): string | undefined {
   const inline = primaryCode(resource.medicationCodeableConcept);
   if (inline) return inline;
   const reference = isObject(resource.medicationReference) ? resource.medicationReference.reference : undefined;
@@ -372,77 +375,79 @@ function polarityOf(resource: FhirResource): string {
   return DENIED.has(status) ? status : 'asserted';
 }
 
+/**
+ * What makes `resource` the same fact as another, as strings: two resources sharing one of their `keys`
+ * are the same; those sharing a `medication` key (drug and dose) are the same when their periods overlap
+ * (through others). Every key starts with the resource type and its polarity, so resources of different
+ * types, or a statement and its denial, never share one. Undefined for what is never merged.
+ * `byKey` resolves a `medicationReference` to the Medication it names.
+ */
+export function matchKeysOf(resource: FhirResource, byKey: ResourceLookup): { keys: string[] } | { medication: string } | undefined {
+  const type = resource.resourceType;
+  if (NEVER_MERGED.has(type)) return undefined;
+  // A statement and its denial (or a record entered in error) are never one fact, whatever else they share.
+  const prefix = `${type}\u0000${polarityOf(resource)}\u0000`;
+  const keys = (list: readonly (string | undefined)[]) => ({ keys: list.filter((k): k is string => k !== undefined).map((k) => prefix + k) });
+  switch (type) {
+    case 'Condition': {
+      const code = primaryCode(resource.code);
+      return keys([code ? `${code}\u0000${episodeOf(resource)}` : undefined]);
+    }
+    case 'MedicationRequest':
+    case 'MedicationStatement': {
+      const code = medicationCode(resource, byKey);
+      return code ? { medication: `${prefix}${code}\u0000${doseOf(resource)}` } : undefined;
+    }
+    case 'AllergyIntolerance':
+    case 'Medication':
+      return keys([primaryCode(resource.code)]);
+    case 'Immunization': {
+      const code = primaryCode(resource.vaccineCode);
+      return keys([code ? `${code}\u0000${occurrenceDayOf(resource)}` : undefined]);
+    }
+    case 'Observation': {
+      const code = primaryCode(resource.code);
+      return keys([code ? [code, effectiveOf(resource), observationValue(resource), observationComponents(resource)].join('\u0000') : undefined]);
+    }
+    case 'Procedure': {
+      const code = primaryCode(resource.code);
+      const day = dayOf(text(resource.performedDateTime) || startOf(resource.performedPeriod));
+      return keys([...identifierKeys(resource), code && day ? `${code}\u0000${day}` : undefined]);
+    }
+    case 'Encounter': {
+      const code = Array.isArray(resource.type) ? primaryCode(resource.type[0]) : undefined;
+      const day = dayOf(startOf(resource.period));
+      return keys([...identifierKeys(resource), code && day ? `${code}\u0000${day}` : undefined]);
+    }
+    case 'Practitioner':
+    case 'Organization':
+      return keys([...identifierKeys(resource), contentKey(resource)]);
+    default:
+      return keys([contentKey(resource)]);
+  }
+}
+
 /** Groups `resources` (one per key) into the sets that are the same fact. */
 function group(resources: readonly FhirResource[], byKey: ReadonlyMap<string, FhirResource>): FhirResource[][] {
   const groups = new Groups();
-  const keyed = (keysOf: (r: FhirResource) => string[], members: FhirResource[]) => {
-    const owner = new Map<string, string>();
-    for (const resource of members) {
-      for (const key of keysOf(resource)) {
-        const first = owner.get(key);
-        if (first) groups.union(first, resourceKey(resource));
-        else owner.set(key, resourceKey(resource));
-      }
+  const owner = new Map<string, string>();
+  const medications = new Map<string, FhirResource[]>();
+  for (const resource of resources) {
+    const match = matchKeysOf(resource, byKey);
+    if (match === undefined) continue;
+    if ('medication' in match) {
+      const same = medications.get(match.medication);
+      if (same) same.push(resource);
+      else medications.set(match.medication, [resource]);
+      continue;
     }
-  };
-  // A statement and its denial (or a record entered in error) are never one fact, whatever else they share.
-  const byType = bucket(resources, (r) => `${r.resourceType}\u0000${polarityOf(r)}`);
-  for (const members of byType.values()) {
-    const type = members[0]!.resourceType;
-    if (NEVER_MERGED.has(type)) continue;
-    switch (type) {
-      case 'Condition':
-        keyed((r) => {
-          const code = primaryCode(r.code);
-          return code ? [`${code}\u0000${episodeOf(r)}`] : [];
-        }, members);
-        break;
-      case 'MedicationRequest':
-      case 'MedicationStatement':
-        for (const same of bucket(members, (m) => {
-          const code = medicationCode(m, byKey);
-          return code ? `${code}\u0000${doseOf(m)}` : undefined;
-        }).values())
-          groupMedications(same, groups);
-        break;
-      case 'AllergyIntolerance':
-      case 'Medication':
-        keyed((r) => [primaryCode(r.code)].filter((k): k is string => k !== undefined), members);
-        break;
-      case 'Immunization':
-        keyed((r) => {
-          const code = primaryCode(r.vaccineCode);
-          return code ? [`${code}\u0000${occurrenceDayOf(r)}`] : [];
-        }, members);
-        break;
-      case 'Observation':
-        keyed((r) => {
-          const code = primaryCode(r.code);
-          return code ? [[code, effectiveOf(r), observationValue(r), observationComponents(r)].join('\u0000')] : [];
-        }, members);
-        break;
-      case 'Procedure':
-        keyed((r) => {
-          const code = primaryCode(r.code);
-          const day = dayOf(text(r.performedDateTime) || startOf(r.performedPeriod));
-          return [...identifierKeys(r), ...(code && day ? [`${code}\u0000${day}`] : [])];
-        }, members);
-        break;
-      case 'Encounter':
-        keyed((r) => {
-          const code = Array.isArray(r.type) ? primaryCode(r.type[0]) : undefined;
-          const day = dayOf(startOf(r.period));
-          return [...identifierKeys(r), ...(code && day ? [`${code}\u0000${day}`] : [])];
-        }, members);
-        break;
-      case 'Practitioner':
-      case 'Organization':
-        keyed((r) => [...identifierKeys(r), contentKey(r)], members);
-        break;
-      default:
-        keyed((r) => [contentKey(r)], members);
+    for (const key of match.keys) {
+      const first = owner.get(key);
+      if (first) groups.union(first, resourceKey(resource));
+      else owner.set(key, resourceKey(resource));
     }
   }
+  for (const same of medications.values()) groupMedications(same, groups);
   return [...bucket(resources, (r) => groups.find(resourceKey(r))).values()];
 }
 
@@ -539,7 +544,11 @@ function mergePass(resources: readonly FhirResource[], byKey: ReadonlyMap<string
   return { resources: rewritten, replaced };
 }
 
-export function dedupeResources(resources: readonly FhirResource[]): DedupeResult {
+/**
+ * `onPass` sees what each merge pass compares (the resources, references rewritten by the passes before):
+ * what a caller deduplicating part of a set checks its part against (consolidate.ts).
+ */
+export function dedupeResources(resources: readonly FhirResource[], onPass?: (resources: readonly FhirResource[], byKey: ReadonlyMap<string, FhirResource>) => void): DedupeResult {
   // One resource per key first, so lookups and the outcome do not depend on input order.
   const byKey = new Map<string, FhirResource>();
   for (const resource of resources) {
@@ -552,7 +561,9 @@ export function dedupeResources(resources: readonly FhirResource[]): DedupeResul
   const replaced = new Map<string, string>();
   // A merge rewrites references, which may make two resources' content agree: merge until nothing does.
   for (;;) {
-    const pass = mergePass(current, new Map(current.map((r) => [resourceKey(r), r])));
+    const byKey = new Map(current.map((r) => [resourceKey(r), r]));
+    onPass?.(current, byKey);
+    const pass = mergePass(current, byKey);
     if (pass.replaced.size === 0) break;
     for (const [from, to] of replaced) replaced.set(from, pass.replaced.get(to) ?? to);
     for (const [from, to] of pass.replaced) replaced.set(from, to);
