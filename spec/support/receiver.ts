@@ -17,7 +17,13 @@ export type ReceiverBehaviour =
   /** Waits `delayMs` before answering as `then` (200 when absent): a receiver that is too slow. */
   | { kind: 'slow'; delayMs: number; then?: ReceiverBehaviour }
   /** Closes the connection without answering. */
-  | { kind: 'hang-up' };
+  | { kind: 'hang-up' }
+  /**
+   * Never answers: the request stays open until the client gives up and closes it. A receiver slower than
+   * any timeout, with no race between its answer and the client's timeout (a test of what a timeout does
+   * must not depend on which of two timers fires first on a busy machine).
+   */
+  | { kind: 'silent' };
 
 /** Chooses a behaviour from what was received. */
 export type BehaviourRule = (request: { path: string; headers: IncomingHttpHeaders; body: string }) => ReceiverBehaviour;
@@ -108,6 +114,8 @@ export async function startReceiver(options: { port?: number } = {}): Promise<Re
       }
       case 'hang-up':
         res.socket?.destroy();
+        return;
+      case 'silent':
         return;
     }
   };
