@@ -44,6 +44,10 @@ import type {
   Settings,
   SettingsUpdate,
   UploadedDocument,
+  WebhookEndpoint,
+  WebhookEndpointCreate,
+  WebhookEndpointList,
+  WebhookEndpointUpdate,
   WebhookRequestMetadata,
   WebhookRetry,
   WebhookStatus,
@@ -561,6 +565,30 @@ export class CarebridgeClient {
   /** Redelivers every parked webhook message (same `messageId`). */
   retryWebhookRequests(): Promise<WebhookRetry> {
     return this.call('POST', '/settings/webhook/retry');
+  }
+
+  /** Adds a webhook endpoint beside `webhookUrl` (pinged at once; `enabled` says whether it answered). */
+  createWebhookEndpoint(input: WebhookEndpointCreate): Promise<WebhookEndpoint> {
+    return this.call('POST', '/settings/webhook/endpoints', { body: input });
+  }
+
+  /** The account's webhook endpoints besides `webhookUrl`, oldest first. */
+  listWebhookEndpoints(): Promise<WebhookEndpointList> {
+    return this.call('GET', '/settings/webhook/endpoints');
+  }
+
+  getWebhookEndpoint(endpointId: string): Promise<WebhookEndpoint> {
+    return this.call('GET', `/settings/webhook/endpoints/${id(endpointId)}`);
+  }
+
+  /** Changes an endpoint; a new URL is pinged, `enabled: true` re-enables it. */
+  updateWebhookEndpoint(endpointId: string, input: WebhookEndpointUpdate): Promise<WebhookEndpoint> {
+    return this.call('PATCH', `/settings/webhook/endpoints/${id(endpointId)}`, { body: input });
+  }
+
+  /** Deletes an endpoint and the messages waiting for it. */
+  async removeWebhookEndpoint(endpointId: string): Promise<void> {
+    await this.call('DELETE', `/settings/webhook/endpoints/${id(endpointId)}`);
   }
 
   // --- Files handed out as pre-signed URLs ---

@@ -60,3 +60,19 @@ export interface PatientCreate {
 export interface SettingsUpdate {
   webhookUrl: string;
 }
+
+export interface WebhookEndpointCreate {
+  url: string;
+  description?: string | undefined;
+  /** Exact message types or `prefix.*`; absent or empty: every type. */
+  eventTypes?: string[] | undefined;
+  /** Default true (pinged, enabled when it answers). */
+  enabled?: boolean | undefined;
+}
+
+export interface WebhookEndpointUpdate {
+  url?: string | undefined;
+  description?: string | undefined;
+  eventTypes?: string[] | undefined;
+  enabled?: boolean | undefined;
+}

@@ -165,6 +165,22 @@ export const parkedMessagesResponse = z.strictObject({
 
 export const webhookRetryResponse = z.strictObject({ retried: z.number().int() });
 
+export const webhookEndpointResponse = z.strictObject({
+  id,
+  url: z.string(),
+  description: z.string(),
+  enabled: z.boolean().describe('Off: no new messages are stored for it, and those stored wait until it is on again'),
+  eventTypes: z.array(z.string()).describe('Exact message types or `prefix.*`; empty: every type'),
+  signingSecret: z
+    .string()
+    .describe('The endpoint\'s own secret, `whsec_` + base64: for a Standard Webhooks or Svix library as it is, and as the key of `x-metriport-signature`'),
+  statusDetail: z.string().nullable().describe('What last happened to the endpoint, in words (ping, unhealthy, disabled)'),
+  createdAt: instant,
+  updatedAt: instant,
+});
+
+export const webhookEndpointListResponse = z.strictObject({ endpoints: z.array(webhookEndpointResponse) });
+
 const stepStatus = z.enum(['processing', 'completed', 'failed']);
 const progress = z.strictObject({ status: stepStatus, total: z.number().int(), successful: z.number().int(), errors: z.number().int() });
 

@@ -171,6 +171,25 @@ export const metadataBodySchema = z.object({ metadata: z.unknown().optional() })
 
 export const settingsUpdateSchema = z.object({ webhookUrl: z.string().trim().max(2048) });
 
+const endpointEventTypes = z
+  .array(z.string().trim().min(1).max(100))
+  .max(20)
+  .describe('Message types the endpoint receives: exact (`medical.document-conversion`) or a prefix ending in `.*` (`network-query.*`); empty or absent: every type');
+
+export const webhookEndpointCreateSchema = z.object({
+  url: z.string().trim().min(1).max(2048),
+  description: z.string().trim().max(500).optional(),
+  eventTypes: endpointEventTypes.optional(),
+  enabled: z.boolean().optional().describe('Default true: the URL is pinged at once and the endpoint enabled when it answers; false: saved, not pinged, off'),
+});
+
+export const webhookEndpointUpdateSchema = z.object({
+  url: z.string().trim().min(1).max(2048).optional().describe('A new URL is pinged like a new endpoint'),
+  description: z.string().trim().max(500).optional(),
+  eventTypes: endpointEventTypes.optional(),
+  enabled: z.boolean().optional().describe('true re-enables a disabled endpoint; what waited for it is sent at once'),
+});
+
 /*
  * Compile-time check that these schemas take exactly the request shapes of the wire contract, which the
  * client is typed with: a change to one without the other fails the build.
@@ -184,4 +203,6 @@ export type RequestShapesAgree = [
   Agrees<Same<z.input<typeof cohortCreateSchema>, wire.CohortCreate>>,
   Agrees<Same<z.input<typeof patientCreateSchema>, wire.PatientCreate>>,
   Agrees<Same<z.input<typeof settingsUpdateSchema>, wire.SettingsUpdate>>,
+  Agrees<Same<z.input<typeof webhookEndpointCreateSchema>, wire.WebhookEndpointCreate>>,
+  Agrees<Same<z.input<typeof webhookEndpointUpdateSchema>, wire.WebhookEndpointUpdate>>,
 ];

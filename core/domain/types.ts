@@ -48,6 +48,30 @@ export interface WebhookSettings {
   updatedAt: string;
 }
 
+/**
+ * A webhook endpoint of the account beside its default one (`WebhookSettings.webhookUrl`): the messages
+ * whose type its filter takes are delivered to it, signed with its own secret.
+ */
+export interface WebhookEndpoint {
+  id: string;
+  accountId: string;
+  url: string;
+  description: string;
+  /** Off: the endpoint gets no new messages, and those stored for it wait (pending) until it is on again. */
+  enabled: boolean;
+  /**
+   * The message types it receives: exact types (`medical.document-conversion`) or a prefix ending in `.*`
+   * (`network-query.*`); empty means every type.
+   */
+  eventTypes: string[];
+  /** The signing secret, `whsec_` + base64 of the HMAC key bytes. */
+  secret: string;
+  /** What last happened to it, in words (ping outcome, unhealthy, disabled); null when nothing to say. */
+  statusDetail: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
 export interface Organization {
   id: string;
   accountId: string;
@@ -319,9 +343,21 @@ export interface OutboxMessage {
   body: string;
   /**
    * Messages with the same stream key (within the account) are delivered in creation order; messages of
-   * different streams are independent, so one failing never holds back another stream.
+   * different streams are independent, so one failing never holds back another stream. A delivery to an
+   * extra endpoint has the message's stream key suffixed with the endpoint, so each endpoint's copy of a
+   * stream is ordered on its own and never waits for another endpoint's.
    */
   streamKey: string;
+  /**
+   * The endpoint this delivery goes to; absent for the account's default endpoint (`webhookUrl`). One
+   * message is stored once per endpoint it goes to (fan-out when it is stored).
+   */
+  endpointId?: string;
+  /**
+   * meta.messageId (`webhook-id`) when it differs from `id`: a delivery to an extra endpoint has an id of
+   * its own (`deliveryIdOf`), while every endpoint receives the message under the same message id.
+   */
+  messageId?: string;
   status: OutboxStatus;
   attempts: number;
   nextAttemptAt: string;

@@ -14,6 +14,7 @@ import type {
   Organization,
   OutboxMessage,
   Patient,
+  WebhookEndpoint,
   WebhookSettings,
 } from '../domain/types.js';
 
@@ -32,6 +33,7 @@ import type {
 export interface StoragePort {
   accounts: AccountRepository;
   webhookSettings: WebhookSettingsRepository;
+  webhookEndpoints: WebhookEndpointRepository;
   organizations: OrganizationRepository;
   facilities: FacilityRepository;
   cohorts: CohortRepository;
@@ -78,6 +80,25 @@ export interface WebhookSettingsRepository {
   get(accountId: string): Promise<WebhookSettings | undefined>;
   /** Inserts or replaces the account's settings. */
   put(settings: WebhookSettings): Promise<void>;
+}
+
+/** The account's extra webhook endpoints (the default one is in WebhookSettings). */
+export interface WebhookEndpointRepository {
+  /** Adds an endpoint; an id that exists already throws (CONFLICT on the memory adapter). */
+  insert(endpoint: WebhookEndpoint): Promise<void>;
+  /** `undefined` when missing or another account's. */
+  get(accountId: string, id: string): Promise<WebhookEndpoint | undefined>;
+  /**
+   * The account's endpoints, oldest createdAt first (ties by id). Unpaged: the use cases cap the endpoints
+   * of an account (`MAX_WEBHOOK_ENDPOINTS`), so the list is bounded.
+   */
+  list(accountId: string): Promise<WebhookEndpoint[]>;
+  /** How many endpoints the account has. */
+  count(accountId: string): Promise<number>;
+  /** Replaces the endpoint; returns the stored copy, or `undefined` when missing or another account's. */
+  update(endpoint: WebhookEndpoint): Promise<WebhookEndpoint | undefined>;
+  /** Deletes the endpoint; false when missing or another account's. Idempotent. */
+  remove(accountId: string, id: string): Promise<boolean>;
 }
 
 export interface OrganizationRepository {
@@ -333,4 +354,10 @@ export interface OutboxRepository {
   list(accountId: string, status?: OutboxMessage['status'], limit?: number): Promise<OutboxMessage[]>;
   /** Count per status for the account. */
   counts(accountId: string): Promise<Record<OutboxMessage['status'], number>>;
+  /**
+   * Deletes every delivery (pending, parked, delivered) of one extra endpoint of the account, when the
+   * endpoint is deleted. Returns how many; 0 when there are none (idempotent). The default endpoint's
+   * messages (no endpointId) are never touched.
+   */
+  removeEndpointDeliveries(accountId: string, endpointId: string): Promise<number>;
 }

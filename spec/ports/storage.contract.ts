@@ -17,6 +17,7 @@ import type {
   OutboxMessage,
   Patient,
   PersonalIdentifier,
+  WebhookEndpoint,
   WebhookSettings,
 } from '../../core/domain/types.js';
 import type { StoragePort } from '../../core/ports/storage.port.js';
@@ -91,6 +92,19 @@ function builders() {
       webhookKey: 'whsec_abc',
       webhookEnabled: true,
       webhookStatusDetail: null,
+      updatedAt: at(0),
+      ...overrides,
+    }),
+    webhookEndpoint: (accountId: string, overrides: Partial<WebhookEndpoint> = {}): WebhookEndpoint => ({
+      id: id(),
+      accountId,
+      url: 'https://example.com/endpoint/ñ',
+      description: 'Conversions to the EHR bridge',
+      enabled: true,
+      eventTypes: ['medical.document-conversion', 'network-query.*'],
+      secret: 'whsec_c2VjcmV0LWJ5dGVzLW9mLWF0LWxlYXN0LTI0',
+      statusDetail: null,
+      createdAt: at(0),
       updatedAt: at(0),
       ...overrides,
     }),
@@ -1145,6 +1159,58 @@ export function defineStorageContract(options: StorageContractOptions): void {
       ['lab', 'completed'],
     ]);
     expect(await storage.networkQueries.getForUpdate(ACCOUNT_B, query.id)).toBeUndefined();
+  });
+
+  // ----- webhook endpoints
+
+  test('webhook endpoints: insert, get and list scoped to the account, oldest first (ties by id), count', async (storage, build) => {
+    const later = build.webhookEndpoint(ACCOUNT_A, { createdAt: at(5), eventTypes: [] });
+    const first = build.webhookEndpoint(ACCOUNT_A, { createdAt: at(1), statusDetail: 'Ping answered' });
+    const sameTime = build.webhookEndpoint(ACCOUNT_A, { createdAt: at(1), enabled: false });
+    const other = build.webhookEndpoint(ACCOUNT_B);
+    for (const endpoint of [later, sameTime, other, first]) await storage.webhookEndpoints.insert(endpoint);
+    await expect(storage.webhookEndpoints.insert(first)).rejects.toThrow();
+    expect(await storage.webhookEndpoints.get(ACCOUNT_A, first.id)).toEqual(first);
+    expect(await storage.webhookEndpoints.get(ACCOUNT_B, first.id)).toBeUndefined();
+    expect(await storage.webhookEndpoints.get(ACCOUNT_A, 'missing')).toBeUndefined();
+    expect(await storage.webhookEndpoints.list(ACCOUNT_A)).toEqual([first, sameTime, later]);
+    expect(await storage.webhookEndpoints.list(ACCOUNT_B)).toEqual([other]);
+    expect(await storage.webhookEndpoints.list('nobody')).toEqual([]);
+    expect(await storage.webhookEndpoints.count(ACCOUNT_A)).toBe(3);
+    expect(await storage.webhookEndpoints.count('nobody')).toBe(0);
+  });
+
+  test('webhook endpoints: update replaces (not another account\'s), remove is scoped and idempotent', async (storage, build) => {
+    const endpoint = build.webhookEndpoint(ACCOUNT_A);
+    await storage.webhookEndpoints.insert(endpoint);
+    const changed: WebhookEndpoint = { ...endpoint, url: 'https://example.org/x', enabled: false, eventTypes: ['medical.*'], statusDetail: 'Disabled', updatedAt: at(9) };
+    expect(await storage.webhookEndpoints.update(changed)).toEqual(changed);
+    expect(await storage.webhookEndpoints.get(ACCOUNT_A, endpoint.id)).toEqual(changed);
+    expect(await storage.webhookEndpoints.update({ ...changed, accountId: ACCOUNT_B, description: 'stolen' })).toBeUndefined();
+    expect(await storage.webhookEndpoints.update(build.webhookEndpoint(ACCOUNT_A))).toBeUndefined();
+    expect(await storage.webhookEndpoints.get(ACCOUNT_A, endpoint.id)).toEqual(changed);
+    expect(await storage.webhookEndpoints.remove(ACCOUNT_B, endpoint.id)).toBe(false);
+    expect(await storage.webhookEndpoints.remove(ACCOUNT_A, endpoint.id)).toBe(true);
+    expect(await storage.webhookEndpoints.remove(ACCOUNT_A, endpoint.id)).toBe(false);
+    expect(await storage.webhookEndpoints.get(ACCOUNT_A, endpoint.id)).toBeUndefined();
+  });
+
+  test('outbox: deliveries keep their endpoint and message id; removeEndpointDeliveries deletes one endpoint\'s only', async (storage, build) => {
+    const message = build.outbox(ACCOUNT_A);
+    const toE1 = build.outbox(ACCOUNT_A, { id: `${message.id}:e1`, messageId: message.id, endpointId: 'e1', streamKey: `${message.streamKey}@e1` });
+    const parkedE1 = build.outbox(ACCOUNT_A, { endpointId: 'e1', messageId: 'm0', status: 'parked', attempts: 8 });
+    const toE2 = build.outbox(ACCOUNT_A, { id: `${message.id}:e2`, messageId: message.id, endpointId: 'e2' });
+    const otherAccount = build.outbox(ACCOUNT_B, { endpointId: 'e1', messageId: 'm9' });
+    for (const row of [message, toE1, parkedE1, toE2, otherAccount]) await storage.outbox.add(row);
+    expect(await storage.outbox.get(ACCOUNT_A, toE1.id)).toEqual(toE1);
+    expect(await storage.outbox.get(ACCOUNT_A, message.id)).toEqual(message);
+    const claimed = await storage.outbox.claim(at(10), 10, { owner: 'w', leaseMs: 60_000, accountId: ACCOUNT_A });
+    expect(claimed.find((m) => m.id === toE1.id)).toEqual(toE1);
+    expect(await storage.outbox.removeEndpointDeliveries(ACCOUNT_B, 'e2')).toBe(0);
+    expect(await storage.outbox.removeEndpointDeliveries(ACCOUNT_A, 'e1')).toBe(2);
+    expect(await storage.outbox.removeEndpointDeliveries(ACCOUNT_A, 'e1')).toBe(0);
+    expect((await storage.outbox.list(ACCOUNT_A)).map((m) => m.id).sort()).toEqual([message.id, toE2.id].sort());
+    expect(await storage.outbox.get(ACCOUNT_B, otherAccount.id)).toEqual(otherAccount);
   });
 
   // ----- outbox

@@ -14,6 +14,7 @@ import type {
   FhirResourceRecord,
   Organization,
   OutboxMessage,
+  WebhookEndpoint,
   Patient,
   WebhookSettings,
 } from '../../../core/domain/types.js';
@@ -34,6 +35,7 @@ import type {
   PatientRepository,
   StoragePort,
   WebhookSettingsRepository,
+  WebhookEndpointRepository,
 } from '../../../core/ports/storage.port.js';
 import { Mutex } from '../mutex.js';
 import { Table, TableOverlay, type IndexSpec, type TableView } from './table.js';
@@ -85,6 +87,7 @@ const byPatient = (row: { accountId: string; patientId: string }) => [key(row.ac
 const INDEXES = {
   accounts: { all: () => [''], byApiKeyHash: (row: Account) => [row.apiKeyHash] } satisfies IndexSpec<Account>,
   webhookSettings: {} satisfies IndexSpec<WebhookSettings>,
+  webhookEndpoints: { byAccount } satisfies IndexSpec<WebhookEndpoint>,
   organizations: { byAccount } satisfies IndexSpec<Organization>,
   facilities: { byAccount } satisfies IndexSpec<Facility>,
   cohorts: { byAccount } satisfies IndexSpec<Cohort>,
@@ -117,6 +120,7 @@ type TableName = keyof typeof INDEXES;
 type RowOf = {
   accounts: Account;
   webhookSettings: WebhookSettings;
+  webhookEndpoints: WebhookEndpoint;
   organizations: Organization;
   facilities: Facility;
   cohorts: Cohort;
@@ -242,6 +246,30 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
     },
     async put(settings) {
       views.webhookSettings.set(settings.accountId, copy(settings));
+    },
+  };
+
+  const webhookEndpoints: WebhookEndpointRepository = {
+    async insert(endpoint) {
+      insertNew(views.webhookEndpoints, 'webhook endpoint', endpoint);
+    },
+    async get(accountId, id) {
+      const row = owned(views.webhookEndpoints, accountId, id);
+      return row && copy(row);
+    },
+    async list(accountId) {
+      return rowsOf(views.webhookEndpoints, views.webhookEndpoints.keysBy('byAccount', accountId)).sort(oldestFirst).map(copy);
+    },
+    async count(accountId) {
+      return views.webhookEndpoints.countBy('byAccount', accountId);
+    },
+    async update(endpoint) {
+      return replaceOwned(views.webhookEndpoints, endpoint);
+    },
+    async remove(accountId, id) {
+      if (owned(views.webhookEndpoints, accountId, id) === undefined) return false;
+      views.webhookEndpoints.delete(id);
+      return true;
     },
   };
 
@@ -666,11 +694,20 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
       for (const row of rowsOf(views.outbox, views.outbox.keysBy('byAccount', accountId))) counts[row.status] += 1;
       return counts;
     },
+    async removeEndpointDeliveries(accountId, endpointId) {
+      const rows = rowsOf(views.outbox, views.outbox.keysBy('byAccount', accountId)).filter((row) => row.endpointId === endpointId);
+      for (const row of rows) {
+        views.outbox.delete(row.id);
+        leases.delete(row.id);
+      }
+      return rows.length;
+    },
   };
 
   return {
     accounts,
     webhookSettings,
+    webhookEndpoints,
     organizations,
     facilities,
     cohorts,
@@ -706,6 +743,7 @@ interface Engine {
 export class MemoryStorage implements StoragePort {
   readonly accounts!: AccountRepository;
   readonly webhookSettings!: WebhookSettingsRepository;
+  readonly webhookEndpoints!: WebhookEndpointRepository;
   readonly organizations!: OrganizationRepository;
   readonly facilities!: FacilityRepository;
   readonly cohorts!: CohortRepository;

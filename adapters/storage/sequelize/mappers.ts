@@ -12,6 +12,7 @@ import type {
   FhirResourceRecord,
   Organization,
   OutboxMessage,
+  WebhookEndpoint,
   Patient,
   WebhookSettings,
 } from '../../../core/domain/types.js';
@@ -95,6 +96,36 @@ export class RowMapper {
       webhookKey: str(row.webhook_key),
       webhookEnabled: bool(row.webhook_enabled),
       webhookStatusDetail: nullable(row.webhook_status_detail),
+      updatedAt: str(row.updated_at),
+    };
+  }
+
+  webhookEndpointRow(endpoint: WebhookEndpoint): Row {
+    return {
+      id: endpoint.id,
+      account_id: endpoint.accountId,
+      url: endpoint.url,
+      description: endpoint.description,
+      enabled: endpoint.enabled,
+      event_types: this.json(endpoint.eventTypes),
+      secret: endpoint.secret,
+      status_detail: endpoint.statusDetail,
+      created_at: endpoint.createdAt,
+      updated_at: endpoint.updatedAt,
+    };
+  }
+
+  webhookEndpoint(row: Row): WebhookEndpoint {
+    return {
+      id: str(row.id),
+      accountId: str(row.account_id),
+      url: str(row.url),
+      description: str(row.description),
+      enabled: bool(row.enabled),
+      eventTypes: this.parse<string[]>(row.event_types),
+      secret: str(row.secret),
+      statusDetail: nullable(row.status_detail),
+      createdAt: str(row.created_at),
       updatedAt: str(row.updated_at),
     };
   }
@@ -518,6 +549,8 @@ export class RowMapper {
       // Writing a message ends its claim: the worker that held it is done with it.
       lease_until: null,
       lease_owner: null,
+      endpoint_id: message.endpointId ?? null,
+      message_id: message.messageId ?? null,
     };
   }
 
@@ -535,7 +568,7 @@ export class RowMapper {
         nextAttemptAt: str(row.next_attempt_at),
         createdAt: str(row.created_at),
       },
-      { lastError: row.last_error, deliveredAt: row.delivered_at },
+      { lastError: row.last_error, deliveredAt: row.delivered_at, endpointId: row.endpoint_id, messageId: row.message_id },
     );
   }
 }

@@ -14,6 +14,7 @@ export type StorageModel = ModelStatic<Model<Row, Row>>;
 export interface StorageModels {
   accounts: StorageModel;
   webhookSettings: StorageModel;
+  webhookEndpoints: StorageModel;
   organizations: StorageModel;
   facilities: StorageModel;
   cohorts: StorageModel;
@@ -59,6 +60,7 @@ export function defineStorageModels(sequelize: Sequelize): StorageModels {
   return {
     accounts: define('Account', 'accounts'),
     webhookSettings: define('WebhookSettings', 'webhook_settings'),
+    webhookEndpoints: define('WebhookEndpoint', 'webhook_endpoints'),
     organizations: define('Organization', 'organizations'),
     facilities: define('Facility', 'facilities'),
     cohorts: define('Cohort', 'cohorts'),

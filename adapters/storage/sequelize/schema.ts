@@ -28,6 +28,18 @@ export const TABLES = {
     webhook_status_detail: 'text?',
     updated_at: 'text',
   },
+  webhook_endpoints: {
+    id: 'text key',
+    account_id: 'text',
+    url: 'text',
+    description: 'text',
+    enabled: 'boolean',
+    event_types: 'json',
+    secret: 'text',
+    status_detail: 'text?',
+    created_at: 'text',
+    updated_at: 'text',
+  },
   organizations: {
     id: 'text key',
     account_id: 'text',
@@ -184,6 +196,8 @@ export const TABLES = {
     delivered_at: 'text?',
     lease_until: 'text?',
     lease_owner: 'text?',
+    endpoint_id: 'text?',
+    message_id: 'text?',
   },
   patient_key_hashes: {
     key_hash: 'bigint key',

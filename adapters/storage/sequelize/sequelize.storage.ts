@@ -15,6 +15,7 @@ import type {
   PatientRepository,
   StoragePort,
   WebhookSettingsRepository,
+  WebhookEndpointRepository,
 } from '../../../core/ports/storage.port.js';
 import { configureSqlite, openSequelize, runTransaction, type SequelizeConnectionOptions } from './connection.js';
 import { RowMapper } from './mappers.js';
@@ -24,7 +25,7 @@ import { defineStorageModels } from './models.js';
 import { RawSql } from './raw-sql.js';
 import { bulkRequestsRepository, bulkRowsRepository } from './repositories/bulk.js';
 import { consolidatedQueriesRepository, documentQueriesRepository, documentsRepository, fhirResourcesRepository, networkQueriesRepository } from './repositories/documents.js';
-import { accountsRepository, cohortsRepository, facilitiesRepository, organizationsRepository, webhookSettingsRepository } from './repositories/entities.js';
+import { accountsRepository, cohortsRepository, facilitiesRepository, organizationsRepository, webhookEndpointsRepository, webhookSettingsRepository } from './repositories/entities.js';
 import { outboxRepository } from './repositories/outbox.js';
 import { patientsRepository } from './repositories/patients.js';
 import { guarded, SqlAccess, withoutStatement, type Context } from './sql-access.js';
@@ -53,6 +54,7 @@ export interface SequelizeStorageOptions extends SequelizeConnectionOptions {
 export class SequelizeStorage implements StoragePort {
   readonly accounts: AccountRepository;
   readonly webhookSettings: WebhookSettingsRepository;
+  readonly webhookEndpoints: WebhookEndpointRepository;
   readonly organizations: OrganizationRepository;
   readonly facilities: FacilityRepository;
   readonly cohorts: CohortRepository;
@@ -99,6 +101,7 @@ export class SequelizeStorage implements StoragePort {
     const db = new SqlAccess(context, tx, (work) => this.atomic(work));
     this.accounts = guarded(accountsRepository(db));
     this.webhookSettings = guarded(webhookSettingsRepository(db));
+    this.webhookEndpoints = guarded(webhookEndpointsRepository(db));
     this.organizations = guarded(organizationsRepository(db));
     this.facilities = guarded(facilitiesRepository(db));
     this.cohorts = guarded(cohortsRepository(db));

@@ -1,8 +1,16 @@
 import { z } from 'zod';
 import { getSettings, getWebhookStatus, retryWebhookMessages, settingsToWire, updateSettings } from '../../settings.js';
-import { defineRoute, json } from '../router.js';
-import { settingsUpdateSchema } from '../schemas.js';
-import { parkedMessagesResponse, settingsResponse, webhookRetryResponse, webhookStatusResponse } from '../../../contract/responses.js';
+import { createEndpoint, endpointToWire, getEndpoint, removeEndpoint, updateEndpoint } from '../../webhooks/endpoints.js';
+import { defineRoute, json, noContent } from '../router.js';
+import { settingsUpdateSchema, webhookEndpointCreateSchema, webhookEndpointUpdateSchema } from '../schemas.js';
+import {
+  parkedMessagesResponse,
+  settingsResponse,
+  webhookEndpointListResponse,
+  webhookEndpointResponse,
+  webhookRetryResponse,
+  webhookStatusResponse,
+} from '../../../contract/responses.js';
 
 /** Parked messages listed at once, at most: support needs the oldest first, not all of them. */
 const PARKED_PAGE_MAX = 100;
@@ -73,6 +81,64 @@ export const settingsRoutes = [
     success: { status: 200, schema: webhookRetryResponse },
     async handle({ deps, account }) {
       return json(200, await retryWebhookMessages(deps, account.id));
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/settings/webhook/endpoints',
+    auth: 'apiKey',
+    tag: 'Settings',
+    summary: 'Add a webhook endpoint beside webhookUrl, with its own secret and event type filter (pinged at once)',
+    body: webhookEndpointCreateSchema,
+    success: { status: 201, schema: webhookEndpointResponse },
+    async handle({ deps, account, body }) {
+      return json(201, endpointToWire(await createEndpoint(deps, account.id, body)));
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/settings/webhook/endpoints',
+    auth: 'apiKey',
+    tag: 'Settings',
+    summary: 'The webhook endpoints of the account besides webhookUrl, oldest first (at most 20)',
+    success: { status: 200, schema: webhookEndpointListResponse },
+    async handle({ deps, account }) {
+      return json(200, { endpoints: (await deps.storage.webhookEndpoints.list(account.id)).map(endpointToWire) });
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/settings/webhook/endpoints/:id',
+    auth: 'apiKey',
+    tag: 'Settings',
+    summary: 'One webhook endpoint',
+    success: { status: 200, schema: webhookEndpointResponse },
+    async handle({ deps, account, params }) {
+      return json(200, endpointToWire(await getEndpoint(deps, account.id, params.id!)));
+    },
+  }),
+  defineRoute({
+    method: 'PATCH',
+    path: '/settings/webhook/endpoints/:id',
+    auth: 'apiKey',
+    tag: 'Settings',
+    summary: 'Change a webhook endpoint (a new URL is pinged; enabled: true re-enables it)',
+    body: webhookEndpointUpdateSchema,
+    success: { status: 200, schema: webhookEndpointResponse },
+    async handle({ deps, account, params, body }) {
+      return json(200, endpointToWire(await updateEndpoint(deps, account.id, params.id!, body)));
+    },
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/settings/webhook/endpoints/:id',
+    auth: 'apiKey',
+    tag: 'Settings',
+    summary: 'Delete a webhook endpoint and the messages waiting for it',
+    success: { status: 204 },
+    async handle({ deps, account, params }) {
+      await removeEndpoint(deps, account.id, params.id!);
+      return noContent();
     },
   }),
 ];

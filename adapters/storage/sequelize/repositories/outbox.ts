@@ -103,5 +103,6 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
       for (const row of rows) counts[String(row.status) as OutboxMessage['status']] = Number(row.n);
       return counts;
     },
+    removeEndpointDeliveries: (accountId, endpointId) => db.destroy(model, { account_id: accountId, endpoint_id: endpointId }),
   };
 }
