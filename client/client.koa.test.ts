@@ -313,7 +313,7 @@ describe('settings and webhooks', () => {
     expect(await client.updateSettings({ webhookUrl: '' })).toMatchObject({ webhookUrl: null, webhookEnabled: false });
   });
 
-  test('webhook endpoints: create (pinged), list, get, update, remove; each receives what its filter takes, signed with its own secret', async () => {
+  test('webhook endpoints: create (pinged), list, get, update, remove; each receives what its filter takes, signed with its own secret; the delivery log pages', async () => {
     const client = await newClient();
     await client.createFacility(FACILITY);
     const path = `/endpoints/${(await client.getSettings()).id}`;
@@ -330,6 +330,14 @@ describe('settings and webhooks', () => {
     });
     expect(received.map((message) => message.meta.type)).toEqual(['ping', 'medical.bulk-patient-create', 'medical.bulk-patient-create']);
     expect(received.slice(1).every((message) => 'bulkPatientCreate' in message && message.bulkPatientCreate.requestId === requestId)).toBe(true);
+
+    const log = await client.listWebhookAttempts({ endpointId: endpoint.id, limit: 1 });
+    expect(log.attempts).toHaveLength(1);
+    expect(log.attempts[0]).toMatchObject({ endpointId: endpoint.id, type: 'medical.bulk-patient-create', status: 'delivered', statusCode: 200 });
+    const next = await client.listWebhookAttempts({ endpointId: endpoint.id, limit: 1, cursor: log.nextCursor! });
+    expect(next.attempts[0]!.attemptedAt <= log.attempts[0]!.attemptedAt).toBe(true);
+    expect(next.nextCursor).toBeNull();
+    expect((await client.getWebhookEndpoint(endpoint.id)).messages).toEqual({ pending: 0, failing: 0, delivered: 2, parked: 0 });
 
     const updated = await client.updateWebhookEndpoint(endpoint.id, { enabled: false, description: 'paused' });
     expect(updated).toMatchObject({ id: endpoint.id, enabled: false, description: 'paused' });

@@ -44,6 +44,7 @@ import type {
   Settings,
   SettingsUpdate,
   UploadedDocument,
+  WebhookAttemptPage,
   WebhookEndpoint,
   WebhookEndpointCreate,
   WebhookEndpointList,
@@ -52,6 +53,20 @@ import type {
   WebhookRetry,
   WebhookStatus,
 } from './types.js';
+
+/** The filters and paging of `listWebhookAttempts`. */
+export interface WebhookAttemptQuery {
+  endpointId?: string;
+  type?: string;
+  patientId?: string;
+  status?: 'delivered' | 'failed';
+  /** ISO 8601 instant (UTC): attempts at or after it. */
+  since?: string;
+  /** ISO 8601 instant (UTC): attempts before it. */
+  until?: string;
+  limit?: number;
+  cursor?: string;
+}
 
 export interface CarebridgeClientOptions {
   /** The account's API key, sent as `x-api-key`. */
@@ -584,6 +599,14 @@ export class CarebridgeClient {
   /** Changes an endpoint; a new URL is pinged, `enabled: true` re-enables it. */
   updateWebhookEndpoint(endpointId: string, input: WebhookEndpointUpdate): Promise<WebhookEndpoint> {
     return this.call('PATCH', `/settings/webhook/endpoints/${id(endpointId)}`, { body: input });
+  }
+
+  /**
+   * A page of the delivery log (every attempt, newest first); pass `nextCursor` as `cursor` for the next.
+   * `endpointId` is an endpoint's id or `default` (webhookUrl); `status` is `delivered` or `failed`.
+   */
+  listWebhookAttempts(query: WebhookAttemptQuery = {}): Promise<WebhookAttemptPage> {
+    return this.call('GET', '/settings/webhook/attempts', { query: { ...query } });
   }
 
   /** Deletes an endpoint and the messages waiting for it. */

@@ -25,6 +25,7 @@ export type WebhookStatus = z.output<typeof wire.webhookStatusResponse>;
 export type WebhookRetry = z.output<typeof wire.webhookRetryResponse>;
 export type WebhookEndpoint = z.output<typeof wire.webhookEndpointResponse>;
 export type WebhookEndpointList = z.output<typeof wire.webhookEndpointListResponse>;
+export type WebhookAttemptPage = z.output<typeof wire.webhookAttemptPageResponse>;
 export type DocumentQuery = z.output<typeof wire.documentQueryResponse>;
 export type ConsolidatedQuery = z.output<typeof wire.consolidatedQueryResponse>;
 export type ConsolidatedBundle = z.output<typeof wire.fhirBundleResponse>;

@@ -364,4 +364,53 @@ export interface OutboxMessage {
   lastError?: string;
   createdAt: string;
   deliveredAt?: string;
+  /** The patient the message is about, when it is about one (for the delivery log's filter). */
+  patientId?: string;
+}
+
+/**
+ * One attempt to deliver a message to an endpoint, as the delivery log shows it. Kept for the retention
+ * period, whatever became of the message.
+ */
+export interface WebhookAttempt {
+  id: string;
+  accountId: string;
+  /** The outbox record attempted (`OutboxMessage.id`). */
+  deliveryId: string;
+  /** meta.messageId, the same for every endpoint and attempt. */
+  messageId: string;
+  /** Absent for the default endpoint (`webhookUrl`). */
+  endpointId?: string;
+  type: WebhookMessageType;
+  patientId?: string;
+  attemptedAt: string;
+  outcome: 'delivered' | 'failed';
+  /** The receiver's HTTP status; absent when none came (timeout, refused connection). */
+  statusCode?: number;
+  latencyMs: number;
+  /** Why it failed, in the customer's words (never the service's network details). */
+  error?: string;
+}
+
+/** Which attempts of the account a delivery log page holds. */
+export interface WebhookAttemptFilter {
+  /** An extra endpoint's id, or `null` for the default endpoint; absent: every endpoint. */
+  endpointId?: string | null;
+  type?: WebhookMessageType;
+  patientId?: string;
+  outcome?: WebhookAttempt['outcome'];
+  /** attemptedAt >= since */
+  since?: string;
+  /** attemptedAt < until */
+  until?: string;
+}
+
+/** A message count of one endpoint: pending (failing: pending after a failed attempt), delivered, parked. */
+export interface EndpointMessageCounts {
+  /** `null` for the default endpoint. */
+  endpointId: string | null;
+  pending: number;
+  failing: number;
+  delivered: number;
+  parked: number;
 }

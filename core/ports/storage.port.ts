@@ -14,6 +14,9 @@ import type {
   Organization,
   OutboxMessage,
   Patient,
+  EndpointMessageCounts,
+  WebhookAttempt,
+  WebhookAttemptFilter,
   WebhookEndpoint,
   WebhookSettings,
 } from '../domain/types.js';
@@ -46,6 +49,7 @@ export interface StoragePort {
   consolidatedQueries: ConsolidatedQueryRepository;
   networkQueries: NetworkQueryRepository;
   outbox: OutboxRepository;
+  webhookAttempts: WebhookAttemptRepository;
 
   /**
    * Runs `work` atomically: every write made through the `tx` storage handed to it commits together or not
@@ -360,4 +364,27 @@ export interface OutboxRepository {
    * messages (no endpointId) are never touched.
    */
   removeEndpointDeliveries(accountId: string, endpointId: string): Promise<number>;
+  /**
+   * The account's message counts per endpoint (`endpointId` null: the default endpoint), one entry per
+   * endpoint that has any message, in no promised order. `failing`: pending messages with at least one
+   * failed attempt (also counted in `pending`).
+   */
+  countsByEndpoint(accountId: string): Promise<EndpointMessageCounts[]>;
+}
+
+/** The delivery log: every attempt to deliver a message to an endpoint. */
+export interface WebhookAttemptRepository {
+  /** Adds attempts, atomically (in the caller's transaction when it has one). An id that exists throws. */
+  addMany(attempts: readonly WebhookAttempt[]): Promise<void>;
+  /**
+   * The account's attempts that match `filter`, newest first (attemptedAt descending, ties by id
+   * descending), at most `limit`, starting after the attempt `after` names (exclusive), when given: the
+   * next page starts after the last attempt of the previous one. Empty when none match.
+   */
+  list(accountId: string, filter: WebhookAttemptFilter, limit: number, after?: { attemptedAt: string; id: string }): Promise<WebhookAttempt[]>;
+  /**
+   * Deletes up to `limit` attempts of any account made before `before`, oldest first. Returns how many:
+   * fewer than `limit` means nothing more is due.
+   */
+  prune(before: string, limit: number): Promise<number>;
 }

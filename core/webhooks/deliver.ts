@@ -1,8 +1,8 @@
 import type { CoreDeps } from '../deps.js';
-import type { OutboxMessage, WebhookSettings } from '../domain/types.js';
+import type { OutboxMessage, WebhookAttempt, WebhookSettings } from '../domain/types.js';
 import type { StoragePort } from '../ports/storage.port.js';
 import type { WebhookDeliveryResult } from '../ports/webhook-sender.port.js';
-import { pingMessage, streamKeyOf, type PingMessage, type WebhookMessage } from './envelope.js';
+import { patientIdOf, pingMessage, streamKeyOf, type PingMessage, type WebhookMessage } from './envelope.js';
 import { deliveryFor, eventTypesTake, messageIdOf } from './endpoints.js';
 import { defaultRetrySchedule, type RetrySchedule } from './retry-schedule.js';
 
@@ -39,7 +39,7 @@ export interface EndpointRateLimit {
   buckets: Map<string, { tokens: number; atMs: number }>;
 }
 
-export interface DeliveryDeps extends Pick<CoreDeps, 'storage' | 'webhookSender' | 'clock'> {
+export interface DeliveryDeps extends Pick<CoreDeps, 'storage' | 'webhookSender' | 'clock' | 'ids'> {
   /** Uniform in [0, 1): jitter of the retry schedule. The core has no randomness of its own. */
   random: () => number;
   /** Abort an attempt after this long. Default 4 s. */
@@ -259,16 +259,40 @@ async function deliverToEndpoint(
 
   // Deliveries are recorded a few dozen per transaction: one commit per message was most of a pass's time on
   // SQLite. A crash before the commit only means those messages are sent again, which receivers must bear anyway.
+  // The delivery log's rows go with them, and with each failure's update.
   let delivered: OutboxMessage[] = [];
+  let logged: WebhookAttempt[] = [];
   const flushDelivered = async (): Promise<void> => {
-    if (delivered.length === 0) return;
+    if (delivered.length === 0 && logged.length === 0) return;
     const batch = delivered;
+    const attempts = logged;
     delivered = [];
-    await storage.outbox.updateMany(batch);
+    logged = [];
+    await storage.transaction(async (tx) => {
+      await tx.outbox.updateMany(batch);
+      await tx.webhookAttempts.addMany(attempts);
+    });
   };
   const recordDelivered = async (message: OutboxMessage): Promise<void> => {
     delivered.push(message);
     if (delivered.length >= DELIVERED_PER_COMMIT) await flushDelivered();
+  };
+  const log = (message: OutboxMessage, result: WebhookDeliveryResult, at: string, error?: string): void => {
+    const attempt: WebhookAttempt = {
+      id: deps.ids.next(),
+      accountId: message.accountId,
+      deliveryId: message.id,
+      messageId: messageIdOf(message),
+      type: message.type,
+      attemptedAt: at,
+      outcome: result.outcome,
+      latencyMs: Math.max(0, Math.round(result.durationMs)),
+    };
+    if (message.endpointId !== undefined) attempt.endpointId = message.endpointId;
+    if (message.patientId !== undefined) attempt.patientId = message.patientId;
+    if (result.status !== undefined) attempt.statusCode = result.status;
+    if (error !== undefined) attempt.error = error;
+    logged.push(attempt);
   };
   /** Set when the endpoint must get nothing more in this pass: disabled (410), or paused until then. */
   let stop: { until: string } | undefined;
@@ -291,11 +315,13 @@ async function deliverToEndpoint(
       // Over the endpoint's rate: the rest of the stream stays due and goes back with the pass's claims.
       if (budget <= 0) return;
       budget -= 1;
+      const attemptedAt = deps.clock.now().toISOString();
       const result = await attempt(deps, target, message, timeoutMs);
       const now = deps.clock.now();
       const nowIso = now.toISOString();
 
       if (result.outcome === 'delivered') {
+        log(message, result, attemptedAt);
         await recordDelivered({ ...message, status: 'delivered', attempts: message.attempts + 1, deliveredAt: nowIso });
         report.delivered += 1;
         if (target.statusDetail()?.startsWith(UNHEALTHY_DETAIL_PREFIX)) {
@@ -307,6 +333,7 @@ async function deliverToEndpoint(
 
       const attempts = message.attempts + 1;
       const lastError = describeFailure(result, timeoutMs);
+      log(message, result, attemptedAt, lastError);
       if (result.gone) {
         await storage.outbox.update({ ...message, status: 'parked', attempts, lastError });
         report.parked += 1;
@@ -388,6 +415,8 @@ export async function enqueueMessage(
     nextAttemptAt: message.meta.when,
     createdAt: message.meta.when,
   };
+  const patientId = patientIdOf(message);
+  if (patientId !== undefined) record.patientId = patientId;
   await tx.outbox.add(record);
   for (const endpoint of await tx.webhookEndpoints.list(accountId)) {
     if (endpoint.enabled && eventTypesTake(endpoint.eventTypes, record.type)) await tx.outbox.add(deliveryFor(record, endpoint.id));

@@ -23,7 +23,10 @@ import { validateWebhookUrl } from './url.js';
 export const MAX_WEBHOOK_ENDPOINTS = 20;
 
 /** The message types a filter may name (a ping is never stored, so never filtered). */
-export const FILTERABLE_EVENT_TYPES = Object.keys(webhookMessageSchemas).filter((type) => type !== 'ping') as Exclude<WebhookMessageType, 'ping'>[];
+export const FILTERABLE_EVENT_TYPES = Object.keys(webhookMessageSchemas).filter((type) => type !== 'ping') as [
+  Exclude<WebhookMessageType, 'ping'>,
+  ...Exclude<WebhookMessageType, 'ping'>[],
+];
 
 /** Whether one filter entry takes `type`: the exact type, or a `prefix.*` the type starts with. */
 function patternTakes(pattern: string, type: string): boolean {
@@ -71,7 +74,7 @@ export function messageIdOf(delivery: OutboxMessage): string {
   return delivery.messageId ?? delivery.id;
 }
 
-export function endpointToWire(endpoint: WebhookEndpoint) {
+export function endpointToWire(endpoint: WebhookEndpoint, messages: { pending: number; failing: number; delivered: number; parked: number }) {
   return {
     id: endpoint.id,
     url: endpoint.url,
@@ -80,6 +83,7 @@ export function endpointToWire(endpoint: WebhookEndpoint) {
     eventTypes: endpoint.eventTypes,
     signingSecret: endpoint.secret,
     statusDetail: endpoint.statusDetail,
+    messages,
     createdAt: endpoint.createdAt,
     updatedAt: endpoint.updatedAt,
   };
@@ -132,7 +136,7 @@ export async function createEndpoint(
 /** @throws CoreError `WEBHOOK_ENDPOINT_NOT_FOUND` when missing or another account's. */
 export async function getEndpoint(deps: Pick<CoreDeps, 'storage'>, accountId: string, id: string): Promise<WebhookEndpoint> {
   const endpoint = await deps.storage.webhookEndpoints.get(accountId, id);
-  if (!endpoint) throw new CoreError('WEBHOOK_ENDPOINT_NOT_FOUND', `webhook endpoint ${id} not found`, { details: { id } });
+  if (!endpoint) throw new CoreError('WEBHOOK_ENDPOINT_NOT_FOUND', 'No webhook endpoint with this id in your account');
   return endpoint;
 }
 
@@ -170,7 +174,7 @@ export async function updateEndpoint(
     statusDetail,
     updatedAt: nowIso(deps.clock),
   });
-  if (!updated) throw new CoreError('WEBHOOK_ENDPOINT_NOT_FOUND', `webhook endpoint ${id} not found`, { details: { id } });
+  if (!updated) throw new CoreError('WEBHOOK_ENDPOINT_NOT_FOUND', 'No webhook endpoint with this id in your account');
   if (updated.enabled && !current.enabled) await resumeEndpointDeliveries(deps, accountId, id);
   return updated;
 }
@@ -182,7 +186,7 @@ export async function removeEndpoint(deps: Pick<CoreDeps, 'storage'>, accountId:
     await tx.outbox.removeEndpointDeliveries(accountId, id);
     return true;
   });
-  if (!removed) throw new CoreError('WEBHOOK_ENDPOINT_NOT_FOUND', `webhook endpoint ${id} not found`, { details: { id } });
+  if (!removed) throw new CoreError('WEBHOOK_ENDPOINT_NOT_FOUND', 'No webhook endpoint with this id in your account');
 }
 
 /** Makes the pending deliveries of one endpoint due now (it was just enabled). Attempts are kept. */

@@ -206,5 +206,80 @@ export function defineWebhookEndpointsGroup({ describe, test, makeHost }: HostSp
         await receiver.close();
       }
     });
+
+    test('the delivery log has every attempt per endpoint, newest first, filtered by endpoint, type, patient, status and time, paged by cursor; endpoints count their messages', async () => {
+      const receiver = await startReceiver();
+      try {
+        await withHost(makeHost, async (host) => {
+          const api = await AccountApi.create(host);
+          await api.createFacility();
+          receiver.setDefault({ kind: 'ok', pong: true });
+          await api.call('POST', '/settings', { body: { webhookUrl: `${receiver.url}/default` } });
+          const flaky = (await api.call('POST', '/settings/webhook/endpoints', { body: { url: `${receiver.url}/flaky` } })).body;
+          expect(flaky.messages).toEqual({ pending: 0, failing: 0, delivered: 0, parked: 0 });
+          let failing = true;
+          receiver.setDefault(({ path }) => (path === '/flaky' && failing ? { kind: 'status', status: 503 } : { kind: 'ok' }));
+          await api.importCsv(csvOf([personRow(1)]));
+          await host.settle();
+          const failedAt = host.clock.now().toISOString();
+
+          const log = async (query: Record<string, string>) => {
+            const page = await api.call('GET', '/settings/webhook/attempts', { query });
+            expect(page.status, page.text).toBe(200);
+            return page.body as { attempts: { id: string; messageId: string; endpointId: string; type: string; patientId: string | null; attemptedAt: string; status: string; statusCode: number | null; latencyMs: number; error: string | null }[]; nextCursor: string | null };
+          };
+          const failed = (await log({ endpointId: flaky.id, status: 'failed' })).attempts;
+          expect(failed.length).toBeGreaterThanOrEqual(1);
+          for (const attempt of failed) {
+            expect(attempt).toMatchObject({ endpointId: flaky.id, status: 'failed', statusCode: 503, error: 'the receiver answered HTTP 503' });
+            expect(attempt.latencyMs).toBeGreaterThanOrEqual(0);
+          }
+          const counting = (await api.call('GET', `/settings/webhook/endpoints/${flaky.id}`)).body.messages;
+          expect(counting.failing).toBe(failed.length);
+          expect(counting.pending).toBeGreaterThanOrEqual(counting.failing);
+          const toDefault = (await log({ endpointId: 'default' })).attempts;
+          expect(toDefault.every((a) => a.endpointId === 'default' && a.status === 'delivered' && a.statusCode === 200 && a.error === null)).toBe(true);
+
+          failing = false;
+          host.clock.advance(24 * 3_600_000);
+          await host.settle();
+          const all = (await log({ limit: '100' })).attempts;
+          const delivered = all.filter((a) => a.endpointId === flaky.id && a.status === 'delivered');
+          expect(new Set(delivered.map((a) => a.messageId))).toEqual(new Set(toDefault.map((a) => a.messageId)));
+          expect((await api.call('GET', `/settings/webhook/endpoints/${flaky.id}`)).body.messages).toEqual({ pending: 0, failing: 0, delivered: delivered.length, parked: 0 });
+          // Newest first; one page at a time gives the same attempts.
+          expect(all.map((a) => a.attemptedAt)).toEqual([...all.map((a) => a.attemptedAt)].sort().reverse());
+          const paged: string[] = [];
+          let cursor: string | null = null;
+          do {
+            const page: Awaited<ReturnType<typeof log>> = await log({ limit: '2', ...(cursor ? { cursor } : {}) });
+            expect(page.attempts.length).toBeLessThanOrEqual(2);
+            paged.push(...page.attempts.map((a) => a.id));
+            cursor = page.nextCursor;
+          } while (cursor);
+          expect(paged).toEqual(all.map((a) => a.id));
+
+          expect((await log({ since: failedAt })).attempts.map((a) => a.id)).toEqual(all.filter((a) => a.attemptedAt >= failedAt).map((a) => a.id));
+          expect((await log({ until: failedAt })).attempts.map((a) => a.id)).toEqual(all.filter((a) => a.attemptedAt < failedAt).map((a) => a.id));
+          expect((await log({ type: 'medical.bulk-patient-create' })).attempts.map((a) => a.id)).toEqual(all.filter((a) => a.type === 'medical.bulk-patient-create').map((a) => a.id));
+          expect(all.filter((a) => a.type === 'medical.bulk-patient-create').every((a) => a.patientId === null)).toBe(true);
+          const aboutPatient = all.find((a) => a.patientId !== null);
+          if (aboutPatient) {
+            expect((await log({ patientId: aboutPatient.patientId! })).attempts.map((a) => a.id)).toEqual(all.filter((a) => a.patientId === aboutPatient.patientId).map((a) => a.id));
+          }
+          const unknownPatient = await api.call('GET', '/settings/webhook/attempts', { query: { patientId: 'no-such-patient' } });
+          expect(unknownPatient.status).toBe(404);
+          expect(unknownPatient.body.code).toBe('PATIENT_NOT_FOUND');
+
+          for (const query of [{ limit: '101' }, { cursor: 'not-a-cursor' }, { status: 'parked' }, { since: 'yesterday' }, { type: 'ping' }]) {
+            expect((await api.call('GET', '/settings/webhook/attempts', { query })).status, JSON.stringify(query)).toBe(400);
+          }
+          const other = await AccountApi.create(host, 'Other Clinic');
+          expect((await other.call('GET', '/settings/webhook/attempts')).body).toEqual({ attempts: [], nextCursor: null });
+        });
+      } finally {
+        await receiver.close();
+      }
+    });
   });
 }

@@ -17,6 +17,7 @@ import type {
   OutboxMessage,
   Patient,
   PersonalIdentifier,
+  WebhookAttempt,
   WebhookEndpoint,
   WebhookSettings,
 } from '../../core/domain/types.js';
@@ -1211,6 +1212,86 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect(await storage.outbox.removeEndpointDeliveries(ACCOUNT_A, 'e1')).toBe(0);
     expect((await storage.outbox.list(ACCOUNT_A)).map((m) => m.id).sort()).toEqual([message.id, toE2.id].sort());
     expect(await storage.outbox.get(ACCOUNT_B, otherAccount.id)).toEqual(otherAccount);
+  });
+
+  test('outbox: countsByEndpoint counts each endpoint\'s messages by state, failing = pending after a failed attempt', async (storage, build) => {
+    for (const row of [
+      build.outbox(ACCOUNT_A),
+      build.outbox(ACCOUNT_A, { attempts: 2 }),
+      build.outbox(ACCOUNT_A, { status: 'delivered', attempts: 1, deliveredAt: at(1) }),
+      build.outbox(ACCOUNT_A, { endpointId: 'e1', messageId: 'm1', status: 'parked', attempts: 8 }),
+      build.outbox(ACCOUNT_A, { endpointId: 'e1', messageId: 'm2', attempts: 1 }),
+      build.outbox(ACCOUNT_B, { endpointId: 'e1', messageId: 'm3' }),
+    ]) {
+      await storage.outbox.add(row);
+    }
+    const counts = (await storage.outbox.countsByEndpoint(ACCOUNT_A)).sort((a, b) => String(a.endpointId).localeCompare(String(b.endpointId)));
+    expect(counts).toEqual([
+      { endpointId: 'e1', pending: 1, failing: 1, delivered: 0, parked: 1 },
+      { endpointId: null, pending: 2, failing: 1, delivered: 1, parked: 0 },
+    ]);
+    expect(await storage.outbox.countsByEndpoint('nobody')).toEqual([]);
+  });
+
+  // ----- webhook delivery log
+
+  const attempt = (id: string, accountId: string, overrides: Partial<WebhookAttempt> = {}): WebhookAttempt => ({
+    id,
+    accountId,
+    deliveryId: 'd1',
+    messageId: 'm1',
+    type: 'medical.document-conversion',
+    attemptedAt: at(0),
+    outcome: 'failed',
+    statusCode: 503,
+    latencyMs: 12,
+    error: 'the receiver answered HTTP 503',
+    ...overrides,
+  });
+
+  test('webhook attempts: list newest first (ties by id descending), filtered, paged after a given attempt, scoped by account', async (storage) => {
+    const rows = [
+      attempt('a1', ACCOUNT_A, { attemptedAt: at(1), patientId: 'p1' }),
+      attempt('a2', ACCOUNT_A, { attemptedAt: at(2), endpointId: 'e1', outcome: 'delivered', statusCode: 200, error: undefined }),
+      attempt('a3', ACCOUNT_A, { attemptedAt: at(2), type: 'network-query.lab', patientId: 'p2' }),
+      attempt('a4', ACCOUNT_A, { attemptedAt: at(3), endpointId: 'e1', statusCode: undefined, error: 'no answer within 4000 ms', latencyMs: 4000 }),
+      attempt('b1', ACCOUNT_B, { attemptedAt: at(2) }),
+    ];
+    for (const row of rows) if (row.error === undefined) delete row.error;
+    for (const row of rows) if (row.statusCode === undefined) delete row.statusCode;
+    await storage.webhookAttempts.addMany(rows.slice(0, 2));
+    await storage.webhookAttempts.addMany(rows.slice(2));
+    await storage.webhookAttempts.addMany([]);
+    await expect(storage.webhookAttempts.addMany([rows[0]!])).rejects.toThrow();
+    const ids = (list: WebhookAttempt[]) => list.map((row) => row.id);
+    expect(await storage.webhookAttempts.list(ACCOUNT_A, {}, 10)).toEqual([rows[3], rows[2], rows[1], rows[0]]);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, {}, 2))).toEqual(['a4', 'a3']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, {}, 2, { attemptedAt: at(2), id: 'a3' }))).toEqual(['a2', 'a1']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, {}, 10, { attemptedAt: at(1), id: 'a1' }))).toEqual([]);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, { endpointId: 'e1' }, 10))).toEqual(['a4', 'a2']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, { endpointId: null }, 10))).toEqual(['a3', 'a1']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, { type: 'network-query.lab' }, 10))).toEqual(['a3']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, { patientId: 'p1' }, 10))).toEqual(['a1']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, { outcome: 'delivered' }, 10))).toEqual(['a2']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, { since: at(2), until: at(3) }, 10))).toEqual(['a3', 'a2']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, { endpointId: 'e1', outcome: 'failed', since: at(3) }, 10))).toEqual(['a4']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_B, {}, 10))).toEqual(['b1']);
+    expect(await storage.webhookAttempts.list('nobody', {}, 10)).toEqual([]);
+  });
+
+  test('webhook attempts: prune deletes attempts before the instant, oldest first, at most limit, of every account', async (storage) => {
+    await storage.webhookAttempts.addMany([
+      attempt('a1', ACCOUNT_A, { attemptedAt: at(1) }),
+      attempt('a2', ACCOUNT_A, { attemptedAt: at(3) }),
+      attempt('b1', ACCOUNT_B, { attemptedAt: at(2) }),
+      attempt('a3', ACCOUNT_A, { attemptedAt: at(10) }),
+    ]);
+    expect(await storage.webhookAttempts.prune(at(5), 2)).toBe(2);
+    expect((await storage.webhookAttempts.list(ACCOUNT_A, {}, 10)).map((row) => row.id)).toEqual(['a3', 'a2']);
+    expect(await storage.webhookAttempts.list(ACCOUNT_B, {}, 10)).toEqual([]);
+    expect(await storage.webhookAttempts.prune(at(5), 2)).toBe(1);
+    expect(await storage.webhookAttempts.prune(at(5), 2)).toBe(0);
+    expect((await storage.webhookAttempts.list(ACCOUNT_A, {}, 10)).map((row) => row.id)).toEqual(['a3']);
   });
 
   // ----- outbox

@@ -14,6 +14,8 @@ import type {
   FhirResourceRecord,
   Organization,
   OutboxMessage,
+  EndpointMessageCounts,
+  WebhookAttempt,
   WebhookEndpoint,
   Patient,
   WebhookSettings,
@@ -36,6 +38,7 @@ import type {
   StoragePort,
   WebhookSettingsRepository,
   WebhookEndpointRepository,
+  WebhookAttemptRepository,
 } from '../../../core/ports/storage.port.js';
 import { Mutex } from '../mutex.js';
 import { Table, TableOverlay, type IndexSpec, type TableView } from './table.js';
@@ -113,6 +116,7 @@ const INDEXES = {
     byState: (row: NetworkQuery) => [networkQueryStatus(row) === 'processing' ? 'processing' : 'finished'],
   } satisfies IndexSpec<NetworkQuery>,
   outbox: { byAccount, byStatus: (row: OutboxMessage) => [row.status] } satisfies IndexSpec<OutboxMessage>,
+  webhookAttempts: { byAccount, all: () => [''] } satisfies IndexSpec<WebhookAttempt>,
   patientRevisions: {} satisfies IndexSpec<PatientRevision>,
 };
 
@@ -133,6 +137,7 @@ type RowOf = {
   consolidatedQueries: ConsolidatedQuery;
   networkQueries: NetworkQuery;
   outbox: OutboxMessage;
+  webhookAttempts: WebhookAttempt;
   patientRevisions: PatientRevision;
 };
 type TableSet = { [N in TableName]: Table<RowOf[N]> };
@@ -694,6 +699,17 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
       for (const row of rowsOf(views.outbox, views.outbox.keysBy('byAccount', accountId))) counts[row.status] += 1;
       return counts;
     },
+    async countsByEndpoint(accountId) {
+      const counts = new Map<string | null, EndpointMessageCounts>();
+      for (const row of rowsOf(views.outbox, views.outbox.keysBy('byAccount', accountId))) {
+        const endpointId = row.endpointId ?? null;
+        let entry = counts.get(endpointId);
+        if (!entry) counts.set(endpointId, (entry = { endpointId, pending: 0, failing: 0, delivered: 0, parked: 0 }));
+        entry[row.status] += 1;
+        if (row.status === 'pending' && row.attempts > 0) entry.failing += 1;
+      }
+      return [...counts.values()];
+    },
     async removeEndpointDeliveries(accountId, endpointId) {
       const rows = rowsOf(views.outbox, views.outbox.keysBy('byAccount', accountId)).filter((row) => row.endpointId === endpointId);
       for (const row of rows) {
@@ -701,6 +717,39 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
         leases.delete(row.id);
       }
       return rows.length;
+    },
+  };
+
+  const newestAttemptFirst = (a: WebhookAttempt, b: WebhookAttempt): number =>
+    a.attemptedAt < b.attemptedAt ? 1 : a.attemptedAt > b.attemptedAt ? -1 : -byId(a, b);
+  const webhookAttempts: WebhookAttemptRepository = {
+    async addMany(attempts) {
+      for (const attempt of attempts) if (views.webhookAttempts.get(attempt.id) !== undefined) throw alreadyExists('webhook attempt', attempt.id);
+      for (const attempt of attempts) views.webhookAttempts.set(attempt.id, copy(attempt));
+    },
+    async list(accountId, filter, limit, after) {
+      return rowsOf(views.webhookAttempts, views.webhookAttempts.keysBy('byAccount', accountId))
+        .filter(
+          (row) =>
+            (filter.endpointId === undefined || (row.endpointId ?? null) === filter.endpointId) &&
+            (filter.type === undefined || row.type === filter.type) &&
+            (filter.patientId === undefined || row.patientId === filter.patientId) &&
+            (filter.outcome === undefined || row.outcome === filter.outcome) &&
+            (filter.since === undefined || row.attemptedAt >= filter.since) &&
+            (filter.until === undefined || row.attemptedAt < filter.until) &&
+            (after === undefined || row.attemptedAt < after.attemptedAt || (row.attemptedAt === after.attemptedAt && row.id < after.id)),
+        )
+        .sort(newestAttemptFirst)
+        .slice(0, limit)
+        .map(copy);
+    },
+    async prune(before, limit) {
+      const expired = rowsOf(views.webhookAttempts, views.webhookAttempts.keysBy('all', ''))
+        .filter((row) => row.attemptedAt < before)
+        .sort((a, b) => -newestAttemptFirst(a, b))
+        .slice(0, limit);
+      for (const row of expired) views.webhookAttempts.delete(row.id);
+      return expired.length;
     },
   };
 
@@ -720,6 +769,7 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
     consolidatedQueries,
     networkQueries,
     outbox,
+    webhookAttempts,
   };
 }
 
@@ -756,6 +806,7 @@ export class MemoryStorage implements StoragePort {
   readonly consolidatedQueries!: ConsolidatedQueryRepository;
   readonly networkQueries!: NetworkQueryRepository;
   readonly outbox!: OutboxRepository;
+  readonly webhookAttempts!: WebhookAttemptRepository;
 
   private readonly engine: Engine;
   /** Set on the storage handed to a transaction's work: nested calls join it. */

@@ -12,6 +12,7 @@ import type {
   FhirResourceRecord,
   Organization,
   OutboxMessage,
+  WebhookAttempt,
   WebhookEndpoint,
   Patient,
   WebhookSettings,
@@ -98,6 +99,44 @@ export class RowMapper {
       webhookStatusDetail: nullable(row.webhook_status_detail),
       updatedAt: str(row.updated_at),
     };
+  }
+
+  webhookAttemptRow(attempt: WebhookAttempt): Row {
+    return {
+      id: attempt.id,
+      account_id: attempt.accountId,
+      delivery_id: attempt.deliveryId,
+      message_id: attempt.messageId,
+      endpoint_id: attempt.endpointId ?? null,
+      type: attempt.type,
+      patient_id: attempt.patientId ?? null,
+      attempted_at: attempt.attemptedAt,
+      outcome: attempt.outcome,
+      status_code: attempt.statusCode ?? null,
+      latency_ms: attempt.latencyMs,
+      error: attempt.error ?? null,
+    };
+  }
+
+  webhookAttempt(row: Row): WebhookAttempt {
+    return optional<WebhookAttempt>(
+      {
+        id: str(row.id),
+        accountId: str(row.account_id),
+        deliveryId: str(row.delivery_id),
+        messageId: str(row.message_id),
+        type: str(row.type) as WebhookAttempt['type'],
+        attemptedAt: str(row.attempted_at),
+        outcome: str(row.outcome) as WebhookAttempt['outcome'],
+        latencyMs: Number(row.latency_ms),
+      },
+      {
+        endpointId: row.endpoint_id,
+        patientId: row.patient_id,
+        statusCode: row.status_code === null || row.status_code === undefined ? undefined : Number(row.status_code),
+        error: row.error,
+      },
+    );
   }
 
   webhookEndpointRow(endpoint: WebhookEndpoint): Row {
@@ -551,6 +590,7 @@ export class RowMapper {
       lease_owner: null,
       endpoint_id: message.endpointId ?? null,
       message_id: message.messageId ?? null,
+      patient_id: message.patientId ?? null,
     };
   }
 
@@ -568,7 +608,7 @@ export class RowMapper {
         nextAttemptAt: str(row.next_attempt_at),
         createdAt: str(row.created_at),
       },
-      { lastError: row.last_error, deliveredAt: row.delivered_at, endpointId: row.endpoint_id, messageId: row.message_id },
+      { lastError: row.last_error, deliveredAt: row.delivered_at, endpointId: row.endpoint_id, messageId: row.message_id, patientId: row.patient_id },
     );
   }
 }

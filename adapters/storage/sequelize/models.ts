@@ -27,6 +27,7 @@ export interface StorageModels {
   consolidatedQueries: StorageModel;
   networkQueries: StorageModel;
   outbox: StorageModel;
+  webhookAttempts: StorageModel;
 }
 
 export function defineStorageModels(sequelize: Sequelize): StorageModels {
@@ -73,5 +74,6 @@ export function defineStorageModels(sequelize: Sequelize): StorageModels {
     consolidatedQueries: define('ConsolidatedQuery', 'consolidated_queries'),
     networkQueries: define('NetworkQuery', 'network_queries'),
     outbox: define('OutboxMessage', 'outbox'),
+    webhookAttempts: define('WebhookAttempt', 'webhook_attempts'),
   };
 }

@@ -16,6 +16,7 @@ import type {
   StoragePort,
   WebhookSettingsRepository,
   WebhookEndpointRepository,
+  WebhookAttemptRepository,
 } from '../../../core/ports/storage.port.js';
 import { configureSqlite, openSequelize, runTransaction, type SequelizeConnectionOptions } from './connection.js';
 import { RowMapper } from './mappers.js';
@@ -26,7 +27,7 @@ import { RawSql } from './raw-sql.js';
 import { bulkRequestsRepository, bulkRowsRepository } from './repositories/bulk.js';
 import { consolidatedQueriesRepository, documentQueriesRepository, documentsRepository, fhirResourcesRepository, networkQueriesRepository } from './repositories/documents.js';
 import { accountsRepository, cohortsRepository, facilitiesRepository, organizationsRepository, webhookEndpointsRepository, webhookSettingsRepository } from './repositories/entities.js';
-import { outboxRepository } from './repositories/outbox.js';
+import { outboxRepository, webhookAttemptsRepository } from './repositories/outbox.js';
 import { patientsRepository } from './repositories/patients.js';
 import { guarded, SqlAccess, withoutStatement, type Context } from './sql-access.js';
 
@@ -67,6 +68,7 @@ export class SequelizeStorage implements StoragePort {
   readonly consolidatedQueries: ConsolidatedQueryRepository;
   readonly networkQueries: NetworkQueryRepository;
   readonly outbox: OutboxRepository;
+  readonly webhookAttempts: WebhookAttemptRepository;
 
   /** Opens (or adopts) a Sequelize instance and brings its schema up to date. */
   static async open(options: SequelizeStorageOptions = {}): Promise<SequelizeStorage> {
@@ -114,6 +116,7 @@ export class SequelizeStorage implements StoragePort {
     this.consolidatedQueries = guarded(consolidatedQueriesRepository(db));
     this.networkQueries = guarded(networkQueriesRepository(db));
     this.outbox = guarded(outboxRepository(db));
+    this.webhookAttempts = guarded(webhookAttemptsRepository(db));
   }
 
   /** The underlying instance, for adapters that share the database (they create their own tables). */

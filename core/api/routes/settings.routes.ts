@@ -1,11 +1,15 @@
 import { z } from 'zod';
 import { getSettings, getWebhookStatus, retryWebhookMessages, settingsToWire, updateSettings } from '../../settings.js';
-import { createEndpoint, endpointToWire, getEndpoint, removeEndpoint, updateEndpoint } from '../../webhooks/endpoints.js';
+import type { CoreDeps } from '../../deps.js';
+import type { WebhookEndpoint } from '../../domain/types.js';
+import { createEndpoint, endpointToWire, FILTERABLE_EVENT_TYPES, getEndpoint, removeEndpoint, updateEndpoint } from '../../webhooks/endpoints.js';
+import { countsOf, listAttempts, MAX_ATTEMPTS_PAGE } from '../../webhooks/log.js';
 import { defineRoute, json, noContent } from '../router.js';
 import { settingsUpdateSchema, webhookEndpointCreateSchema, webhookEndpointUpdateSchema } from '../schemas.js';
 import {
   parkedMessagesResponse,
   settingsResponse,
+  webhookAttemptPageResponse,
   webhookEndpointListResponse,
   webhookEndpointResponse,
   webhookRetryResponse,
@@ -14,6 +18,14 @@ import {
 
 /** Parked messages listed at once, at most: support needs the oldest first, not all of them. */
 const PARKED_PAGE_MAX = 100;
+
+/** Endpoints as answered, with their message counts. */
+async function endpointsToWire(deps: Pick<CoreDeps, 'storage'>, accountId: string, endpoints: readonly WebhookEndpoint[]) {
+  const counts = await deps.storage.outbox.countsByEndpoint(accountId);
+  return endpoints.map((endpoint) => endpointToWire(endpoint, countsOf(counts, endpoint.id)));
+}
+
+const instantQuery = z.string().datetime({ offset: false }).describe('ISO 8601 instant, UTC (`Z`)');
 
 /** Settings live outside /medical/v1, as in the public Metriport API. */
 export const settingsRoutes = [
@@ -92,7 +104,7 @@ export const settingsRoutes = [
     body: webhookEndpointCreateSchema,
     success: { status: 201, schema: webhookEndpointResponse },
     async handle({ deps, account, body }) {
-      return json(201, endpointToWire(await createEndpoint(deps, account.id, body)));
+      return json(201, (await endpointsToWire(deps, account.id, [await createEndpoint(deps, account.id, body)]))[0]);
     },
   }),
   defineRoute({
@@ -103,7 +115,7 @@ export const settingsRoutes = [
     summary: 'The webhook endpoints of the account besides webhookUrl, oldest first (at most 20)',
     success: { status: 200, schema: webhookEndpointListResponse },
     async handle({ deps, account }) {
-      return json(200, { endpoints: (await deps.storage.webhookEndpoints.list(account.id)).map(endpointToWire) });
+      return json(200, { endpoints: await endpointsToWire(deps, account.id, await deps.storage.webhookEndpoints.list(account.id)) });
     },
   }),
   defineRoute({
@@ -114,7 +126,7 @@ export const settingsRoutes = [
     summary: 'One webhook endpoint',
     success: { status: 200, schema: webhookEndpointResponse },
     async handle({ deps, account, params }) {
-      return json(200, endpointToWire(await getEndpoint(deps, account.id, params.id!)));
+      return json(200, (await endpointsToWire(deps, account.id, [await getEndpoint(deps, account.id, params.id!)]))[0]);
     },
   }),
   defineRoute({
@@ -126,7 +138,7 @@ export const settingsRoutes = [
     body: webhookEndpointUpdateSchema,
     success: { status: 200, schema: webhookEndpointResponse },
     async handle({ deps, account, params, body }) {
-      return json(200, endpointToWire(await updateEndpoint(deps, account.id, params.id!, body)));
+      return json(200, (await endpointsToWire(deps, account.id, [await updateEndpoint(deps, account.id, params.id!, body)]))[0]);
     },
   }),
   defineRoute({
@@ -139,6 +151,27 @@ export const settingsRoutes = [
     async handle({ deps, account, params }) {
       await removeEndpoint(deps, account.id, params.id!);
       return noContent();
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/settings/webhook/attempts',
+    auth: 'apiKey',
+    tag: 'Settings',
+    summary: 'The delivery log: every attempt to deliver a message to an endpoint, newest first, filtered and paged by cursor',
+    query: z.object({
+      endpointId: z.string().trim().min(1).max(100).optional().describe('An endpoint id, or `default` for webhookUrl'),
+      type: z.enum(FILTERABLE_EVENT_TYPES).optional(),
+      patientId: z.string().trim().min(1).max(100).optional(),
+      status: z.enum(['delivered', 'failed']).optional(),
+      since: instantQuery.optional().describe('Attempts at or after this instant'),
+      until: instantQuery.optional().describe('Attempts before this instant'),
+      limit: z.coerce.number().int().min(1).max(MAX_ATTEMPTS_PAGE).optional().describe(`Attempts per page, at most ${MAX_ATTEMPTS_PAGE} (default 50)`),
+      cursor: z.string().trim().min(1).max(200).optional().describe('nextCursor of the previous page'),
+    }),
+    success: { status: 200, schema: webhookAttemptPageResponse },
+    async handle({ deps, account, query }) {
+      return json(200, await listAttempts(deps, account.id, query));
     },
   }),
 ];
