@@ -49,6 +49,8 @@ import type {
   WebhookEndpointCreate,
   WebhookEndpointList,
   WebhookEndpointUpdate,
+  WebhookReplay,
+  WebhookReplayResult,
   WebhookRequestMetadata,
   WebhookRetry,
   WebhookStatus,
@@ -607,6 +609,14 @@ export class CarebridgeClient {
    */
   listWebhookAttempts(query: WebhookAttemptQuery = {}): Promise<WebhookAttemptPage> {
     return this.call('GET', '/settings/webhook/attempts', { query: { ...query } });
+  }
+
+  /**
+   * Sends messages again to one endpoint (its id, or `default` for webhookUrl), same messageId, in stream
+   * order: one message (`messageId`), every parked one (`parked: true`), or a time window (`since`, `until`).
+   */
+  replayWebhookMessages(endpointId: string, request: WebhookReplay): Promise<WebhookReplayResult> {
+    return this.call('POST', `/settings/webhook/endpoints/${id(endpointId)}/replay`, { body: request });
   }
 
   /** Deletes an endpoint and the messages waiting for it. */

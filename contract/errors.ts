@@ -28,6 +28,7 @@ export const ERROR_CODES = {
   DOCUMENT_NOT_FOUND: 404,
   FILE_NOT_FOUND: 404,
   WEBHOOK_ENDPOINT_NOT_FOUND: 404,
+  WEBHOOK_MESSAGE_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   // 409: the resource is in a state that forbids this
   CONFLICT: 409,

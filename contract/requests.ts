@@ -76,3 +76,11 @@ export interface WebhookEndpointUpdate {
   eventTypes?: string[] | undefined;
   enabled?: boolean | undefined;
 }
+
+/** Exactly one of: `messageId`; `parked: true`; `since` and `until` (ISO 8601 instants, UTC). */
+export interface WebhookReplay {
+  messageId?: string | undefined;
+  parked?: true | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+}

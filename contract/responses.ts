@@ -184,6 +184,11 @@ export const webhookEndpointResponse = z.strictObject({
 
 export const webhookEndpointListResponse = z.strictObject({ endpoints: z.array(webhookEndpointResponse) });
 
+export const webhookReplayResponse = z.strictObject({
+  replayed: z.number().int().describe('Messages due again at once, same messageId'),
+  more: z.boolean().describe('More messages matched than one replay takes (1,000): replay again from a later `since`'),
+});
+
 export const webhookAttemptPageResponse = z.strictObject({
   attempts: z.array(
     z.strictObject({

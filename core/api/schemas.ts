@@ -190,6 +190,17 @@ export const webhookEndpointUpdateSchema = z.object({
   enabled: z.boolean().optional().describe('true re-enables a disabled endpoint; what waited for it is sent at once'),
 });
 
+const utcInstant = z.string().datetime({ offset: false });
+
+export const webhookReplaySchema = z
+  .object({
+    messageId: z.string().trim().min(1).max(200).optional().describe('Replay this one message'),
+    parked: z.literal(true).optional().describe('Replay every parked message of the endpoint'),
+    since: utcInstant.optional().describe('With until: replay every message of the endpoint created in [since, until)'),
+    until: utcInstant.optional(),
+  })
+  .describe('Exactly one of: messageId; parked: true; since and until');
+
 /*
  * Compile-time check that these schemas take exactly the request shapes of the wire contract, which the
  * client is typed with: a change to one without the other fails the build.
@@ -205,4 +216,5 @@ export type RequestShapesAgree = [
   Agrees<Same<z.input<typeof settingsUpdateSchema>, wire.SettingsUpdate>>,
   Agrees<Same<z.input<typeof webhookEndpointCreateSchema>, wire.WebhookEndpointCreate>>,
   Agrees<Same<z.input<typeof webhookEndpointUpdateSchema>, wire.WebhookEndpointUpdate>>,
+  Agrees<Same<z.input<typeof webhookReplaySchema>, wire.WebhookReplay>>,
 ];

@@ -370,6 +370,16 @@ export interface OutboxRepository {
    * failed attempt (also counted in `pending`).
    */
   countsByEndpoint(accountId: string): Promise<EndpointMessageCounts[]>;
+  /**
+   * The deliveries of one endpoint of the account (`endpointId` null: the default endpoint), optionally of
+   * one status and created in [since, until), oldest createdAt first (ties by id), at most `limit`.
+   */
+  listForEndpoint(
+    accountId: string,
+    endpointId: string | null,
+    filter: { status?: OutboxMessage['status']; since?: string; until?: string },
+    limit: number,
+  ): Promise<OutboxMessage[]>;
 }
 
 /** The delivery log: every attempt to deliver a message to an endpoint. */

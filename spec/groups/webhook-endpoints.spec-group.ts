@@ -281,5 +281,88 @@ export function defineWebhookEndpointsGroup({ describe, test, makeHost }: HostSp
         await receiver.close();
       }
     });
+
+    test('replay sends again to one endpoint under the same message ids, in stream order: one message, every parked one, a time window; others get nothing', async () => {
+      const receiver = await startReceiver();
+      try {
+        await withHost(makeHost, async (host) => {
+          const api = await AccountApi.create(host);
+          await api.createFacility();
+          receiver.setDefault({ kind: 'ok', pong: true });
+          await api.call('POST', '/settings', { body: { webhookUrl: `${receiver.url}/default` } });
+          const bulk = { eventTypes: ['medical.bulk-patient-create'] };
+          const target = (await api.call('POST', '/settings/webhook/endpoints', { body: { url: `${receiver.url}/target`, ...bulk } })).body;
+          await api.call('POST', '/settings/webhook/endpoints', { body: { url: `${receiver.url}/bystander`, ...bulk } });
+          const start = host.clock.now().toISOString();
+          await api.importCsv(csvOf([personRow(1)]));
+          await host.settle();
+          const firstRound = receiver.requests.filter((r) => r.path === '/target' && typeOf(r) !== 'ping');
+          expect(firstRound.map((r) => JSON.parse(r.body).bulkPatientCreate.status)).toEqual(['processing', 'completed']);
+          const [processingId, completedId] = firstRound.map(idOf);
+          const replay = (endpoint: string, body: unknown) => api.call('POST', `/settings/webhook/endpoints/${endpoint}/replay`, { body });
+          const sentSince = (count: number) => receiver.requests.slice(count);
+
+          // One message, to one endpoint.
+          let before = receiver.requests.length;
+          expect((await replay(target.id, { messageId: completedId })).body).toEqual({ replayed: 1, more: false });
+          await host.settle();
+          expect(sentSince(before).map((r) => [r.path, idOf(r)])).toEqual([['/target', completedId]]);
+          expect(verifyStandardWebhook(sentSince(before)[0]!.body, sentSince(before)[0]!.headers, target.signingSecret, { nowSeconds: nowSeconds(host) })).toBe(true);
+
+          // A time window, to the default endpoint: the stream comes again in its order.
+          host.clock.advance(1_000);
+          before = receiver.requests.length;
+          const window = { since: start, until: host.clock.now().toISOString() };
+          const replayed = (await replay('default', window)).body;
+          expect(replayed.replayed).toBeGreaterThanOrEqual(2);
+          await host.settle();
+          const again = sentSince(before);
+          expect(again.every((r) => r.path === '/default')).toBe(true);
+          expect(again.filter((r) => typeOf(r) === 'medical.bulk-patient-create').map(idOf)).toEqual([processingId, completedId]);
+
+          // Every parked message: the target fails past its whole schedule, then answers.
+          const second = await api.createFacility('Second Clinic');
+          receiver.setDefault(({ path }) => (path === '/target' ? { kind: 'status', status: 500 } : { kind: 'ok' }));
+          await api.importCsv(csvOf([personRow(2)]), { facilityId: second.id });
+          // Past the retry schedule (about 28 hours, +10% jitter) twice: the stream's second message starts when the first parks.
+          for (let hour = 0; hour < 80; hour++) {
+            host.clock.advance(3_600_000);
+            await host.settle();
+          }
+          const parked = (await api.call('GET', `/settings/webhook/endpoints/${target.id}`)).body.messages.parked;
+          expect(parked).toBe(2);
+          receiver.setDefault({ kind: 'ok' });
+          before = receiver.requests.length;
+          expect((await replay(target.id, { parked: true })).body).toEqual({ replayed: 2, more: false });
+          await host.settle();
+          const unparked = sentSince(before);
+          expect(unparked.every((r) => r.path === '/target' && r.answeredStatus === 200)).toBe(true);
+          expect(unparked.map((r) => JSON.parse(r.body).bulkPatientCreate.status)).toEqual(['processing', 'completed']);
+          expect((await api.call('GET', `/settings/webhook/endpoints/${target.id}`)).body.messages).toMatchObject({ parked: 0, pending: 0 });
+
+          // A message that never went to an endpoint (its filter did not take it) can be replayed to it.
+          const everyType = (await api.call('GET', '/settings/webhook/attempts', { query: { endpointId: 'default', limit: '100' } })).body.attempts as { messageId: string; type: string }[];
+          const notBulk = everyType.find((a) => a.type !== 'medical.bulk-patient-create');
+          if (notBulk) {
+            before = receiver.requests.length;
+            expect((await replay(target.id, { messageId: notBulk.messageId })).body.replayed).toBe(1);
+            await host.settle();
+            expect(sentSince(before).map((r) => [r.path, idOf(r)])).toEqual([['/target', notBulk.messageId]]);
+          }
+
+          const missing = await replay(target.id, { messageId: 'no-such-message' });
+          expect(missing.status).toBe(404);
+          expect(missing.body.code).toBe('WEBHOOK_MESSAGE_NOT_FOUND');
+          expect((await replay('no-such-endpoint', { parked: true })).body.code).toBe('WEBHOOK_ENDPOINT_NOT_FOUND');
+          for (const body of [{}, { parked: true, messageId: processingId }, { since: start }, { parked: false }]) {
+            expect((await replay(target.id, body)).status, JSON.stringify(body)).toBe(400);
+          }
+          const other = await AccountApi.create(host, 'Other Clinic');
+          expect((await other.call('POST', `/settings/webhook/endpoints/default/replay`, { body: { messageId: processingId } })).status).toBe(404);
+        });
+      } finally {
+        await receiver.close();
+      }
+    });
   });
 }

@@ -1233,6 +1233,24 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect(await storage.outbox.countsByEndpoint('nobody')).toEqual([]);
   });
 
+  test('outbox: listForEndpoint gives one endpoint\'s deliveries (null: the default), by status and creation window, oldest first, limited', async (storage, build) => {
+    const d1 = build.outbox(ACCOUNT_A, { createdAt: at(1), status: 'delivered', attempts: 1, deliveredAt: at(2) });
+    const d2 = build.outbox(ACCOUNT_A, { createdAt: at(3), status: 'parked', attempts: 8 });
+    const e1 = build.outbox(ACCOUNT_A, { createdAt: at(2), endpointId: 'e1', messageId: 'm1', status: 'parked', attempts: 8 });
+    const e2 = build.outbox(ACCOUNT_A, { createdAt: at(1), endpointId: 'e1', messageId: 'm2' });
+    const e3 = build.outbox(ACCOUNT_A, { createdAt: at(5), endpointId: 'e1', messageId: 'm3', status: 'parked', attempts: 8 });
+    const other = build.outbox(ACCOUNT_B, { createdAt: at(1), endpointId: 'e1', messageId: 'm4' });
+    for (const row of [e3, d1, e1, other, d2, e2]) await storage.outbox.add(row);
+    const ids = (rows: OutboxMessage[]) => rows.map((row) => row.id);
+    expect(ids(await storage.outbox.listForEndpoint(ACCOUNT_A, null, {}, 10))).toEqual([d1.id, d2.id]);
+    expect(await storage.outbox.listForEndpoint(ACCOUNT_A, 'e1', {}, 10)).toEqual([e2, e1, e3]);
+    expect(ids(await storage.outbox.listForEndpoint(ACCOUNT_A, 'e1', {}, 2))).toEqual([e2.id, e1.id]);
+    expect(ids(await storage.outbox.listForEndpoint(ACCOUNT_A, 'e1', { status: 'parked' }, 10))).toEqual([e1.id, e3.id]);
+    expect(ids(await storage.outbox.listForEndpoint(ACCOUNT_A, 'e1', { since: at(2), until: at(5) }, 10))).toEqual([e1.id]);
+    expect(ids(await storage.outbox.listForEndpoint(ACCOUNT_A, null, { status: 'parked', since: at(3) }, 10))).toEqual([d2.id]);
+    expect(await storage.outbox.listForEndpoint(ACCOUNT_B, null, {}, 10)).toEqual([]);
+  });
+
   // ----- webhook delivery log
 
   const attempt = (id: string, accountId: string, overrides: Partial<WebhookAttempt> = {}): WebhookAttempt => ({

@@ -710,6 +710,19 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
       }
       return [...counts.values()];
     },
+    async listForEndpoint(accountId, endpointId, filter, limit) {
+      return rowsOf(views.outbox, views.outbox.keysBy('byAccount', accountId))
+        .filter(
+          (row) =>
+            (row.endpointId ?? null) === endpointId &&
+            (filter.status === undefined || row.status === filter.status) &&
+            (filter.since === undefined || row.createdAt >= filter.since) &&
+            (filter.until === undefined || row.createdAt < filter.until),
+        )
+        .sort(oldestFirst)
+        .slice(0, limit)
+        .map(copy);
+    },
     async removeEndpointDeliveries(accountId, endpointId) {
       const rows = rowsOf(views.outbox, views.outbox.keysBy('byAccount', accountId)).filter((row) => row.endpointId === endpointId);
       for (const row of rows) {

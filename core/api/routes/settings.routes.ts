@@ -4,14 +4,17 @@ import type { CoreDeps } from '../../deps.js';
 import type { WebhookEndpoint } from '../../domain/types.js';
 import { createEndpoint, endpointToWire, FILTERABLE_EVENT_TYPES, getEndpoint, removeEndpoint, updateEndpoint } from '../../webhooks/endpoints.js';
 import { countsOf, listAttempts, MAX_ATTEMPTS_PAGE } from '../../webhooks/log.js';
+import { replayMessages, type ReplayRequest } from '../../webhooks/replay.js';
+import { CoreError } from '../../errors.js';
 import { defineRoute, json, noContent } from '../router.js';
-import { settingsUpdateSchema, webhookEndpointCreateSchema, webhookEndpointUpdateSchema } from '../schemas.js';
+import { settingsUpdateSchema, webhookEndpointCreateSchema, webhookEndpointUpdateSchema, webhookReplaySchema } from '../schemas.js';
 import {
   parkedMessagesResponse,
   settingsResponse,
   webhookAttemptPageResponse,
   webhookEndpointListResponse,
   webhookEndpointResponse,
+  webhookReplayResponse,
   webhookRetryResponse,
   webhookStatusResponse,
 } from '../../../contract/responses.js';
@@ -26,6 +29,17 @@ async function endpointsToWire(deps: Pick<CoreDeps, 'storage'>, accountId: strin
 }
 
 const instantQuery = z.string().datetime({ offset: false }).describe('ISO 8601 instant, UTC (`Z`)');
+
+/** The one replay a request asks for. @throws CoreError `VALIDATION_FAILED` unless exactly one mode is given. */
+function replayRequestOf(body: z.output<typeof webhookReplaySchema>): ReplayRequest {
+  const modes = [body.messageId !== undefined, body.parked === true, body.since !== undefined || body.until !== undefined].filter(Boolean).length;
+  if (modes === 1) {
+    if (body.messageId !== undefined) return { messageId: body.messageId };
+    if (body.parked === true) return { parked: true };
+    if (body.since !== undefined && body.until !== undefined) return { since: body.since, until: body.until };
+  }
+  throw new CoreError('VALIDATION_FAILED', 'give exactly one of: messageId; parked: true; since and until together', { details: { field: 'body' } });
+}
 
 /** Settings live outside /medical/v1, as in the public Metriport API. */
 export const settingsRoutes = [
@@ -172,6 +186,18 @@ export const settingsRoutes = [
     success: { status: 200, schema: webhookAttemptPageResponse },
     async handle({ deps, account, query }) {
       return json(200, await listAttempts(deps, account.id, query));
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/settings/webhook/endpoints/:id/replay',
+    auth: 'apiKey',
+    tag: 'Settings',
+    summary: 'Send messages again to one endpoint (`default`: webhookUrl), same messageId, in stream order: one message, every parked one, or a time window',
+    body: webhookReplaySchema,
+    success: { status: 200, schema: webhookReplayResponse },
+    async handle({ deps, account, params, body }) {
+      return json(200, await replayMessages(deps, account.id, params.id!, replayRequestOf(body)));
     },
   }),
 ];

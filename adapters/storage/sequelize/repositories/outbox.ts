@@ -120,6 +120,17 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
       }
       return [...counts.values()];
     },
+    listForEndpoint: async (accountId, endpointId, filter, limit) => {
+      const where: WhereOptions = { account_id: accountId, endpoint_id: endpointId === null ? { [Op.is]: null } : endpointId };
+      if (filter.status !== undefined) where.status = filter.status;
+      if (filter.since !== undefined || filter.until !== undefined) {
+        where.created_at = {
+          ...(filter.since === undefined ? {} : { [Op.gte]: filter.since }),
+          ...(filter.until === undefined ? {} : { [Op.lt]: filter.until }),
+        };
+      }
+      return (await db.findAll(model, where, OLDEST_FIRST, limit)).map(toMessage);
+    },
     removeEndpointDeliveries: (accountId, endpointId) => db.destroy(model, { account_id: accountId, endpoint_id: endpointId }),
   };
 }
