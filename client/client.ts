@@ -51,6 +51,7 @@ import type {
   WebhookEndpointUpdate,
   WebhookReplay,
   WebhookReplayResult,
+  WebhookSecretRotation,
   WebhookRequestMetadata,
   WebhookRetry,
   WebhookStatus,
@@ -617,6 +618,11 @@ export class CarebridgeClient {
    */
   replayWebhookMessages(endpointId: string, request: WebhookReplay): Promise<WebhookReplayResult> {
     return this.call('POST', `/settings/webhook/endpoints/${id(endpointId)}/replay`, { body: request });
+  }
+
+  /** Gives the endpoint a new secret; the old one keeps signing beside it for the grace period (default 24 h). */
+  rotateWebhookEndpointSecret(endpointId: string, input: WebhookSecretRotation = {}): Promise<WebhookEndpoint> {
+    return this.call('POST', `/settings/webhook/endpoints/${id(endpointId)}/rotate-secret`, { body: input });
   }
 
   /** Deletes an endpoint and the messages waiting for it. */

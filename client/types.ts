@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import type * as wire from '../contract/responses.js';
 
 // Requests: what the service accepts (before its normalisation), so `zip: 62701` or one address object pass.
-export type { CohortCreate, FacilityCreate, OrganizationCreate, PatientCreate, SettingsUpdate, WebhookEndpointCreate, WebhookEndpointUpdate, WebhookReplay } from '../contract/requests.js';
+export type { CohortCreate, FacilityCreate, OrganizationCreate, PatientCreate, SettingsUpdate, WebhookEndpointCreate, WebhookEndpointUpdate, WebhookReplay, WebhookSecretRotation } from '../contract/requests.js';
 
 // Responses: what the service sends.
 export type Organization = z.output<typeof wire.organizationResponse>;

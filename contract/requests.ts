@@ -84,3 +84,8 @@ export interface WebhookReplay {
   since?: string | undefined;
   until?: string | undefined;
 }
+
+export interface WebhookSecretRotation {
+  /** Seconds the old secret keeps signing beside the new one; default 86400 (24 h), at most 7 days. */
+  graceSeconds?: number | undefined;
+}

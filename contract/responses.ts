@@ -174,6 +174,9 @@ export const webhookEndpointResponse = z.strictObject({
   signingSecret: z
     .string()
     .describe('The endpoint\'s own secret, `whsec_` + base64: for a Standard Webhooks or Svix library as it is, and as the key of `x-metriport-signature`'),
+  previousSecretExpiresAt: instant
+    .nullable()
+    .describe('After a rotation: until then, messages are also signed with the previous secret (a second `v1,` value in `webhook-signature`)'),
   statusDetail: z.string().nullable().describe('What last happened to the endpoint, in words (ping, unhealthy, disabled)'),
   messages: z
     .strictObject({ pending: z.number().int(), failing: z.number().int(), delivered: z.number().int(), parked: z.number().int() })

@@ -192,6 +192,18 @@ export const webhookEndpointUpdateSchema = z.object({
 
 const utcInstant = z.string().datetime({ offset: false });
 
+export const webhookSecretRotationSchema = z
+  .object({
+    graceSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 24 * 3600)
+      .optional()
+      .describe('How long the old secret keeps signing beside the new one; default 86400 (24 h), at most 7 days'),
+  })
+  .optional();
+
 export const webhookReplaySchema = z
   .object({
     messageId: z.string().trim().min(1).max(200).optional().describe('Replay this one message'),
@@ -217,4 +229,5 @@ export type RequestShapesAgree = [
   Agrees<Same<z.input<typeof webhookEndpointCreateSchema>, wire.WebhookEndpointCreate>>,
   Agrees<Same<z.input<typeof webhookEndpointUpdateSchema>, wire.WebhookEndpointUpdate>>,
   Agrees<Same<z.input<typeof webhookReplaySchema>, wire.WebhookReplay>>,
+  Agrees<Same<NonNullable<z.input<typeof webhookSecretRotationSchema>>, wire.WebhookSecretRotation>>,
 ];

@@ -66,6 +66,12 @@ export interface WebhookEndpoint {
   eventTypes: string[];
   /** The signing secret, `whsec_` + base64 of the HMAC key bytes. */
   secret: string;
+  /**
+   * The secret before the last rotation, still signing beside `secret` until `previousSecretUntil` (the
+   * grace period), so receivers can switch to the new one without missing a message.
+   */
+  previousSecret?: string;
+  previousSecretUntil?: string;
   /** What last happened to it, in words (ping outcome, unhealthy, disabled); null when nothing to say. */
   statusDetail: string | null;
   createdAt: string;

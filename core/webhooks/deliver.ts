@@ -176,6 +176,8 @@ async function runPool<T>(items: readonly T[], concurrency: number, work: (item:
 interface Target {
   url: string;
   signingKey: string;
+  /** Keys of a rotation's grace period, signing beside `signingKey`. */
+  previousSigningKeys: string[];
   statusDetail(): string | null;
   /** Records the endpoint's state in words, and turns it off when `disable`. Saves reach the storage in the order made. */
   save(detail: string | null, disable: boolean, nowIso: string): Promise<void>;
@@ -184,7 +186,7 @@ interface Target {
 }
 
 /** The endpoint's target, or `undefined` when it cannot be sent to now (no URL, disabled, deleted). */
-async function loadTarget(storage: StoragePort, accountId: string, endpointId: string | undefined): Promise<Target | undefined> {
+async function loadTarget(storage: StoragePort, accountId: string, endpointId: string | undefined, passStart: Date): Promise<Target | undefined> {
   let saving: Promise<void> = Promise.resolve();
   if (endpointId === undefined) {
     const initial = await storage.webhookSettings.get(accountId);
@@ -194,6 +196,7 @@ async function loadTarget(storage: StoragePort, accountId: string, endpointId: s
     return {
       url: initial.webhookUrl,
       signingKey: initial.webhookKey,
+      previousSigningKeys: [],
       statusDetail: () => settings.webhookStatusDetail,
       save(detail, disable, nowIso) {
         settings = { ...settings, webhookStatusDetail: detail, webhookEnabled: disable ? false : settings.webhookEnabled, updatedAt: nowIso };
@@ -207,9 +210,11 @@ async function loadTarget(storage: StoragePort, accountId: string, endpointId: s
   const endpoint = await storage.webhookEndpoints.get(accountId, endpointId);
   if (!endpoint || !endpoint.enabled) return undefined;
   let statusDetail = endpoint.statusDetail;
+  const inGrace = endpoint.previousSecret !== undefined && endpoint.previousSecretUntil !== undefined && endpoint.previousSecretUntil > passStart.toISOString();
   return {
     url: endpoint.url,
     signingKey: endpoint.secret,
+    previousSigningKeys: inGrace ? [endpoint.previousSecret!] : [],
     statusDetail: () => statusDetail,
     save(detail, disable, nowIso) {
       statusDetail = detail;
@@ -243,7 +248,7 @@ async function deliverToEndpoint(
     report.deferred += rest.length;
   };
 
-  const target = await loadTarget(storage, lane.accountId, lane.endpointId);
+  const target = await loadTarget(storage, lane.accountId, lane.endpointId, passStart);
   if (!target) {
     await setAside(streams.flat(), new Date(passStart.getTime() + holdMs).toISOString());
     return;
@@ -383,6 +388,7 @@ async function attempt(deps: DeliveryDeps, target: Target, message: OutboxMessag
       messageId: messageIdOf(message),
       body: message.body,
       signingKey: target.signingKey,
+      ...(target.previousSigningKeys.length > 0 ? { previousSigningKeys: target.previousSigningKeys } : {}),
       timestamp: Math.floor(started.getTime() / 1000),
       timeoutMs,
     });

@@ -82,6 +82,7 @@ export function endpointToWire(endpoint: WebhookEndpoint, messages: { pending: n
     enabled: endpoint.enabled,
     eventTypes: endpoint.eventTypes,
     signingSecret: endpoint.secret,
+    previousSecretExpiresAt: endpoint.previousSecretUntil ?? null,
     statusDetail: endpoint.statusDetail,
     messages,
     createdAt: endpoint.createdAt,
@@ -176,6 +177,37 @@ export async function updateEndpoint(
   });
   if (!updated) throw new CoreError('WEBHOOK_ENDPOINT_NOT_FOUND', 'No webhook endpoint with this id in your account');
   if (updated.enabled && !current.enabled) await resumeEndpointDeliveries(deps, accountId, id);
+  return updated;
+}
+
+/** How long the old secret keeps signing after a rotation, unless the rotation says otherwise. */
+export const DEFAULT_SECRET_GRACE_MS = 24 * 3_600_000;
+/** The longest grace period a rotation may ask for. */
+export const MAX_SECRET_GRACE_MS = 7 * 24 * 3_600_000;
+
+/**
+ * Gives the endpoint a new secret. Until `graceMs` from now (default 24 h), messages are signed with both
+ * the new and the old secret (two `v1,` values in `webhook-signature`), so receivers switch without
+ * missing one; after it, with the new one only. A rotation during a grace period ends that one: the
+ * secret replaced now is the one kept. @throws CoreError `WEBHOOK_ENDPOINT_NOT_FOUND`.
+ */
+export async function rotateEndpointSecret(
+  deps: Pick<CoreDeps, 'storage' | 'clock' | 'secrets'>,
+  accountId: string,
+  id: string,
+  graceMs: number = DEFAULT_SECRET_GRACE_MS,
+): Promise<WebhookEndpoint> {
+  const current = await getEndpoint(deps, accountId, id);
+  const now = deps.clock.now();
+  const rotated: WebhookEndpoint = {
+    ...current,
+    secret: webhookSigningSecret(deps.secrets.randomToken(32)),
+    previousSecret: current.secret,
+    previousSecretUntil: new Date(now.getTime() + Math.min(Math.max(0, graceMs), MAX_SECRET_GRACE_MS)).toISOString(),
+    updatedAt: now.toISOString(),
+  };
+  const updated = await deps.storage.webhookEndpoints.update(rotated);
+  if (!updated) throw new CoreError('WEBHOOK_ENDPOINT_NOT_FOUND', 'No webhook endpoint with this id in your account');
   return updated;
 }
 

@@ -364,5 +364,57 @@ export function defineWebhookEndpointsGroup({ describe, test, makeHost }: HostSp
         await receiver.close();
       }
     });
+
+    test('rotating an endpoint secret signs with the new and the old secret during the grace period, then with the new one only', async () => {
+      const receiver = await startReceiver();
+      try {
+        await withHost(makeHost, async (host) => {
+          const api = await AccountApi.create(host);
+          await api.createFacility();
+          receiver.setDefault({ kind: 'ok', pong: true });
+          const endpoint = (await api.call('POST', '/settings/webhook/endpoints', { body: { url: `${receiver.url}/rotating`, eventTypes: ['medical.bulk-patient-create'] } })).body;
+          expect(endpoint.previousSecretExpiresAt).toBeNull();
+          const rotated = await api.call('POST', `/settings/webhook/endpoints/${endpoint.id}/rotate-secret`, { body: { graceSeconds: 3_600 } });
+          expect(rotated.status, rotated.text).toBe(200);
+          const oldSecret: string = endpoint.signingSecret;
+          const newSecret: string = rotated.body.signingSecret;
+          expect(newSecret).toMatch(/^whsec_/);
+          expect(newSecret).not.toBe(oldSecret);
+          expect(rotated.body.previousSecretExpiresAt).toBe(new Date(host.clock.now().getTime() + 3_600_000).toISOString());
+
+          const verifies = (request: RecordedRequest, secret: string) => verifyStandardWebhook(request.body, request.headers, secret, { nowSeconds: nowSeconds(host) });
+          await api.importCsv(csvOf([personRow(1)]));
+          await host.settle();
+          const during = receiver.requests.filter((r) => r.path === '/rotating' && typeOf(r) !== 'ping');
+          expect(during).toHaveLength(2);
+          for (const request of during) {
+            expect(String(request.headers['webhook-signature']).split(' ')).toHaveLength(2);
+            expect(verifies(request, newSecret)).toBe(true);
+            expect(verifies(request, oldSecret)).toBe(true);
+            expect(verifyWebhookSignature(request.body, String(request.headers['x-metriport-signature']), newSecret)).toBe(true);
+          }
+
+          host.clock.advance(3_600_000);
+          const second = await api.createFacility('Second Clinic');
+          await api.importCsv(csvOf([personRow(2)]), { facilityId: second.id });
+          await host.settle();
+          const after = receiver.requests.filter((r) => r.path === '/rotating' && typeOf(r) !== 'ping').slice(2);
+          expect(after).toHaveLength(2);
+          for (const request of after) {
+            expect(String(request.headers['webhook-signature']).split(' ')).toHaveLength(1);
+            expect(verifies(request, newSecret)).toBe(true);
+            expect(verifies(request, oldSecret)).toBe(false);
+          }
+          const current = (await api.call('GET', `/settings/webhook/endpoints/${endpoint.id}`)).body;
+          expect(current.signingSecret).toBe(newSecret);
+          const defaultGrace = (await api.call('POST', `/settings/webhook/endpoints/${endpoint.id}/rotate-secret`)).body;
+          expect(defaultGrace.previousSecretExpiresAt).toBe(new Date(host.clock.now().getTime() + 24 * 3_600_000).toISOString());
+          expect((await api.call('POST', `/settings/webhook/endpoints/${endpoint.id}/rotate-secret`, { body: { graceSeconds: 8 * 24 * 3600 } })).status).toBe(400);
+          expect((await api.call('POST', '/settings/webhook/endpoints/no-such-endpoint/rotate-secret')).status).toBe(404);
+        });
+      } finally {
+        await receiver.close();
+      }
+    });
   });
 }

@@ -1184,7 +1184,7 @@ export function defineStorageContract(options: StorageContractOptions): void {
   test('webhook endpoints: update replaces (not another account\'s), remove is scoped and idempotent', async (storage, build) => {
     const endpoint = build.webhookEndpoint(ACCOUNT_A);
     await storage.webhookEndpoints.insert(endpoint);
-    const changed: WebhookEndpoint = { ...endpoint, url: 'https://example.org/x', enabled: false, eventTypes: ['medical.*'], statusDetail: 'Disabled', updatedAt: at(9) };
+    const changed: WebhookEndpoint = { ...endpoint, url: 'https://example.org/x', enabled: false, eventTypes: ['medical.*'], statusDetail: 'Disabled', previousSecret: 'whsec_b2xk', previousSecretUntil: at(90), updatedAt: at(9) };
     expect(await storage.webhookEndpoints.update(changed)).toEqual(changed);
     expect(await storage.webhookEndpoints.get(ACCOUNT_A, endpoint.id)).toEqual(changed);
     expect(await storage.webhookEndpoints.update({ ...changed, accountId: ACCOUNT_B, description: 'stolen' })).toBeUndefined();

@@ -148,6 +148,8 @@ export class RowMapper {
       enabled: endpoint.enabled,
       event_types: this.json(endpoint.eventTypes),
       secret: endpoint.secret,
+      previous_secret: endpoint.previousSecret ?? null,
+      previous_secret_until: endpoint.previousSecretUntil ?? null,
       status_detail: endpoint.statusDetail,
       created_at: endpoint.createdAt,
       updated_at: endpoint.updatedAt,
@@ -155,7 +157,8 @@ export class RowMapper {
   }
 
   webhookEndpoint(row: Row): WebhookEndpoint {
-    return {
+    return optional<WebhookEndpoint>(
+      {
       id: str(row.id),
       accountId: str(row.account_id),
       url: str(row.url),
@@ -166,7 +169,9 @@ export class RowMapper {
       statusDetail: nullable(row.status_detail),
       createdAt: str(row.created_at),
       updatedAt: str(row.updated_at),
-    };
+      },
+      { previousSecret: row.previous_secret, previousSecretUntil: row.previous_secret_until },
+    );
   }
 
   organizationRow(org: Organization): Row {

@@ -36,6 +36,8 @@ export const TABLES = {
     enabled: 'boolean',
     event_types: 'json',
     secret: 'text',
+    previous_secret: 'text?',
+    previous_secret_until: 'text?',
     status_detail: 'text?',
     created_at: 'text',
     updated_at: 'text',

@@ -2,12 +2,12 @@ import { z } from 'zod';
 import { getSettings, getWebhookStatus, retryWebhookMessages, settingsToWire, updateSettings } from '../../settings.js';
 import type { CoreDeps } from '../../deps.js';
 import type { WebhookEndpoint } from '../../domain/types.js';
-import { createEndpoint, endpointToWire, FILTERABLE_EVENT_TYPES, getEndpoint, removeEndpoint, updateEndpoint } from '../../webhooks/endpoints.js';
+import { createEndpoint, endpointToWire, FILTERABLE_EVENT_TYPES, getEndpoint, removeEndpoint, rotateEndpointSecret, updateEndpoint } from '../../webhooks/endpoints.js';
 import { countsOf, listAttempts, MAX_ATTEMPTS_PAGE } from '../../webhooks/log.js';
 import { replayMessages, type ReplayRequest } from '../../webhooks/replay.js';
 import { CoreError } from '../../errors.js';
 import { defineRoute, json, noContent } from '../router.js';
-import { settingsUpdateSchema, webhookEndpointCreateSchema, webhookEndpointUpdateSchema, webhookReplaySchema } from '../schemas.js';
+import { settingsUpdateSchema, webhookEndpointCreateSchema, webhookEndpointUpdateSchema, webhookReplaySchema, webhookSecretRotationSchema } from '../schemas.js';
 import {
   parkedMessagesResponse,
   settingsResponse,
@@ -198,6 +198,20 @@ export const settingsRoutes = [
     success: { status: 200, schema: webhookReplayResponse },
     async handle({ deps, account, params, body }) {
       return json(200, await replayMessages(deps, account.id, params.id!, replayRequestOf(body)));
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/settings/webhook/endpoints/:id/rotate-secret',
+    auth: 'apiKey',
+    tag: 'Settings',
+    summary: 'Give an endpoint a new secret; the old one keeps signing beside it for a grace period (default 24 h)',
+    body: webhookSecretRotationSchema,
+    success: { status: 200, schema: webhookEndpointResponse },
+    async handle({ deps, account, params, body }) {
+      const graceMs = body?.graceSeconds === undefined ? undefined : body.graceSeconds * 1000;
+      const rotated = await rotateEndpointSecret(deps, account.id, params.id!, graceMs);
+      return json(200, (await endpointsToWire(deps, account.id, [rotated]))[0]);
     },
   }),
 ];

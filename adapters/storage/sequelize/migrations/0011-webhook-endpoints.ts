@@ -20,6 +20,8 @@ export async function up({ context: { queryInterface, transaction } }: { context
        enabled BOOLEAN NOT NULL,
        event_types ${postgres ? 'JSON' : 'TEXT'} NOT NULL,
        secret TEXT NOT NULL,
+       previous_secret TEXT,
+       previous_secret_until TEXT,
        status_detail TEXT,
        created_at TEXT NOT NULL,
        updated_at TEXT NOT NULL)`,
