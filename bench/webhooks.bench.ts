@@ -63,7 +63,7 @@ const producing = (async () => {
 })();
 let delivered = 0;
 while (delivered < MESSAGES) {
-  const report = await deliverDueMessages({ storage, webhookSender: sender, clock, random: Math.random }, { limit: 500 });
+  const report = await deliverDueMessages({ storage, webhookSender: sender, clock, ids, random: Math.random }, { limit: 500 });
   delivered += report.delivered;
   if (report.delivered === 0) await new Promise((resolve) => setTimeout(resolve, 1));
 }
@@ -149,7 +149,7 @@ async function drainBacklog(storageKind: 'memory' | 'sqlite' | 'postgres', answe
     let delivered = 0;
     let passes = 0;
     while (delivered < BACKLOG && passes < 10_000) {
-      const report = await deliverDueMessages({ storage: store, webhookSender: backlogSender, clock, random: Math.random, endpointPauses }, { limit: PASS_LIMIT });
+      const report = await deliverDueMessages({ storage: store, webhookSender: backlogSender, clock, ids, random: Math.random, endpointPauses }, { limit: PASS_LIMIT });
       delivered += report.delivered;
       passes += 1;
     }
@@ -227,7 +227,7 @@ async function failEveryFirstAttempt(storageKind: 'memory' | 'sqlite'): Promise<
     let producingDone = false;
     void producing.then(() => (producingDone = true));
     while (Date.now() < deadline && !(producingDone && arrived.size >= STREAMS * 2)) {
-      const report = await deliverDueMessages({ storage: store, webhookSender: failSender, clock, random: Math.random, endpointPauses }, { limit: PASS_LIMIT });
+      const report = await deliverDueMessages({ storage: store, webhookSender: failSender, clock, ids, random: Math.random, endpointPauses }, { limit: PASS_LIMIT });
       if (report.delivered + report.failed + report.parked === 0) await new Promise((resolve) => setTimeout(resolve, 500));
     }
     await producing;

@@ -312,6 +312,40 @@ describe('settings and webhooks', () => {
     // An empty URL clears it.
     expect(await client.updateSettings({ webhookUrl: '' })).toMatchObject({ webhookUrl: null, webhookEnabled: false });
   });
+
+  test('webhook endpoints: create (pinged), list, get, update, remove; each receives what its filter takes, signed with its own secret; the delivery log pages', async () => {
+    const client = await newClient();
+    await client.createFacility(FACILITY);
+    const path = `/endpoints/${(await client.getSettings()).id}`;
+    const endpoint = await client.createWebhookEndpoint({ url: `${receiver.url}${path}`, description: 'bulk only', eventTypes: ['medical.bulk-patient-create'] });
+    expect(endpoint).toMatchObject({ enabled: true, description: 'bulk only', eventTypes: ['medical.bulk-patient-create'], signingSecret: expect.stringMatching(/^whsec_/) });
+    expect(await client.listWebhookEndpoints()).toEqual({ endpoints: [endpoint] });
+    expect(await client.getWebhookEndpoint(endpoint.id)).toEqual(endpoint);
+
+    const requestId = await client.createPatientsFromCsv(csvRows(1, 60));
+    await driver.settle();
+    const received = receiver.requests.filter((request) => request.path === path).map((request) => {
+      expect(verifyStandardWebhook(request.body, request.headers, endpoint.signingSecret, { nowSeconds: Number(request.headers['webhook-timestamp']) })).toBe(true);
+      return parseWebhook(request.body);
+    });
+    expect(received.map((message) => message.meta.type)).toEqual(['ping', 'medical.bulk-patient-create', 'medical.bulk-patient-create']);
+    expect(received.slice(1).every((message) => 'bulkPatientCreate' in message && message.bulkPatientCreate.requestId === requestId)).toBe(true);
+
+    const log = await client.listWebhookAttempts({ endpointId: endpoint.id, limit: 1 });
+    expect(log.attempts).toHaveLength(1);
+    expect(log.attempts[0]).toMatchObject({ endpointId: endpoint.id, type: 'medical.bulk-patient-create', status: 'delivered', statusCode: 200 });
+    const next = await client.listWebhookAttempts({ endpointId: endpoint.id, limit: 1, cursor: log.nextCursor! });
+    expect(next.attempts[0]!.attemptedAt <= log.attempts[0]!.attemptedAt).toBe(true);
+    expect(next.nextCursor).toBeNull();
+    expect((await client.getWebhookEndpoint(endpoint.id)).messages).toEqual({ pending: 0, failing: 0, delivered: 2, parked: 0 });
+
+    const updated = await client.updateWebhookEndpoint(endpoint.id, { enabled: false, description: 'paused' });
+    expect(updated).toMatchObject({ id: endpoint.id, enabled: false, description: 'paused' });
+    await client.removeWebhookEndpoint(endpoint.id);
+    expect(await client.listWebhookEndpoints()).toEqual({ endpoints: [] });
+    const missing = await apiError(client.getWebhookEndpoint(endpoint.id));
+    expect(missing).toMatchObject({ status: 404, code: 'WEBHOOK_ENDPOINT_NOT_FOUND' });
+  });
 });
 
 describe('documents and consolidated data', () => {

@@ -44,10 +44,32 @@ import type {
   Settings,
   SettingsUpdate,
   UploadedDocument,
+  WebhookAttemptPage,
+  WebhookEndpoint,
+  WebhookEndpointCreate,
+  WebhookEndpointList,
+  WebhookEndpointUpdate,
+  WebhookReplay,
+  WebhookReplayResult,
+  WebhookSecretRotation,
   WebhookRequestMetadata,
   WebhookRetry,
   WebhookStatus,
 } from './types.js';
+
+/** The filters and paging of `listWebhookAttempts`. */
+export interface WebhookAttemptQuery {
+  endpointId?: string;
+  type?: string;
+  patientId?: string;
+  status?: 'delivered' | 'failed';
+  /** ISO 8601 instant (UTC): attempts at or after it. */
+  since?: string;
+  /** ISO 8601 instant (UTC): attempts before it. */
+  until?: string;
+  limit?: number;
+  cursor?: string;
+}
 
 export interface CarebridgeClientOptions {
   /** The account's API key, sent as `x-api-key`. */
@@ -561,6 +583,51 @@ export class CarebridgeClient {
   /** Redelivers every parked webhook message (same `messageId`). */
   retryWebhookRequests(): Promise<WebhookRetry> {
     return this.call('POST', '/settings/webhook/retry');
+  }
+
+  /** Adds a webhook endpoint beside `webhookUrl` (pinged at once; `enabled` says whether it answered). */
+  createWebhookEndpoint(input: WebhookEndpointCreate): Promise<WebhookEndpoint> {
+    return this.call('POST', '/settings/webhook/endpoints', { body: input });
+  }
+
+  /** The account's webhook endpoints besides `webhookUrl`, oldest first. */
+  listWebhookEndpoints(): Promise<WebhookEndpointList> {
+    return this.call('GET', '/settings/webhook/endpoints');
+  }
+
+  getWebhookEndpoint(endpointId: string): Promise<WebhookEndpoint> {
+    return this.call('GET', `/settings/webhook/endpoints/${id(endpointId)}`);
+  }
+
+  /** Changes an endpoint; a new URL is pinged, `enabled: true` re-enables it. */
+  updateWebhookEndpoint(endpointId: string, input: WebhookEndpointUpdate): Promise<WebhookEndpoint> {
+    return this.call('PATCH', `/settings/webhook/endpoints/${id(endpointId)}`, { body: input });
+  }
+
+  /**
+   * A page of the delivery log (every attempt, newest first); pass `nextCursor` as `cursor` for the next.
+   * `endpointId` is an endpoint's id or `default` (webhookUrl); `status` is `delivered` or `failed`.
+   */
+  listWebhookAttempts(query: WebhookAttemptQuery = {}): Promise<WebhookAttemptPage> {
+    return this.call('GET', '/settings/webhook/attempts', { query: { ...query } });
+  }
+
+  /**
+   * Sends messages again to one endpoint (its id, or `default` for webhookUrl), same messageId, in stream
+   * order: one message (`messageId`), every parked one (`parked: true`), or a time window (`since`, `until`).
+   */
+  replayWebhookMessages(endpointId: string, request: WebhookReplay): Promise<WebhookReplayResult> {
+    return this.call('POST', `/settings/webhook/endpoints/${id(endpointId)}/replay`, { body: request });
+  }
+
+  /** Gives the endpoint a new secret; the old one keeps signing beside it for the grace period (default 24 h). */
+  rotateWebhookEndpointSecret(endpointId: string, input: WebhookSecretRotation = {}): Promise<WebhookEndpoint> {
+    return this.call('POST', `/settings/webhook/endpoints/${id(endpointId)}/rotate-secret`, { body: input });
+  }
+
+  /** Deletes an endpoint and the messages waiting for it. */
+  async removeWebhookEndpoint(endpointId: string): Promise<void> {
+    await this.call('DELETE', `/settings/webhook/endpoints/${id(endpointId)}`);
   }
 
   // --- Files handed out as pre-signed URLs ---

@@ -1,5 +1,5 @@
 /** `carebridge/client`: the Node client of the carebridge API and the helpers of a webhook receiver. */
-export { CarebridgeClient, type CarebridgeClientOptions, type UploadSource, type WriteCondition } from './client.js';
+export { CarebridgeClient, type CarebridgeClientOptions, type UploadSource, type WebhookAttemptQuery, type WriteCondition } from './client.js';
 export {
   CarebridgeApiError,
   CarebridgeClientError,

@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import type * as wire from '../contract/responses.js';
 
 // Requests: what the service accepts (before its normalisation), so `zip: 62701` or one address object pass.
-export type { CohortCreate, FacilityCreate, OrganizationCreate, PatientCreate, SettingsUpdate } from '../contract/requests.js';
+export type { CohortCreate, FacilityCreate, OrganizationCreate, PatientCreate, SettingsUpdate, WebhookEndpointCreate, WebhookEndpointUpdate, WebhookReplay, WebhookSecretRotation } from '../contract/requests.js';
 
 // Responses: what the service sends.
 export type Organization = z.output<typeof wire.organizationResponse>;
@@ -23,6 +23,10 @@ export type BulkPatientCreate = z.output<typeof wire.bulkStatusResponse>;
 export type Settings = z.output<typeof wire.settingsResponse>;
 export type WebhookStatus = z.output<typeof wire.webhookStatusResponse>;
 export type WebhookRetry = z.output<typeof wire.webhookRetryResponse>;
+export type WebhookEndpoint = z.output<typeof wire.webhookEndpointResponse>;
+export type WebhookEndpointList = z.output<typeof wire.webhookEndpointListResponse>;
+export type WebhookAttemptPage = z.output<typeof wire.webhookAttemptPageResponse>;
+export type WebhookReplayResult = z.output<typeof wire.webhookReplayResponse>;
 export type DocumentQuery = z.output<typeof wire.documentQueryResponse>;
 export type ConsolidatedQuery = z.output<typeof wire.consolidatedQueryResponse>;
 export type ConsolidatedBundle = z.output<typeof wire.fhirBundleResponse>;

@@ -12,6 +12,7 @@ export const ERROR_CODES = {
   CSV_INVALID: 400,
   CSV_TOO_MANY_ROWS: 400,
   WEBHOOK_URL_INVALID: 400,
+  WEBHOOK_EVENT_TYPE_UNKNOWN: 400,
   // 401: who are you
   UNAUTHORIZED: 401,
   // 403: a signed URL that does not verify for this request
@@ -26,6 +27,8 @@ export const ERROR_CODES = {
   BULK_REQUEST_NOT_FOUND: 404,
   DOCUMENT_NOT_FOUND: 404,
   FILE_NOT_FOUND: 404,
+  WEBHOOK_ENDPOINT_NOT_FOUND: 404,
+  WEBHOOK_MESSAGE_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   // 409: the resource is in a state that forbids this
   CONFLICT: 409,
@@ -33,6 +36,8 @@ export const ERROR_CODES = {
   UPLOAD_URL_USED: 409,
   ORGANIZATION_EXISTS: 409,
   FACILITY_IN_USE: 409,
+  // 409: the account has as many webhook endpoints as it may
+  WEBHOOK_ENDPOINT_LIMIT: 409,
   // 410: gone for good
   UPLOAD_URL_EXPIRED: 410,
   URL_EXPIRED: 410,

@@ -60,3 +60,32 @@ export interface PatientCreate {
 export interface SettingsUpdate {
   webhookUrl: string;
 }
+
+export interface WebhookEndpointCreate {
+  url: string;
+  description?: string | undefined;
+  /** Exact message types or `prefix.*`; absent or empty: every type. */
+  eventTypes?: string[] | undefined;
+  /** Default true (pinged, enabled when it answers). */
+  enabled?: boolean | undefined;
+}
+
+export interface WebhookEndpointUpdate {
+  url?: string | undefined;
+  description?: string | undefined;
+  eventTypes?: string[] | undefined;
+  enabled?: boolean | undefined;
+}
+
+/** Exactly one of: `messageId`; `parked: true`; `since` and `until` (ISO 8601 instants, UTC). */
+export interface WebhookReplay {
+  messageId?: string | undefined;
+  parked?: true | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+}
+
+export interface WebhookSecretRotation {
+  /** Seconds the old secret keeps signing beside the new one; default 86400 (24 h), at most 7 days. */
+  graceSeconds?: number | undefined;
+}

@@ -165,6 +165,51 @@ export const parkedMessagesResponse = z.strictObject({
 
 export const webhookRetryResponse = z.strictObject({ retried: z.number().int() });
 
+export const webhookEndpointResponse = z.strictObject({
+  id,
+  url: z.string(),
+  description: z.string(),
+  enabled: z.boolean().describe('Off: no new messages are stored for it, and those stored wait until it is on again'),
+  eventTypes: z.array(z.string()).describe('Exact message types or `prefix.*`; empty: every type'),
+  signingSecret: z
+    .string()
+    .describe('The endpoint\'s own secret, `whsec_` + base64: for a Standard Webhooks or Svix library as it is, and as the key of `x-metriport-signature`'),
+  previousSecretExpiresAt: instant
+    .nullable()
+    .describe('After a rotation: until then, messages are also signed with the previous secret (a second `v1,` value in `webhook-signature`)'),
+  statusDetail: z.string().nullable().describe('What last happened to the endpoint, in words (ping, unhealthy, disabled)'),
+  messages: z
+    .strictObject({ pending: z.number().int(), failing: z.number().int(), delivered: z.number().int(), parked: z.number().int() })
+    .describe('Its messages by state: pending (failing: pending after a failed attempt), delivered (kept for the retention), parked (every attempt failed)'),
+  createdAt: instant,
+  updatedAt: instant,
+});
+
+export const webhookEndpointListResponse = z.strictObject({ endpoints: z.array(webhookEndpointResponse) });
+
+export const webhookReplayResponse = z.strictObject({
+  replayed: z.number().int().describe('Messages due again at once, same messageId'),
+  more: z.boolean().describe('More messages matched than one replay takes (1,000): replay again from a later `since`'),
+});
+
+export const webhookAttemptPageResponse = z.strictObject({
+  attempts: z.array(
+    z.strictObject({
+      id,
+      messageId: id.describe('meta.messageId and webhook-id: the same on every endpoint and attempt'),
+      endpointId: z.string().describe('The endpoint attempted: its id, or `default` for webhookUrl'),
+      type: z.string(),
+      patientId: z.string().nullable().describe('The patient the message is about, when it is about one'),
+      attemptedAt: instant,
+      status: z.enum(['delivered', 'failed']),
+      statusCode: z.number().int().nullable().describe("The receiver's HTTP status; null when none came (timeout, unreachable)"),
+      latencyMs: z.number().int(),
+      error: z.string().nullable().describe('Why the attempt failed, in words'),
+    }),
+  ),
+  nextCursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
+});
+
 const stepStatus = z.enum(['processing', 'completed', 'failed']);
 const progress = z.strictObject({ status: stepStatus, total: z.number().int(), successful: z.number().int(), errors: z.number().int() });
 

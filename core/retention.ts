@@ -26,10 +26,12 @@ export interface RetentionReport {
   jobs: number;
   /** Network queries deleted whose every source had ended. */
   networkQueries: number;
+  /** Rows of the webhook delivery log (attempts) deleted. */
+  attempts: number;
 }
 
 /**
- * Deletes delivered webhook messages, finished queue jobs and finished network queries older than the retention, oldest first, a
+ * Deletes delivered webhook messages, webhook delivery log rows, finished queue jobs and finished network queries older than the retention, oldest first, a
  * batch at a time. Pending and parked messages and active jobs are never touched: they are work, not
  * history. Safe to run from several instances at once (each delete takes what is still there).
  */
@@ -37,7 +39,7 @@ export async function pruneFinishedWork(deps: Pick<CoreDeps, 'storage' | 'queue'
   const before = new Date(deps.clock.now().getTime() - options.days * 86_400_000).toISOString();
   const batch = options.batch ?? RETENTION_BATCH;
   const maxBatches = options.maxBatches ?? 200;
-  const report: RetentionReport = { messages: 0, jobs: 0, networkQueries: 0 };
+  const report: RetentionReport = { messages: 0, jobs: 0, networkQueries: 0, attempts: 0 };
   const drain = async (prune: () => Promise<number>, count: (n: number) => void): Promise<void> => {
     for (let round = 0; round < maxBatches; round++) {
       const deleted = await prune();
@@ -49,5 +51,6 @@ export async function pruneFinishedWork(deps: Pick<CoreDeps, 'storage' | 'queue'
   await drain(() => deps.storage.outbox.pruneDelivered(before, batch), (n) => (report.messages += n));
   await drain(() => deps.queue.prune(before, batch), (n) => (report.jobs += n));
   await drain(() => deps.storage.networkQueries.pruneFinished(before, batch), (n) => (report.networkQueries += n));
+  await drain(() => deps.storage.webhookAttempts.prune(before, batch), (n) => (report.attempts += n));
   return report;
 }

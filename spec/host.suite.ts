@@ -14,6 +14,7 @@ import { defineNetworkQueryGroup } from './groups/network-query.spec-group.js';
 import { defineOptOutGroup } from './groups/opt-out.spec-group.js';
 import { defineSearchGroup } from './groups/search.spec-group.js';
 import { defineTenancyGroup } from './groups/tenancy.spec-group.js';
+import { defineWebhookEndpointsGroup } from './groups/webhook-endpoints.spec-group.js';
 import { defineWebhooksGroup } from './groups/webhooks.spec-group.js';
 import type { HostDriver, MakeHost } from './support/driver.js';
 import { honouringRetryAfter } from './support/retry-after.js';
@@ -43,6 +44,7 @@ export function defineHostSpec(given: HostSpecOptions): void {
   defineBulkHostileGroup(options);
   defineBulkFuzzGroup(options);
   defineWebhooksGroup(options);
+  defineWebhookEndpointsGroup(options);
   defineDocumentsGroup(options);
   defineConsolidatedGroup(options);
   defineNetworkQueryGroup(options);

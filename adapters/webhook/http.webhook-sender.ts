@@ -152,7 +152,9 @@ export class HttpWebhookSender implements WebhookSenderPort {
           'x-metriport-signature': signWebhookBody(delivery.body, delivery.signingKey),
           'webhook-id': delivery.messageId,
           'webhook-timestamp': String(delivery.timestamp),
-          'webhook-signature': signStandardWebhook(delivery.messageId, delivery.timestamp, delivery.body, delivery.signingKey),
+          'webhook-signature': [delivery.signingKey, ...(delivery.previousSigningKeys ?? [])]
+            .map((key) => signStandardWebhook(delivery.messageId, delivery.timestamp, delivery.body, key))
+            .join(' '),
         },
         body: delivery.body,
       });

@@ -171,6 +171,48 @@ export const metadataBodySchema = z.object({ metadata: z.unknown().optional() })
 
 export const settingsUpdateSchema = z.object({ webhookUrl: z.string().trim().max(2048) });
 
+const endpointEventTypes = z
+  .array(z.string().trim().min(1).max(100))
+  .max(20)
+  .describe('Message types the endpoint receives: exact (`medical.document-conversion`) or a prefix ending in `.*` (`network-query.*`); empty or absent: every type');
+
+export const webhookEndpointCreateSchema = z.object({
+  url: z.string().trim().min(1).max(2048),
+  description: z.string().trim().max(500).optional(),
+  eventTypes: endpointEventTypes.optional(),
+  enabled: z.boolean().optional().describe('Default true: the URL is pinged at once and the endpoint enabled when it answers; false: saved, not pinged, off'),
+});
+
+export const webhookEndpointUpdateSchema = z.object({
+  url: z.string().trim().min(1).max(2048).optional().describe('A new URL is pinged like a new endpoint'),
+  description: z.string().trim().max(500).optional(),
+  eventTypes: endpointEventTypes.optional(),
+  enabled: z.boolean().optional().describe('true re-enables a disabled endpoint; what waited for it is sent at once'),
+});
+
+const utcInstant = z.string().datetime({ offset: false });
+
+export const webhookSecretRotationSchema = z
+  .object({
+    graceSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 24 * 3600)
+      .optional()
+      .describe('How long the old secret keeps signing beside the new one; default 86400 (24 h), at most 7 days'),
+  })
+  .optional();
+
+export const webhookReplaySchema = z
+  .object({
+    messageId: z.string().trim().min(1).max(200).optional().describe('Replay this one message'),
+    parked: z.literal(true).optional().describe('Replay every parked message of the endpoint'),
+    since: utcInstant.optional().describe('With until: replay every message of the endpoint created in [since, until)'),
+    until: utcInstant.optional(),
+  })
+  .describe('Exactly one of: messageId; parked: true; since and until');
+
 /*
  * Compile-time check that these schemas take exactly the request shapes of the wire contract, which the
  * client is typed with: a change to one without the other fails the build.
@@ -184,4 +226,8 @@ export type RequestShapesAgree = [
   Agrees<Same<z.input<typeof cohortCreateSchema>, wire.CohortCreate>>,
   Agrees<Same<z.input<typeof patientCreateSchema>, wire.PatientCreate>>,
   Agrees<Same<z.input<typeof settingsUpdateSchema>, wire.SettingsUpdate>>,
+  Agrees<Same<z.input<typeof webhookEndpointCreateSchema>, wire.WebhookEndpointCreate>>,
+  Agrees<Same<z.input<typeof webhookEndpointUpdateSchema>, wire.WebhookEndpointUpdate>>,
+  Agrees<Same<z.input<typeof webhookReplaySchema>, wire.WebhookReplay>>,
+  Agrees<Same<NonNullable<z.input<typeof webhookSecretRotationSchema>>, wire.WebhookSecretRotation>>,
 ];

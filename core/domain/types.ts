@@ -48,6 +48,36 @@ export interface WebhookSettings {
   updatedAt: string;
 }
 
+/**
+ * A webhook endpoint of the account beside its default one (`WebhookSettings.webhookUrl`): the messages
+ * whose type its filter takes are delivered to it, signed with its own secret.
+ */
+export interface WebhookEndpoint {
+  id: string;
+  accountId: string;
+  url: string;
+  description: string;
+  /** Off: the endpoint gets no new messages, and those stored for it wait (pending) until it is on again. */
+  enabled: boolean;
+  /**
+   * The message types it receives: exact types (`medical.document-conversion`) or a prefix ending in `.*`
+   * (`network-query.*`); empty means every type.
+   */
+  eventTypes: string[];
+  /** The signing secret, `whsec_` + base64 of the HMAC key bytes. */
+  secret: string;
+  /**
+   * The secret before the last rotation, still signing beside `secret` until `previousSecretUntil` (the
+   * grace period), so receivers can switch to the new one without missing a message.
+   */
+  previousSecret?: string;
+  previousSecretUntil?: string;
+  /** What last happened to it, in words (ping outcome, unhealthy, disabled); null when nothing to say. */
+  statusDetail: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
 export interface Organization {
   id: string;
   accountId: string;
@@ -319,13 +349,74 @@ export interface OutboxMessage {
   body: string;
   /**
    * Messages with the same stream key (within the account) are delivered in creation order; messages of
-   * different streams are independent, so one failing never holds back another stream.
+   * different streams are independent, so one failing never holds back another stream. A delivery to an
+   * extra endpoint has the message's stream key suffixed with the endpoint, so each endpoint's copy of a
+   * stream is ordered on its own and never waits for another endpoint's.
    */
   streamKey: string;
+  /**
+   * The endpoint this delivery goes to; absent for the account's default endpoint (`webhookUrl`). One
+   * message is stored once per endpoint it goes to (fan-out when it is stored).
+   */
+  endpointId?: string;
+  /**
+   * meta.messageId (`webhook-id`) when it differs from `id`: a delivery to an extra endpoint has an id of
+   * its own (`deliveryIdOf`), while every endpoint receives the message under the same message id.
+   */
+  messageId?: string;
   status: OutboxStatus;
   attempts: number;
   nextAttemptAt: string;
   lastError?: string;
   createdAt: string;
   deliveredAt?: string;
+  /** The patient the message is about, when it is about one (for the delivery log's filter). */
+  patientId?: string;
+}
+
+/**
+ * One attempt to deliver a message to an endpoint, as the delivery log shows it. Kept for the retention
+ * period, whatever became of the message.
+ */
+export interface WebhookAttempt {
+  id: string;
+  accountId: string;
+  /** The outbox record attempted (`OutboxMessage.id`). */
+  deliveryId: string;
+  /** meta.messageId, the same for every endpoint and attempt. */
+  messageId: string;
+  /** Absent for the default endpoint (`webhookUrl`). */
+  endpointId?: string;
+  type: WebhookMessageType;
+  patientId?: string;
+  attemptedAt: string;
+  outcome: 'delivered' | 'failed';
+  /** The receiver's HTTP status; absent when none came (timeout, refused connection). */
+  statusCode?: number;
+  latencyMs: number;
+  /** Why it failed, in the customer's words (never the service's network details). */
+  error?: string;
+}
+
+/** Which attempts of the account a delivery log page holds. */
+export interface WebhookAttemptFilter {
+  /** An extra endpoint's id, or `null` for the default endpoint; absent: every endpoint. */
+  endpointId?: string | null;
+  type?: WebhookMessageType;
+  patientId?: string;
+  outcome?: WebhookAttempt['outcome'];
+  /** attemptedAt >= since */
+  since?: string;
+  /** attemptedAt < until */
+  until?: string;
+}
+
+/** A message count of one endpoint: pending (failing: pending after a failed attempt), delivered, parked. */
+export interface EndpointMessageCounts {
+  /** `null` for the default endpoint. */
+  endpointId: string | null;
+  pending: number;
+  failing: number;
+  delivered: number;
+  parked: number;
 }

@@ -14,6 +14,10 @@ import type {
   Organization,
   OutboxMessage,
   Patient,
+  EndpointMessageCounts,
+  WebhookAttempt,
+  WebhookAttemptFilter,
+  WebhookEndpoint,
   WebhookSettings,
 } from '../domain/types.js';
 
@@ -32,6 +36,7 @@ import type {
 export interface StoragePort {
   accounts: AccountRepository;
   webhookSettings: WebhookSettingsRepository;
+  webhookEndpoints: WebhookEndpointRepository;
   organizations: OrganizationRepository;
   facilities: FacilityRepository;
   cohorts: CohortRepository;
@@ -44,6 +49,7 @@ export interface StoragePort {
   consolidatedQueries: ConsolidatedQueryRepository;
   networkQueries: NetworkQueryRepository;
   outbox: OutboxRepository;
+  webhookAttempts: WebhookAttemptRepository;
 
   /**
    * Runs `work` atomically: every write made through the `tx` storage handed to it commits together or not
@@ -78,6 +84,25 @@ export interface WebhookSettingsRepository {
   get(accountId: string): Promise<WebhookSettings | undefined>;
   /** Inserts or replaces the account's settings. */
   put(settings: WebhookSettings): Promise<void>;
+}
+
+/** The account's extra webhook endpoints (the default one is in WebhookSettings). */
+export interface WebhookEndpointRepository {
+  /** Adds an endpoint; an id that exists already throws (CONFLICT on the memory adapter). */
+  insert(endpoint: WebhookEndpoint): Promise<void>;
+  /** `undefined` when missing or another account's. */
+  get(accountId: string, id: string): Promise<WebhookEndpoint | undefined>;
+  /**
+   * The account's endpoints, oldest createdAt first (ties by id). Unpaged: the use cases cap the endpoints
+   * of an account (`MAX_WEBHOOK_ENDPOINTS`), so the list is bounded.
+   */
+  list(accountId: string): Promise<WebhookEndpoint[]>;
+  /** How many endpoints the account has. */
+  count(accountId: string): Promise<number>;
+  /** Replaces the endpoint; returns the stored copy, or `undefined` when missing or another account's. */
+  update(endpoint: WebhookEndpoint): Promise<WebhookEndpoint | undefined>;
+  /** Deletes the endpoint; false when missing or another account's. Idempotent. */
+  remove(accountId: string, id: string): Promise<boolean>;
 }
 
 export interface OrganizationRepository {
@@ -333,4 +358,43 @@ export interface OutboxRepository {
   list(accountId: string, status?: OutboxMessage['status'], limit?: number): Promise<OutboxMessage[]>;
   /** Count per status for the account. */
   counts(accountId: string): Promise<Record<OutboxMessage['status'], number>>;
+  /**
+   * Deletes every delivery (pending, parked, delivered) of one extra endpoint of the account, when the
+   * endpoint is deleted. Returns how many; 0 when there are none (idempotent). The default endpoint's
+   * messages (no endpointId) are never touched.
+   */
+  removeEndpointDeliveries(accountId: string, endpointId: string): Promise<number>;
+  /**
+   * The account's message counts per endpoint (`endpointId` null: the default endpoint), one entry per
+   * endpoint that has any message, in no promised order. `failing`: pending messages with at least one
+   * failed attempt (also counted in `pending`).
+   */
+  countsByEndpoint(accountId: string): Promise<EndpointMessageCounts[]>;
+  /**
+   * The deliveries of one endpoint of the account (`endpointId` null: the default endpoint), optionally of
+   * one status and created in [since, until), oldest createdAt first (ties by id), at most `limit`.
+   */
+  listForEndpoint(
+    accountId: string,
+    endpointId: string | null,
+    filter: { status?: OutboxMessage['status']; since?: string; until?: string },
+    limit: number,
+  ): Promise<OutboxMessage[]>;
+}
+
+/** The delivery log: every attempt to deliver a message to an endpoint. */
+export interface WebhookAttemptRepository {
+  /** Adds attempts, atomically (in the caller's transaction when it has one). An id that exists throws. */
+  addMany(attempts: readonly WebhookAttempt[]): Promise<void>;
+  /**
+   * The account's attempts that match `filter`, newest first (attemptedAt descending, ties by id
+   * descending), at most `limit`, starting after the attempt `after` names (exclusive), when given: the
+   * next page starts after the last attempt of the previous one. Empty when none match.
+   */
+  list(accountId: string, filter: WebhookAttemptFilter, limit: number, after?: { attemptedAt: string; id: string }): Promise<WebhookAttempt[]>;
+  /**
+   * Deletes up to `limit` attempts of any account made before `before`, oldest first. Returns how many:
+   * fewer than `limit` means nothing more is due.
+   */
+  prune(before: string, limit: number): Promise<number>;
 }

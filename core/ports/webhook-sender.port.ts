@@ -6,6 +6,11 @@ export interface WebhookDelivery {
   body: string;
   /** The account's webhook key the body is signed with. */
   signingKey: string;
+  /**
+   * Older keys still valid (a rotation's grace period): `webhook-signature` then carries one space-separated
+   * `v1,` value per key, `signingKey`'s first. `x-metriport-signature` is always `signingKey`'s.
+   */
+  previousSigningKeys?: readonly string[];
   /** Unix seconds for `webhook-timestamp`. */
   timestamp: number;
   /** Abort after this many milliseconds (the receiver has 4 s). */

@@ -146,6 +146,13 @@ export function toWebhookFilters(filters: ConsolidatedFilters): ConsolidatedFilt
  * (`processing` before `completed`), one patient's document query (`document-download` before the same
  * query's `document-conversion`), one consolidated query. Anything else is a stream of its own.
  */
+/** The patient a message is about, when it is about one (bulk messages are about an import). */
+export function patientIdOf(message: Exclude<WebhookMessage, PingMessage>): string | undefined {
+  if ('patients' in message) return message.patients[0]?.patientId;
+  if ('payload' in message) return message.payload.patientId;
+  return undefined;
+}
+
 export function streamKeyOf(message: Exclude<WebhookMessage, PingMessage>): string {
   const { meta } = message;
   if (isWebhookMessageOfType(message, 'medical.bulk-patient-create')) return `bulk:${message.bulkPatientCreate.requestId}`;

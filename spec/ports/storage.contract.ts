@@ -17,6 +17,8 @@ import type {
   OutboxMessage,
   Patient,
   PersonalIdentifier,
+  WebhookAttempt,
+  WebhookEndpoint,
   WebhookSettings,
 } from '../../core/domain/types.js';
 import type { StoragePort } from '../../core/ports/storage.port.js';
@@ -91,6 +93,19 @@ function builders() {
       webhookKey: 'whsec_abc',
       webhookEnabled: true,
       webhookStatusDetail: null,
+      updatedAt: at(0),
+      ...overrides,
+    }),
+    webhookEndpoint: (accountId: string, overrides: Partial<WebhookEndpoint> = {}): WebhookEndpoint => ({
+      id: id(),
+      accountId,
+      url: 'https://example.com/endpoint/ñ',
+      description: 'Conversions to the EHR bridge',
+      enabled: true,
+      eventTypes: ['medical.document-conversion', 'network-query.*'],
+      secret: 'whsec_c2VjcmV0LWJ5dGVzLW9mLWF0LWxlYXN0LTI0',
+      statusDetail: null,
+      createdAt: at(0),
       updatedAt: at(0),
       ...overrides,
     }),
@@ -1145,6 +1160,156 @@ export function defineStorageContract(options: StorageContractOptions): void {
       ['lab', 'completed'],
     ]);
     expect(await storage.networkQueries.getForUpdate(ACCOUNT_B, query.id)).toBeUndefined();
+  });
+
+  // ----- webhook endpoints
+
+  test('webhook endpoints: insert, get and list scoped to the account, oldest first (ties by id), count', async (storage, build) => {
+    const later = build.webhookEndpoint(ACCOUNT_A, { createdAt: at(5), eventTypes: [] });
+    const first = build.webhookEndpoint(ACCOUNT_A, { createdAt: at(1), statusDetail: 'Ping answered' });
+    const sameTime = build.webhookEndpoint(ACCOUNT_A, { createdAt: at(1), enabled: false });
+    const other = build.webhookEndpoint(ACCOUNT_B);
+    for (const endpoint of [later, sameTime, other, first]) await storage.webhookEndpoints.insert(endpoint);
+    await expect(storage.webhookEndpoints.insert(first)).rejects.toThrow();
+    expect(await storage.webhookEndpoints.get(ACCOUNT_A, first.id)).toEqual(first);
+    expect(await storage.webhookEndpoints.get(ACCOUNT_B, first.id)).toBeUndefined();
+    expect(await storage.webhookEndpoints.get(ACCOUNT_A, 'missing')).toBeUndefined();
+    expect(await storage.webhookEndpoints.list(ACCOUNT_A)).toEqual([first, sameTime, later]);
+    expect(await storage.webhookEndpoints.list(ACCOUNT_B)).toEqual([other]);
+    expect(await storage.webhookEndpoints.list('nobody')).toEqual([]);
+    expect(await storage.webhookEndpoints.count(ACCOUNT_A)).toBe(3);
+    expect(await storage.webhookEndpoints.count('nobody')).toBe(0);
+  });
+
+  test('webhook endpoints: update replaces (not another account\'s), remove is scoped and idempotent', async (storage, build) => {
+    const endpoint = build.webhookEndpoint(ACCOUNT_A);
+    await storage.webhookEndpoints.insert(endpoint);
+    const changed: WebhookEndpoint = { ...endpoint, url: 'https://example.org/x', enabled: false, eventTypes: ['medical.*'], statusDetail: 'Disabled', previousSecret: 'whsec_b2xk', previousSecretUntil: at(90), updatedAt: at(9) };
+    expect(await storage.webhookEndpoints.update(changed)).toEqual(changed);
+    expect(await storage.webhookEndpoints.get(ACCOUNT_A, endpoint.id)).toEqual(changed);
+    expect(await storage.webhookEndpoints.update({ ...changed, accountId: ACCOUNT_B, description: 'stolen' })).toBeUndefined();
+    expect(await storage.webhookEndpoints.update(build.webhookEndpoint(ACCOUNT_A))).toBeUndefined();
+    expect(await storage.webhookEndpoints.get(ACCOUNT_A, endpoint.id)).toEqual(changed);
+    expect(await storage.webhookEndpoints.remove(ACCOUNT_B, endpoint.id)).toBe(false);
+    expect(await storage.webhookEndpoints.remove(ACCOUNT_A, endpoint.id)).toBe(true);
+    expect(await storage.webhookEndpoints.remove(ACCOUNT_A, endpoint.id)).toBe(false);
+    expect(await storage.webhookEndpoints.get(ACCOUNT_A, endpoint.id)).toBeUndefined();
+  });
+
+  test('outbox: deliveries keep their endpoint and message id; removeEndpointDeliveries deletes one endpoint\'s only', async (storage, build) => {
+    const message = build.outbox(ACCOUNT_A);
+    const toE1 = build.outbox(ACCOUNT_A, { id: `${message.id}:e1`, messageId: message.id, endpointId: 'e1', streamKey: `${message.streamKey}@e1` });
+    const parkedE1 = build.outbox(ACCOUNT_A, { endpointId: 'e1', messageId: 'm0', status: 'parked', attempts: 8 });
+    const toE2 = build.outbox(ACCOUNT_A, { id: `${message.id}:e2`, messageId: message.id, endpointId: 'e2' });
+    const otherAccount = build.outbox(ACCOUNT_B, { endpointId: 'e1', messageId: 'm9' });
+    for (const row of [message, toE1, parkedE1, toE2, otherAccount]) await storage.outbox.add(row);
+    expect(await storage.outbox.get(ACCOUNT_A, toE1.id)).toEqual(toE1);
+    expect(await storage.outbox.get(ACCOUNT_A, message.id)).toEqual(message);
+    const claimed = await storage.outbox.claim(at(10), 10, { owner: 'w', leaseMs: 60_000, accountId: ACCOUNT_A });
+    expect(claimed.find((m) => m.id === toE1.id)).toEqual(toE1);
+    expect(await storage.outbox.removeEndpointDeliveries(ACCOUNT_B, 'e2')).toBe(0);
+    expect(await storage.outbox.removeEndpointDeliveries(ACCOUNT_A, 'e1')).toBe(2);
+    expect(await storage.outbox.removeEndpointDeliveries(ACCOUNT_A, 'e1')).toBe(0);
+    expect((await storage.outbox.list(ACCOUNT_A)).map((m) => m.id).sort()).toEqual([message.id, toE2.id].sort());
+    expect(await storage.outbox.get(ACCOUNT_B, otherAccount.id)).toEqual(otherAccount);
+  });
+
+  test('outbox: countsByEndpoint counts each endpoint\'s messages by state, failing = pending after a failed attempt', async (storage, build) => {
+    for (const row of [
+      build.outbox(ACCOUNT_A),
+      build.outbox(ACCOUNT_A, { attempts: 2 }),
+      build.outbox(ACCOUNT_A, { status: 'delivered', attempts: 1, deliveredAt: at(1) }),
+      build.outbox(ACCOUNT_A, { endpointId: 'e1', messageId: 'm1', status: 'parked', attempts: 8 }),
+      build.outbox(ACCOUNT_A, { endpointId: 'e1', messageId: 'm2', attempts: 1 }),
+      build.outbox(ACCOUNT_B, { endpointId: 'e1', messageId: 'm3' }),
+    ]) {
+      await storage.outbox.add(row);
+    }
+    const counts = (await storage.outbox.countsByEndpoint(ACCOUNT_A)).sort((a, b) => String(a.endpointId).localeCompare(String(b.endpointId)));
+    expect(counts).toEqual([
+      { endpointId: 'e1', pending: 1, failing: 1, delivered: 0, parked: 1 },
+      { endpointId: null, pending: 2, failing: 1, delivered: 1, parked: 0 },
+    ]);
+    expect(await storage.outbox.countsByEndpoint('nobody')).toEqual([]);
+  });
+
+  test('outbox: listForEndpoint gives one endpoint\'s deliveries (null: the default), by status and creation window, oldest first, limited', async (storage, build) => {
+    const d1 = build.outbox(ACCOUNT_A, { createdAt: at(1), status: 'delivered', attempts: 1, deliveredAt: at(2) });
+    const d2 = build.outbox(ACCOUNT_A, { createdAt: at(3), status: 'parked', attempts: 8 });
+    const e1 = build.outbox(ACCOUNT_A, { createdAt: at(2), endpointId: 'e1', messageId: 'm1', status: 'parked', attempts: 8 });
+    const e2 = build.outbox(ACCOUNT_A, { createdAt: at(1), endpointId: 'e1', messageId: 'm2' });
+    const e3 = build.outbox(ACCOUNT_A, { createdAt: at(5), endpointId: 'e1', messageId: 'm3', status: 'parked', attempts: 8 });
+    const other = build.outbox(ACCOUNT_B, { createdAt: at(1), endpointId: 'e1', messageId: 'm4' });
+    for (const row of [e3, d1, e1, other, d2, e2]) await storage.outbox.add(row);
+    const ids = (rows: OutboxMessage[]) => rows.map((row) => row.id);
+    expect(ids(await storage.outbox.listForEndpoint(ACCOUNT_A, null, {}, 10))).toEqual([d1.id, d2.id]);
+    expect(await storage.outbox.listForEndpoint(ACCOUNT_A, 'e1', {}, 10)).toEqual([e2, e1, e3]);
+    expect(ids(await storage.outbox.listForEndpoint(ACCOUNT_A, 'e1', {}, 2))).toEqual([e2.id, e1.id]);
+    expect(ids(await storage.outbox.listForEndpoint(ACCOUNT_A, 'e1', { status: 'parked' }, 10))).toEqual([e1.id, e3.id]);
+    expect(ids(await storage.outbox.listForEndpoint(ACCOUNT_A, 'e1', { since: at(2), until: at(5) }, 10))).toEqual([e1.id]);
+    expect(ids(await storage.outbox.listForEndpoint(ACCOUNT_A, null, { status: 'parked', since: at(3) }, 10))).toEqual([d2.id]);
+    expect(await storage.outbox.listForEndpoint(ACCOUNT_B, null, {}, 10)).toEqual([]);
+  });
+
+  // ----- webhook delivery log
+
+  const attempt = (id: string, accountId: string, overrides: Partial<WebhookAttempt> = {}): WebhookAttempt => ({
+    id,
+    accountId,
+    deliveryId: 'd1',
+    messageId: 'm1',
+    type: 'medical.document-conversion',
+    attemptedAt: at(0),
+    outcome: 'failed',
+    statusCode: 503,
+    latencyMs: 12,
+    error: 'the receiver answered HTTP 503',
+    ...overrides,
+  });
+
+  test('webhook attempts: list newest first (ties by id descending), filtered, paged after a given attempt, scoped by account', async (storage) => {
+    const rows = [
+      attempt('a1', ACCOUNT_A, { attemptedAt: at(1), patientId: 'p1' }),
+      attempt('a2', ACCOUNT_A, { attemptedAt: at(2), endpointId: 'e1', outcome: 'delivered', statusCode: 200, error: undefined }),
+      attempt('a3', ACCOUNT_A, { attemptedAt: at(2), type: 'network-query.lab', patientId: 'p2' }),
+      attempt('a4', ACCOUNT_A, { attemptedAt: at(3), endpointId: 'e1', statusCode: undefined, error: 'no answer within 4000 ms', latencyMs: 4000 }),
+      attempt('b1', ACCOUNT_B, { attemptedAt: at(2) }),
+    ];
+    for (const row of rows) if (row.error === undefined) delete row.error;
+    for (const row of rows) if (row.statusCode === undefined) delete row.statusCode;
+    await storage.webhookAttempts.addMany(rows.slice(0, 2));
+    await storage.webhookAttempts.addMany(rows.slice(2));
+    await storage.webhookAttempts.addMany([]);
+    await expect(storage.webhookAttempts.addMany([rows[0]!])).rejects.toThrow();
+    const ids = (list: WebhookAttempt[]) => list.map((row) => row.id);
+    expect(await storage.webhookAttempts.list(ACCOUNT_A, {}, 10)).toEqual([rows[3], rows[2], rows[1], rows[0]]);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, {}, 2))).toEqual(['a4', 'a3']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, {}, 2, { attemptedAt: at(2), id: 'a3' }))).toEqual(['a2', 'a1']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, {}, 10, { attemptedAt: at(1), id: 'a1' }))).toEqual([]);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, { endpointId: 'e1' }, 10))).toEqual(['a4', 'a2']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, { endpointId: null }, 10))).toEqual(['a3', 'a1']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, { type: 'network-query.lab' }, 10))).toEqual(['a3']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, { patientId: 'p1' }, 10))).toEqual(['a1']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, { outcome: 'delivered' }, 10))).toEqual(['a2']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, { since: at(2), until: at(3) }, 10))).toEqual(['a3', 'a2']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_A, { endpointId: 'e1', outcome: 'failed', since: at(3) }, 10))).toEqual(['a4']);
+    expect(ids(await storage.webhookAttempts.list(ACCOUNT_B, {}, 10))).toEqual(['b1']);
+    expect(await storage.webhookAttempts.list('nobody', {}, 10)).toEqual([]);
+  });
+
+  test('webhook attempts: prune deletes attempts before the instant, oldest first, at most limit, of every account', async (storage) => {
+    await storage.webhookAttempts.addMany([
+      attempt('a1', ACCOUNT_A, { attemptedAt: at(1) }),
+      attempt('a2', ACCOUNT_A, { attemptedAt: at(3) }),
+      attempt('b1', ACCOUNT_B, { attemptedAt: at(2) }),
+      attempt('a3', ACCOUNT_A, { attemptedAt: at(10) }),
+    ]);
+    expect(await storage.webhookAttempts.prune(at(5), 2)).toBe(2);
+    expect((await storage.webhookAttempts.list(ACCOUNT_A, {}, 10)).map((row) => row.id)).toEqual(['a3', 'a2']);
+    expect(await storage.webhookAttempts.list(ACCOUNT_B, {}, 10)).toEqual([]);
+    expect(await storage.webhookAttempts.prune(at(5), 2)).toBe(1);
+    expect(await storage.webhookAttempts.prune(at(5), 2)).toBe(0);
+    expect((await storage.webhookAttempts.list(ACCOUNT_A, {}, 10)).map((row) => row.id)).toEqual(['a3']);
   });
 
   // ----- outbox

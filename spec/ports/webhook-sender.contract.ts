@@ -97,6 +97,21 @@ export function defineWebhookSenderContract(options: WebhookSenderContractOption
   );
 
   test(
+    'previous signing keys (a rotation\'s grace period) add one v1 value each to webhook-signature, the current key\'s first; x-metriport-signature stays the current key\'s',
+    withSetup(async (sender, receiver) => {
+      const current = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+      const previous = 'whsec_c2VjcmV0LWJ5dGVzLW9mLWF0LWxlYXN0LTI0';
+      const d = delivery(receiver, { signingKey: current, previousSigningKeys: [previous] });
+      await sender.send(d);
+      const headers = receiver.requests[0]!.headers;
+      expect(headers['webhook-signature']).toBe(
+        `${expectedStandardSignature(d.messageId, d.timestamp, d.body, current)} ${expectedStandardSignature(d.messageId, d.timestamp, d.body, previous)}`,
+      );
+      expect(headers['x-metriport-signature']).toBe(expectedMetriportSignature(d.body, current));
+    }),
+  );
+
+  test(
     'any 2xx is delivered and the answer body comes back (the ping reads its pong from it)',
     withSetup(async (sender, receiver) => {
       receiver.enqueue({ kind: 'ok', pong: true }, { kind: 'ok', status: 204 }, { kind: 'ok', status: 202, body: 'queued' });

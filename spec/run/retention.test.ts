@@ -39,12 +39,12 @@ describe('pruneFinishedWork', () => {
 
     let pauses = 0;
     const report = await pruneFinishedWork({ storage, queue, clock }, { days: 7, batch: 500, pause: async () => void pauses++ });
-    expect(report).toEqual({ messages: 1_200, jobs: 3, networkQueries: 0 });
+    expect(report).toEqual({ messages: 1_200, jobs: 3, networkQueries: 0, attempts: 0 });
     // 1,200 rows in batches of 500: a pause after each full batch.
     expect(pauses).toBe(2);
     expect(await storage.outbox.counts('a1')).toEqual({ pending: 1, delivered: 10, parked: 1 });
     expect(await queue.dead()).toEqual([]);
-    expect(await pruneFinishedWork({ storage, queue, clock }, { days: 7 })).toEqual({ messages: 0, jobs: 0, networkQueries: 0 });
+    expect(await pruneFinishedWork({ storage, queue, clock }, { days: 7 })).toEqual({ messages: 0, jobs: 0, networkQueries: 0, attempts: 0 });
   });
 
   test('a sweep stops after maxBatches; the next one goes on', async () => {
@@ -53,8 +53,8 @@ describe('pruneFinishedWork', () => {
     const queue = new MemoryQueue({ clock, ids: new SequentialIds() });
     for (let i = 0; i < 30; i++) await storage.outbox.add(message(i, 'delivered', '2026-01-01T00:00:00.000Z'));
     clock.advance(8 * DAY);
-    expect(await pruneFinishedWork({ storage, queue, clock }, { days: 7, batch: 10, maxBatches: 2 })).toEqual({ messages: 20, jobs: 0, networkQueries: 0 });
-    expect(await pruneFinishedWork({ storage, queue, clock }, { days: 7, batch: 10, maxBatches: 2 })).toEqual({ messages: 10, jobs: 0, networkQueries: 0 });
+    expect(await pruneFinishedWork({ storage, queue, clock }, { days: 7, batch: 10, maxBatches: 2 })).toEqual({ messages: 20, jobs: 0, networkQueries: 0, attempts: 0 });
+    expect(await pruneFinishedWork({ storage, queue, clock }, { days: 7, batch: 10, maxBatches: 2 })).toEqual({ messages: 10, jobs: 0, networkQueries: 0, attempts: 0 });
   });
 
   test('network queries stop growing: those whose every source ended before the retention go; running ones stay', async () => {
@@ -74,9 +74,29 @@ describe('pruneFinishedWork', () => {
     await storage.networkQueries.insert(query('q2', ['completed', 'processing'], '2026-01-01T00:00:00.000Z'));
     await storage.networkQueries.insert(query('q3', ['completed'], '2026-01-09T00:00:00.000Z'));
     clock.advance(10 * DAY);
-    expect(await pruneFinishedWork({ storage, queue, clock }, { days: 7 })).toEqual({ messages: 0, jobs: 0, networkQueries: 1 });
+    expect(await pruneFinishedWork({ storage, queue, clock }, { days: 7 })).toEqual({ messages: 0, jobs: 0, networkQueries: 1, attempts: 0 });
     expect(await storage.networkQueries.get('a1', 'q1')).toBeUndefined();
     expect(await storage.networkQueries.get('a1', 'q2')).toBeDefined();
     expect(await storage.networkQueries.get('a1', 'q3')).toBeDefined();
+  });
+
+  test('the delivery log stops growing: attempts older than the retention go, whatever became of their message', async () => {
+    const clock = new SteppedClock('2026-01-01T00:00:00.000Z');
+    const storage = new MemoryStorage();
+    const queue = new MemoryQueue({ clock, ids: new SequentialIds() });
+    const attempt = (id: string, attemptedAt: string) => ({
+      id,
+      accountId: 'a1',
+      deliveryId: 'm1',
+      messageId: 'm1',
+      type: 'medical.bulk-patient-create' as const,
+      attemptedAt,
+      outcome: 'failed' as const,
+      latencyMs: 5,
+    });
+    await storage.webhookAttempts.addMany([attempt('old1', '2026-01-01T00:00:00.000Z'), attempt('old2', '2026-01-02T00:00:00.000Z'), attempt('new', '2026-01-09T00:00:00.000Z')]);
+    clock.advance(10 * DAY);
+    expect(await pruneFinishedWork({ storage, queue, clock }, { days: 7 })).toEqual({ messages: 0, jobs: 0, networkQueries: 0, attempts: 2 });
+    expect((await storage.webhookAttempts.list('a1', {}, 10)).map((row) => row.id)).toEqual(['new']);
   });
 });

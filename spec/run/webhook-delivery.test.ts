@@ -70,7 +70,7 @@ async function makeWorld(overrides: Partial<DeliveryDeps> = {}): Promise<World> 
     },
   };
   // random 0.5 cancels the jitter, so the schedule can be checked to the millisecond.
-  const deps: DeliveryDeps = { storage, clock, webhookSender: recordingSender, random: () => 0.5, ...overrides };
+  const deps: DeliveryDeps = { storage, clock, ids, webhookSender: recordingSender, random: () => 0.5, ...overrides };
 
   const world: World = {
     storage,

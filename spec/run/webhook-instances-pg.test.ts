@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { SystemClock } from '../../adapters/clock/system.clock.js';
+import { Uuid7Ids } from '../../adapters/ids/uuid7.ids.js';
 import { SequelizeStorage } from '../../adapters/storage/sequelize/sequelize.storage.js';
 import { HttpWebhookSender } from '../../adapters/webhook/http.webhook-sender.js';
 import type { OutboxMessage } from '../../core/domain/types.js';
@@ -141,7 +142,7 @@ describe.skipIf(!pg.available)('webhook delivery from several instances on one P
         const deadline = Date.now() + 45_000;
         while (Date.now() < deadline) {
           const report = await deliverDueMessages(
-            { storage, webhookSender: sender, clock, random: () => 0.5, workerId, endpointConcurrency: 8 },
+            { storage, webhookSender: sender, clock, ids: new Uuid7Ids(), random: () => 0.5, workerId, endpointConcurrency: 8 },
             { limit: 40 },
           );
           delivered[workerId] += report.delivered;

@@ -1,7 +1,8 @@
 import { MetriportMedicalApi } from '@metriport/api-sdk';
 import { Webhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import { CarebridgeClient, verifyStandardWebhook, verifyWebhookSignature, WEBHOOK_SIGNATURE_HEADER } from '../../client/index.js';
 import { inProcessFetch, MemoryHost } from '../../hosts/memory/index.js';
@@ -74,6 +75,49 @@ describe('webhook deliveries verify with stock libraries, given the settings as 
     const first = received[0]!;
     expect(attempt(() => standard.verify(`${first.body} `, standardHeaders(first)))).toBe(false);
     expect(attempt(() => new Webhook(settings.webhookKey).verify(first.body, standardHeaders(first)))).toBe(false);
+  });
+});
+
+describe('an endpoint secret rotation, verified by standardwebhooks on a stepped clock', () => {
+  test('during the grace period the old and the new secret both verify; after it the old one is refused', async () => {
+    // The stock verifier compares webhook-timestamp with Date.now(): only Date follows the stepped clock, no timer is faked.
+    const clock = new SteppedClock(new Date().toISOString());
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const rotating = await MemoryHost.create({ webhookAllowPrivate: true, ids: new SequentialIds(), clock });
+    try {
+      const { apiKey } = await rotating.createAccount('Rotation');
+      const client = new CarebridgeClient({ apiKey, baseUrl: rotating.deps.config.publicUrl, fetch: inProcessFetch(rotating.handler) });
+      const path = '/rotation';
+      const facility = await client.createFacility({ name: 'Main Clinic', npi: '1234567893', address: { addressLine1: '1 Main St', city: 'Springfield', state: 'IL', zip: '62701' } });
+      const endpoint = await client.createWebhookEndpoint({ url: `${receiver.url}${path}`, eventTypes: ['medical.bulk-patient-create'] });
+      const rotated = await client.rotateWebhookEndpointSecret(endpoint.id, { graceSeconds: 2 * 3600 });
+      const [oldKey, newKey] = [new Webhook(endpoint.signingSecret), new Webhook(rotated.signingSecret)];
+      const sent = () => receiver.requests.filter((request) => request.path === path && JSON.parse(request.body).meta.type !== 'ping');
+
+      await client.createPatientsFromCsv(CSV, { facilityId: facility.id });
+      await rotating.settle();
+      vi.setSystemTime(clock.now());
+      const during = sent();
+      expect(during).toHaveLength(2);
+      for (const request of during) {
+        expect(attempt(() => newKey.verify(request.body, standardHeaders(request)))).toBe(true);
+        expect(attempt(() => oldKey.verify(request.body, standardHeaders(request)))).toBe(true);
+      }
+
+      clock.advance(2 * 3_600_000);
+      await client.createPatientsFromCsv(CSV.replaceAll('Stockfield', 'Rotated'), { facilityId: facility.id });
+      await rotating.settle();
+      vi.setSystemTime(clock.now());
+      const after = sent().slice(2);
+      expect(after).toHaveLength(2);
+      for (const request of after) {
+        expect(attempt(() => newKey.verify(request.body, standardHeaders(request)))).toBe(true);
+        expect(attempt(() => oldKey.verify(request.body, standardHeaders(request)))).toBe(false);
+      }
+    } finally {
+      vi.useRealTimers();
+      await rotating.close();
+    }
   });
 });
 

@@ -14,6 +14,9 @@ import type {
   FhirResourceRecord,
   Organization,
   OutboxMessage,
+  EndpointMessageCounts,
+  WebhookAttempt,
+  WebhookEndpoint,
   Patient,
   WebhookSettings,
 } from '../../../core/domain/types.js';
@@ -34,6 +37,8 @@ import type {
   PatientRepository,
   StoragePort,
   WebhookSettingsRepository,
+  WebhookEndpointRepository,
+  WebhookAttemptRepository,
 } from '../../../core/ports/storage.port.js';
 import { Mutex } from '../mutex.js';
 import { Table, TableOverlay, type IndexSpec, type TableView } from './table.js';
@@ -85,6 +90,7 @@ const byPatient = (row: { accountId: string; patientId: string }) => [key(row.ac
 const INDEXES = {
   accounts: { all: () => [''], byApiKeyHash: (row: Account) => [row.apiKeyHash] } satisfies IndexSpec<Account>,
   webhookSettings: {} satisfies IndexSpec<WebhookSettings>,
+  webhookEndpoints: { byAccount } satisfies IndexSpec<WebhookEndpoint>,
   organizations: { byAccount } satisfies IndexSpec<Organization>,
   facilities: { byAccount } satisfies IndexSpec<Facility>,
   cohorts: { byAccount } satisfies IndexSpec<Cohort>,
@@ -110,6 +116,7 @@ const INDEXES = {
     byState: (row: NetworkQuery) => [networkQueryStatus(row) === 'processing' ? 'processing' : 'finished'],
   } satisfies IndexSpec<NetworkQuery>,
   outbox: { byAccount, byStatus: (row: OutboxMessage) => [row.status] } satisfies IndexSpec<OutboxMessage>,
+  webhookAttempts: { byAccount, all: () => [''] } satisfies IndexSpec<WebhookAttempt>,
   patientRevisions: {} satisfies IndexSpec<PatientRevision>,
 };
 
@@ -117,6 +124,7 @@ type TableName = keyof typeof INDEXES;
 type RowOf = {
   accounts: Account;
   webhookSettings: WebhookSettings;
+  webhookEndpoints: WebhookEndpoint;
   organizations: Organization;
   facilities: Facility;
   cohorts: Cohort;
@@ -129,6 +137,7 @@ type RowOf = {
   consolidatedQueries: ConsolidatedQuery;
   networkQueries: NetworkQuery;
   outbox: OutboxMessage;
+  webhookAttempts: WebhookAttempt;
   patientRevisions: PatientRevision;
 };
 type TableSet = { [N in TableName]: Table<RowOf[N]> };
@@ -242,6 +251,30 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
     },
     async put(settings) {
       views.webhookSettings.set(settings.accountId, copy(settings));
+    },
+  };
+
+  const webhookEndpoints: WebhookEndpointRepository = {
+    async insert(endpoint) {
+      insertNew(views.webhookEndpoints, 'webhook endpoint', endpoint);
+    },
+    async get(accountId, id) {
+      const row = owned(views.webhookEndpoints, accountId, id);
+      return row && copy(row);
+    },
+    async list(accountId) {
+      return rowsOf(views.webhookEndpoints, views.webhookEndpoints.keysBy('byAccount', accountId)).sort(oldestFirst).map(copy);
+    },
+    async count(accountId) {
+      return views.webhookEndpoints.countBy('byAccount', accountId);
+    },
+    async update(endpoint) {
+      return replaceOwned(views.webhookEndpoints, endpoint);
+    },
+    async remove(accountId, id) {
+      if (owned(views.webhookEndpoints, accountId, id) === undefined) return false;
+      views.webhookEndpoints.delete(id);
+      return true;
     },
   };
 
@@ -666,11 +699,77 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
       for (const row of rowsOf(views.outbox, views.outbox.keysBy('byAccount', accountId))) counts[row.status] += 1;
       return counts;
     },
+    async countsByEndpoint(accountId) {
+      const counts = new Map<string | null, EndpointMessageCounts>();
+      for (const row of rowsOf(views.outbox, views.outbox.keysBy('byAccount', accountId))) {
+        const endpointId = row.endpointId ?? null;
+        let entry = counts.get(endpointId);
+        if (!entry) counts.set(endpointId, (entry = { endpointId, pending: 0, failing: 0, delivered: 0, parked: 0 }));
+        entry[row.status] += 1;
+        if (row.status === 'pending' && row.attempts > 0) entry.failing += 1;
+      }
+      return [...counts.values()];
+    },
+    async listForEndpoint(accountId, endpointId, filter, limit) {
+      return rowsOf(views.outbox, views.outbox.keysBy('byAccount', accountId))
+        .filter(
+          (row) =>
+            (row.endpointId ?? null) === endpointId &&
+            (filter.status === undefined || row.status === filter.status) &&
+            (filter.since === undefined || row.createdAt >= filter.since) &&
+            (filter.until === undefined || row.createdAt < filter.until),
+        )
+        .sort(oldestFirst)
+        .slice(0, limit)
+        .map(copy);
+    },
+    async removeEndpointDeliveries(accountId, endpointId) {
+      const rows = rowsOf(views.outbox, views.outbox.keysBy('byAccount', accountId)).filter((row) => row.endpointId === endpointId);
+      for (const row of rows) {
+        views.outbox.delete(row.id);
+        leases.delete(row.id);
+      }
+      return rows.length;
+    },
+  };
+
+  const newestAttemptFirst = (a: WebhookAttempt, b: WebhookAttempt): number =>
+    a.attemptedAt < b.attemptedAt ? 1 : a.attemptedAt > b.attemptedAt ? -1 : -byId(a, b);
+  const webhookAttempts: WebhookAttemptRepository = {
+    async addMany(attempts) {
+      for (const attempt of attempts) if (views.webhookAttempts.get(attempt.id) !== undefined) throw alreadyExists('webhook attempt', attempt.id);
+      for (const attempt of attempts) views.webhookAttempts.set(attempt.id, copy(attempt));
+    },
+    async list(accountId, filter, limit, after) {
+      return rowsOf(views.webhookAttempts, views.webhookAttempts.keysBy('byAccount', accountId))
+        .filter(
+          (row) =>
+            (filter.endpointId === undefined || (row.endpointId ?? null) === filter.endpointId) &&
+            (filter.type === undefined || row.type === filter.type) &&
+            (filter.patientId === undefined || row.patientId === filter.patientId) &&
+            (filter.outcome === undefined || row.outcome === filter.outcome) &&
+            (filter.since === undefined || row.attemptedAt >= filter.since) &&
+            (filter.until === undefined || row.attemptedAt < filter.until) &&
+            (after === undefined || row.attemptedAt < after.attemptedAt || (row.attemptedAt === after.attemptedAt && row.id < after.id)),
+        )
+        .sort(newestAttemptFirst)
+        .slice(0, limit)
+        .map(copy);
+    },
+    async prune(before, limit) {
+      const expired = rowsOf(views.webhookAttempts, views.webhookAttempts.keysBy('all', ''))
+        .filter((row) => row.attemptedAt < before)
+        .sort((a, b) => -newestAttemptFirst(a, b))
+        .slice(0, limit);
+      for (const row of expired) views.webhookAttempts.delete(row.id);
+      return expired.length;
+    },
   };
 
   return {
     accounts,
     webhookSettings,
+    webhookEndpoints,
     organizations,
     facilities,
     cohorts,
@@ -683,6 +782,7 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
     consolidatedQueries,
     networkQueries,
     outbox,
+    webhookAttempts,
   };
 }
 
@@ -706,6 +806,7 @@ interface Engine {
 export class MemoryStorage implements StoragePort {
   readonly accounts!: AccountRepository;
   readonly webhookSettings!: WebhookSettingsRepository;
+  readonly webhookEndpoints!: WebhookEndpointRepository;
   readonly organizations!: OrganizationRepository;
   readonly facilities!: FacilityRepository;
   readonly cohorts!: CohortRepository;
@@ -718,6 +819,7 @@ export class MemoryStorage implements StoragePort {
   readonly consolidatedQueries!: ConsolidatedQueryRepository;
   readonly networkQueries!: NetworkQueryRepository;
   readonly outbox!: OutboxRepository;
+  readonly webhookAttempts!: WebhookAttemptRepository;
 
   private readonly engine: Engine;
   /** Set on the storage handed to a transaction's work: nested calls join it. */

@@ -12,6 +12,8 @@ import type {
   FhirResourceRecord,
   Organization,
   OutboxMessage,
+  WebhookAttempt,
+  WebhookEndpoint,
   Patient,
   WebhookSettings,
 } from '../../../core/domain/types.js';
@@ -97,6 +99,79 @@ export class RowMapper {
       webhookStatusDetail: nullable(row.webhook_status_detail),
       updatedAt: str(row.updated_at),
     };
+  }
+
+  webhookAttemptRow(attempt: WebhookAttempt): Row {
+    return {
+      id: attempt.id,
+      account_id: attempt.accountId,
+      delivery_id: attempt.deliveryId,
+      message_id: attempt.messageId,
+      endpoint_id: attempt.endpointId ?? null,
+      type: attempt.type,
+      patient_id: attempt.patientId ?? null,
+      attempted_at: attempt.attemptedAt,
+      outcome: attempt.outcome,
+      status_code: attempt.statusCode ?? null,
+      latency_ms: attempt.latencyMs,
+      error: attempt.error ?? null,
+    };
+  }
+
+  webhookAttempt(row: Row): WebhookAttempt {
+    return optional<WebhookAttempt>(
+      {
+        id: str(row.id),
+        accountId: str(row.account_id),
+        deliveryId: str(row.delivery_id),
+        messageId: str(row.message_id),
+        type: str(row.type) as WebhookAttempt['type'],
+        attemptedAt: str(row.attempted_at),
+        outcome: str(row.outcome) as WebhookAttempt['outcome'],
+        latencyMs: Number(row.latency_ms),
+      },
+      {
+        endpointId: row.endpoint_id,
+        patientId: row.patient_id,
+        statusCode: row.status_code === null || row.status_code === undefined ? undefined : Number(row.status_code),
+        error: row.error,
+      },
+    );
+  }
+
+  webhookEndpointRow(endpoint: WebhookEndpoint): Row {
+    return {
+      id: endpoint.id,
+      account_id: endpoint.accountId,
+      url: endpoint.url,
+      description: endpoint.description,
+      enabled: endpoint.enabled,
+      event_types: this.json(endpoint.eventTypes),
+      secret: endpoint.secret,
+      previous_secret: endpoint.previousSecret ?? null,
+      previous_secret_until: endpoint.previousSecretUntil ?? null,
+      status_detail: endpoint.statusDetail,
+      created_at: endpoint.createdAt,
+      updated_at: endpoint.updatedAt,
+    };
+  }
+
+  webhookEndpoint(row: Row): WebhookEndpoint {
+    return optional<WebhookEndpoint>(
+      {
+      id: str(row.id),
+      accountId: str(row.account_id),
+      url: str(row.url),
+      description: str(row.description),
+      enabled: bool(row.enabled),
+      eventTypes: this.parse<string[]>(row.event_types),
+      secret: str(row.secret),
+      statusDetail: nullable(row.status_detail),
+      createdAt: str(row.created_at),
+      updatedAt: str(row.updated_at),
+      },
+      { previousSecret: row.previous_secret, previousSecretUntil: row.previous_secret_until },
+    );
   }
 
   organizationRow(org: Organization): Row {
@@ -518,6 +593,9 @@ export class RowMapper {
       // Writing a message ends its claim: the worker that held it is done with it.
       lease_until: null,
       lease_owner: null,
+      endpoint_id: message.endpointId ?? null,
+      message_id: message.messageId ?? null,
+      patient_id: message.patientId ?? null,
     };
   }
 
@@ -535,7 +613,7 @@ export class RowMapper {
         nextAttemptAt: str(row.next_attempt_at),
         createdAt: str(row.created_at),
       },
-      { lastError: row.last_error, deliveredAt: row.delivered_at },
+      { lastError: row.last_error, deliveredAt: row.delivered_at, endpointId: row.endpoint_id, messageId: row.message_id, patientId: row.patient_id },
     );
   }
 }

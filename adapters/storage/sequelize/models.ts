@@ -14,6 +14,7 @@ export type StorageModel = ModelStatic<Model<Row, Row>>;
 export interface StorageModels {
   accounts: StorageModel;
   webhookSettings: StorageModel;
+  webhookEndpoints: StorageModel;
   organizations: StorageModel;
   facilities: StorageModel;
   cohorts: StorageModel;
@@ -26,6 +27,7 @@ export interface StorageModels {
   consolidatedQueries: StorageModel;
   networkQueries: StorageModel;
   outbox: StorageModel;
+  webhookAttempts: StorageModel;
 }
 
 export function defineStorageModels(sequelize: Sequelize): StorageModels {
@@ -59,6 +61,7 @@ export function defineStorageModels(sequelize: Sequelize): StorageModels {
   return {
     accounts: define('Account', 'accounts'),
     webhookSettings: define('WebhookSettings', 'webhook_settings'),
+    webhookEndpoints: define('WebhookEndpoint', 'webhook_endpoints'),
     organizations: define('Organization', 'organizations'),
     facilities: define('Facility', 'facilities'),
     cohorts: define('Cohort', 'cohorts'),
@@ -71,5 +74,6 @@ export function defineStorageModels(sequelize: Sequelize): StorageModels {
     consolidatedQueries: define('ConsolidatedQuery', 'consolidated_queries'),
     networkQueries: define('NetworkQuery', 'network_queries'),
     outbox: define('OutboxMessage', 'outbox'),
+    webhookAttempts: define('WebhookAttempt', 'webhook_attempts'),
   };
 }

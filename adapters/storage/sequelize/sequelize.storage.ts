@@ -15,6 +15,8 @@ import type {
   PatientRepository,
   StoragePort,
   WebhookSettingsRepository,
+  WebhookEndpointRepository,
+  WebhookAttemptRepository,
 } from '../../../core/ports/storage.port.js';
 import { configureSqlite, openSequelize, runTransaction, type SequelizeConnectionOptions } from './connection.js';
 import { RowMapper } from './mappers.js';
@@ -24,8 +26,8 @@ import { defineStorageModels } from './models.js';
 import { RawSql } from './raw-sql.js';
 import { bulkRequestsRepository, bulkRowsRepository } from './repositories/bulk.js';
 import { consolidatedQueriesRepository, documentQueriesRepository, documentsRepository, fhirResourcesRepository, networkQueriesRepository } from './repositories/documents.js';
-import { accountsRepository, cohortsRepository, facilitiesRepository, organizationsRepository, webhookSettingsRepository } from './repositories/entities.js';
-import { outboxRepository } from './repositories/outbox.js';
+import { accountsRepository, cohortsRepository, facilitiesRepository, organizationsRepository, webhookEndpointsRepository, webhookSettingsRepository } from './repositories/entities.js';
+import { outboxRepository, webhookAttemptsRepository } from './repositories/outbox.js';
 import { patientsRepository } from './repositories/patients.js';
 import { guarded, SqlAccess, withoutStatement, type Context } from './sql-access.js';
 
@@ -53,6 +55,7 @@ export interface SequelizeStorageOptions extends SequelizeConnectionOptions {
 export class SequelizeStorage implements StoragePort {
   readonly accounts: AccountRepository;
   readonly webhookSettings: WebhookSettingsRepository;
+  readonly webhookEndpoints: WebhookEndpointRepository;
   readonly organizations: OrganizationRepository;
   readonly facilities: FacilityRepository;
   readonly cohorts: CohortRepository;
@@ -65,6 +68,7 @@ export class SequelizeStorage implements StoragePort {
   readonly consolidatedQueries: ConsolidatedQueryRepository;
   readonly networkQueries: NetworkQueryRepository;
   readonly outbox: OutboxRepository;
+  readonly webhookAttempts: WebhookAttemptRepository;
 
   /** Opens (or adopts) a Sequelize instance and brings its schema up to date. */
   static async open(options: SequelizeStorageOptions = {}): Promise<SequelizeStorage> {
@@ -99,6 +103,7 @@ export class SequelizeStorage implements StoragePort {
     const db = new SqlAccess(context, tx, (work) => this.atomic(work));
     this.accounts = guarded(accountsRepository(db));
     this.webhookSettings = guarded(webhookSettingsRepository(db));
+    this.webhookEndpoints = guarded(webhookEndpointsRepository(db));
     this.organizations = guarded(organizationsRepository(db));
     this.facilities = guarded(facilitiesRepository(db));
     this.cohorts = guarded(cohortsRepository(db));
@@ -111,6 +116,7 @@ export class SequelizeStorage implements StoragePort {
     this.consolidatedQueries = guarded(consolidatedQueriesRepository(db));
     this.networkQueries = guarded(networkQueriesRepository(db));
     this.outbox = guarded(outboxRepository(db));
+    this.webhookAttempts = guarded(webhookAttemptsRepository(db));
   }
 
   /** The underlying instance, for adapters that share the database (they create their own tables). */

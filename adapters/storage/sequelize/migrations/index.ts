@@ -11,6 +11,7 @@ import * as bulkCounts from './0007-bulk-counts.js';
 import * as rekeyNames from './0008-rekey-names.js';
 import * as patientVersions from './0009-patient-versions.js';
 import * as bulkPauses from './0010-bulk-pauses.js';
+import * as webhookEndpoints from './0011-webhook-endpoints.js';
 
 /** What every storage migration receives: DDL goes through `queryInterface` with `{ transaction }`. */
 export interface MigrationContext {
@@ -30,6 +31,7 @@ const MIGRATIONS: { name: string; up: (params: { context: MigrationContext }) =>
   rekeyNames,
   patientVersions,
   bulkPauses,
+  webhookEndpoints,
 ];
 
 /** Where applied migrations are recorded; other adapters on the same database keep their own table. */

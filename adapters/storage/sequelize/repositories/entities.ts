@@ -1,5 +1,5 @@
 import { type Transaction } from 'sequelize';
-import type { AccountRepository, CohortRepository, FacilityRepository, OrganizationRepository, WebhookSettingsRepository } from '../../../../core/ports/storage.port.js';
+import type { AccountRepository, CohortRepository, FacilityRepository, OrganizationRepository, WebhookEndpointRepository, WebhookSettingsRepository } from '../../../../core/ports/storage.port.js';
 import type { Row } from '../models.js';
 import { IDS_PER_STATEMENT, OLDEST_FIRST, chunks, copy, type SqlAccess } from '../sql-access.js';
 
@@ -37,6 +37,21 @@ export function webhookSettingsRepository(db: SqlAccess): WebhookSettingsReposit
       return row && db.map.webhookSettings(row);
     },
     put: (settings) => db.upsertRows(model, [db.map.webhookSettingsRow(settings)]),
+  };
+}
+
+export function webhookEndpointsRepository(db: SqlAccess): WebhookEndpointRepository {
+  const { webhookEndpoints: model } = db.models;
+  return {
+    insert: (endpoint) => db.insertRows(model, [db.map.webhookEndpointRow(endpoint)], `webhook endpoint ${endpoint.id}`),
+    get: async (accountId, id) => {
+      const row = await db.findOne(model, { account_id: accountId, id });
+      return row && db.map.webhookEndpoint(row);
+    },
+    list: async (accountId) => (await db.findAll(model, { account_id: accountId }, OLDEST_FIRST)).map((row) => db.map.webhookEndpoint(row)),
+    count: (accountId) => model.count({ where: { account_id: accountId }, transaction: db.transaction }),
+    update: async (endpoint) => ((await db.replace(model, db.map.webhookEndpointRow(endpoint))) ? copy(endpoint) : undefined),
+    remove: async (accountId, id) => (await db.destroy(model, { account_id: accountId, id })) > 0,
   };
 }
 

@@ -1,6 +1,6 @@
 import { Op, type WhereOptions } from 'sequelize';
-import type { OutboxMessage } from '../../../../core/domain/types.js';
-import type { OutboxRepository } from '../../../../core/ports/storage.port.js';
+import type { EndpointMessageCounts, OutboxMessage } from '../../../../core/domain/types.js';
+import type { OutboxRepository, WebhookAttemptRepository } from '../../../../core/ports/storage.port.js';
 import type { Row } from '../models.js';
 import { OLDEST_FIRST, OUTBOX_CLAIM_LOCK, ROWS_PER_STATEMENT, chunks, type SqlAccess } from '../sql-access.js';
 
@@ -102,6 +102,78 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
       const counts: Record<OutboxMessage['status'], number> = { pending: 0, delivered: 0, parked: 0 };
       for (const row of rows) counts[String(row.status) as OutboxMessage['status']] = Number(row.n);
       return counts;
+    },
+    countsByEndpoint: async (accountId) => {
+      const rows = await db.select(
+        `SELECT endpoint_id, status, COUNT(*) AS n, SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END) AS tried
+         FROM outbox WHERE account_id = :accountId GROUP BY endpoint_id, status`,
+        { accountId },
+      );
+      const counts = new Map<string | null, EndpointMessageCounts>();
+      for (const row of rows) {
+        const endpointId = row.endpoint_id === null || row.endpoint_id === undefined ? null : String(row.endpoint_id);
+        let entry = counts.get(endpointId);
+        if (!entry) counts.set(endpointId, (entry = { endpointId, pending: 0, failing: 0, delivered: 0, parked: 0 }));
+        const status = String(row.status) as OutboxMessage['status'];
+        entry[status] = Number(row.n);
+        if (status === 'pending') entry.failing = Number(row.tried);
+      }
+      return [...counts.values()];
+    },
+    listForEndpoint: async (accountId, endpointId, filter, limit) => {
+      const where: WhereOptions = { account_id: accountId, endpoint_id: endpointId === null ? { [Op.is]: null } : endpointId };
+      if (filter.status !== undefined) where.status = filter.status;
+      if (filter.since !== undefined || filter.until !== undefined) {
+        where.created_at = {
+          ...(filter.since === undefined ? {} : { [Op.gte]: filter.since }),
+          ...(filter.until === undefined ? {} : { [Op.lt]: filter.until }),
+        };
+      }
+      return (await db.findAll(model, where, OLDEST_FIRST, limit)).map(toMessage);
+    },
+    removeEndpointDeliveries: (accountId, endpointId) => db.destroy(model, { account_id: accountId, endpoint_id: endpointId }),
+  };
+}
+
+export function webhookAttemptsRepository(db: SqlAccess): WebhookAttemptRepository {
+  const { webhookAttempts: model } = db.models;
+  return {
+    addMany: (attempts) => db.insertRows(model, attempts.map((attempt) => db.map.webhookAttemptRow(attempt)), 'webhook attempt'),
+    list: async (accountId, filter, limit, after) => {
+      const conditions = ['account_id = :accountId'];
+      const replacements: Record<string, unknown> = { accountId, limit };
+      if (filter.endpointId === null) conditions.push('endpoint_id IS NULL');
+      else if (filter.endpointId !== undefined) conditions.push('endpoint_id = :endpointId');
+      if (filter.type !== undefined) conditions.push('type = :type');
+      if (filter.patientId !== undefined) conditions.push('patient_id = :patientId');
+      if (filter.outcome !== undefined) conditions.push('outcome = :outcome');
+      if (filter.since !== undefined) conditions.push('attempted_at >= :since');
+      if (filter.until !== undefined) conditions.push('attempted_at < :until');
+      if (after !== undefined) conditions.push('(attempted_at < :afterAt OR (attempted_at = :afterAt AND id < :afterId))');
+      Object.assign(replacements, {
+        endpointId: filter.endpointId ?? null,
+        type: filter.type ?? null,
+        patientId: filter.patientId ?? null,
+        outcome: filter.outcome ?? null,
+        since: filter.since ?? null,
+        until: filter.until ?? null,
+        afterAt: after?.attemptedAt ?? null,
+        afterId: after?.id ?? null,
+      });
+      const rows = await db.select(
+        `SELECT * FROM webhook_attempts WHERE ${conditions.join(' AND ')} ORDER BY attempted_at DESC, id DESC LIMIT :limit`,
+        replacements,
+      );
+      return rows.map((row) => db.map.webhookAttempt(row));
+    },
+    prune: async (before, limit) => {
+      const rows = await db.select(
+        `DELETE FROM webhook_attempts WHERE id IN (
+           SELECT id FROM webhook_attempts WHERE attempted_at < :before ORDER BY attempted_at, id LIMIT :limit)
+         RETURNING id`,
+        { before, limit },
+      );
+      return rows.length;
     },
   };
 }
