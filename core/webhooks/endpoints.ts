@@ -4,7 +4,7 @@ import type { CoreDeps } from '../deps.js';
 import type { OutboxMessage, WebhookEndpoint, WebhookMessageType } from '../domain/types.js';
 import { CoreError } from '../errors.js';
 import { nowIso } from '../time.js';
-import { pingWebhook } from './deliver.js';
+import { pingWebhook } from './ping.js';
 import { validateWebhookUrl } from './url.js';
 
 /*
