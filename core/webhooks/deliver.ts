@@ -474,5 +474,3 @@ export async function webhookStatus(deps: Pick<CoreDeps, 'storage'>, accountId: 
     messages: { pending: counts.pending ?? 0, delivered: counts.delivered ?? 0, parked: counts.parked ?? 0 },
   };
 }
-
-export { PING_TIMEOUT_MS, pingWebhook, type PingRequest, type PingResult } from './ping.js';

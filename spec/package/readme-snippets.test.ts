@@ -3,9 +3,9 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { isCode, markdownBlocks, runnable, type MarkdownBlock } from '../support/markdown-blocks.js';
+import { systemTool } from '../support/system-tools.js';
 import { freePort, killServiceProcess, printedApiKey, startServiceProcess, type ServiceProcess } from '../support/service-process.js';
 
 /*
@@ -24,19 +24,8 @@ const BLOCKS: Record<keyof typeof MARKDOWN, MarkdownBlock[]> = {
   'client/README.md': markdownBlocks(MARKDOWN['client/README.md']),
 };
 const TSX = import.meta.resolve('tsx');
-/** The walk-through and the CLI need curl and jq, as the README says; required under CI, else skipped with why. */
-const shellTools = ['curl', 'jq'].filter((tool) => {
-  try {
-    execFileSync(tool, ['--version'], { stdio: 'ignore' });
-    return false;
-  } catch {
-    return true;
-  }
-});
-if (shellTools.length > 0) {
-  if (process.env.CI) throw new Error(`${shellTools.join(' and ')} required under CI (apt-get install -y curl jq)`);
-  console.warn(`skipping the README's shell snippets: ${shellTools.join(' and ')} not installed`);
-}
+/** The walk-through and the CLI need curl and jq, as the README says: required under CI, else their tests are skipped. */
+const shellTools = [systemTool('curl', 'curl', 'apt-get install -y curl'), systemTool('jq', 'jq', 'apt-get install -y jq')].filter((found) => found === undefined);
 const cleanups: (() => void)[] = [];
 afterAll(() => {
   for (const cleanup of cleanups.reverse()) cleanup();
@@ -107,8 +96,7 @@ function runTypeScript(name: string, code: string, options: { cwd: string; env?:
 
 async function runBash(code: string, options: { cwd: string; env?: Record<string, string> }): Promise<string> {
   const running = run('bash', ['-c', `set -eo pipefail\n${code}`], options);
-  const code_ = await running.exited;
-  expect(code_, running.output()).toBe(0);
+  expect(await running.exited, running.output()).toBe(0);
   return running.output();
 }
 

@@ -11,13 +11,13 @@ import {
   DEFAULT_DELIVERY_TIMEOUT_MS,
   deliverDueMessages,
   enqueueMessage,
-  pingWebhook,
   resumePendingMessages,
   retryParked,
   webhookStatus,
   type DeliveryDeps,
   type DeliveryReport,
 } from '../../core/webhooks/deliver.js';
+import { pingWebhook } from '../../core/webhooks/ping.js';
 import { bulkPatientCreateMessage } from '../../core/webhooks/envelope.js';
 import { createRetrySchedule, DEFAULT_RETRY_DELAYS_MS } from '../../core/webhooks/retry-schedule.js';
 import { startReceiver, type Receiver, type ReceiverBehaviour } from '../support/receiver.js';
