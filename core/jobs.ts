@@ -1,22 +1,16 @@
-import { BULK_DOCUMENT_QUERIES_JOB, queueBulkDocumentQueries, startBulkDocumentQueries } from './bulk/document-queries.js';
+import { queueBulkDocumentQueries, startBulkDocumentQueries } from './bulk/document-queries.js';
 import { failBulkRequest } from './bulk/complete.js';
 import { isStorageFullRetry, pauseForFullStorage, storageFullRetry } from './bulk/pause.js';
 import { processBulkRequest } from './bulk/process.js';
-import { BULK_JOB, expireIfDue } from './bulk/start.js';
+import { expireIfDue } from './bulk/start.js';
 import { enqueueBulkProcessing } from './bulk/upload.js';
 import type { CoreDeps } from './deps.js';
 import { documentJobHandlers } from './documents/jobs.js';
 import { isCoreError, type CoreError } from './errors.js';
+import { endingOnLastAttempt, runnableHandlers, type GivesUp, type JobHandler, type JobHandlers, type JobType } from './job-catalogue.js';
 import { networkJobHandlers } from './network/query.js';
-import type { ClaimedJob, JsonValue } from './ports/queue.port.js';
 
-export type JobHandler = (payload: JsonValue, job: ClaimedJob) => Promise<void>;
-
-function requestIdOf(payload: JsonValue): string {
-  const requestId = (payload as { requestId?: unknown } | null)?.requestId;
-  if (typeof requestId !== 'string') throw new Error('job payload has no requestId');
-  return requestId;
-}
+export type { GivesUp, JobHandler } from './job-catalogue.js';
 
 export interface CoreJobOptions {
   /**
@@ -27,52 +21,50 @@ export interface CoreJobOptions {
   classifyError?: (error: unknown) => CoreError | undefined;
 }
 
-/** Whether a job that failed with `error` on this attempt ends its work as failed (see `CoreJobOptions`). */
-export type GivesUp = (job: Pick<ClaimedJob, 'attempt' | 'maxAttempts'>, error: unknown) => boolean;
-
 /**
- * The background work of the core, by job type. Handlers are idempotent: the queue delivers at least
- * once, and a retried or resumed job picks up where the last one stopped.
+ * The background work of the core, by job type (core/job-catalogue.ts). Handlers are idempotent: the queue
+ * delivers at least once, and a retried or resumed job picks up where the last one stopped.
  */
-export function coreJobHandlers(deps: CoreDeps, options: CoreJobOptions = {}): Record<string, JobHandler> {
+export function coreJobHandlers(deps: CoreDeps, options: CoreJobOptions = {}): Record<JobType, JobHandler> {
   // An adapter may have wrapped the cause in an INTERNAL CoreError (the SQL storage does): the classifier looks inside.
   const storageFull = (error: unknown) => (isCoreError(error) && error.code === 'STORAGE_FULL') || options.classifyError?.(error)?.code === 'STORAGE_FULL';
   // A full storage is no fault of the job: its tries do not count (the queue gives the attempt back).
   const givesUp: GivesUp = (job, error) => job.attempt >= job.maxAttempts && !storageFull(error);
-  const handlers: Record<string, JobHandler> = {
+  const handlers: JobHandlers = {
     ...documentJobHandlers(deps, givesUp),
     ...networkJobHandlers(deps, givesUp),
-    async [BULK_JOB.process](payload, job) {
-      const requestId = requestIdOf(payload);
+    'bulk.process': async ({ requestId }, job) => {
       try {
-        await processBulkRequest(deps, requestId);
-        const request = await deps.storage.bulkRequests.getById(requestId);
-        if (request?.status === 'completed' && !request.dryRun) await queueBulkDocumentQueries(deps, request);
-      } catch (error) {
-        if (storageFull(error)) throw await pauseForFullStorage(deps, requestId, error);
         // Transient failures are retried by the queue; on the last attempt the request fails visibly
         // rather than sitting in `processing` forever.
-        if (givesUp(job, error)) {
-          const request = await deps.storage.bulkRequests.getById(requestId);
-          if (request?.status === 'processing') {
-            await failBulkRequest(deps, request, 'The import stopped on an internal error; start a new bulk request');
-          }
-        }
+        await endingOnLastAttempt(
+          job,
+          givesUp,
+          async () => {
+            await processBulkRequest(deps, requestId);
+            const request = await deps.storage.bulkRequests.getById(requestId);
+            if (request?.status === 'completed' && !request.dryRun) await queueBulkDocumentQueries(deps, request);
+          },
+          async () => {
+            const request = await deps.storage.bulkRequests.getById(requestId);
+            if (request?.status === 'processing') await failBulkRequest(deps, request, 'The import stopped on an internal error; start a new bulk request');
+          },
+        );
+      } catch (error) {
+        if (storageFull(error)) throw await pauseForFullStorage(deps, requestId, error);
         throw error;
       }
       deps.pauses?.forget(requestId);
     },
-    async [BULK_DOCUMENT_QUERIES_JOB](payload) {
-      const fromRow = (payload as { fromRow?: unknown }).fromRow;
-      await startBulkDocumentQueries(deps, requestIdOf(payload), typeof fromRow === 'number' ? fromRow : 0);
-    },
-    async [BULK_JOB.expire](payload) {
-      const request = await deps.storage.bulkRequests.getById(requestIdOf(payload));
+    'bulk.document-queries': ({ requestId, fromRow }) => startBulkDocumentQueries(deps, requestId, fromRow),
+    'bulk.expire': async ({ requestId }) => {
+      const request = await deps.storage.bulkRequests.getById(requestId);
       if (request) await expireIfDue(deps, request);
     },
   };
+  const runnable = runnableHandlers(handlers);
   return Object.fromEntries(
-    Object.entries(handlers).map(([type, handle]): [string, JobHandler] => [
+    Object.entries(runnable).map(([type, handle]): [string, JobHandler] => [
       type,
       async (payload, job) => {
         try {
@@ -83,7 +75,7 @@ export function coreJobHandlers(deps: CoreDeps, options: CoreJobOptions = {}): R
         }
       },
     ]),
-  );
+  ) as Record<JobType, JobHandler>;
 }
 
 /**

@@ -12,10 +12,16 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
  */
 export type RouteAuth = 'apiKey' | 'signed' | 'signedAndApiKey' | 'none';
 
-export interface RouteContext<Q = Record<string, string | undefined>, B = unknown> {
+/** The names of a path's `:name` segments: `'/patient/:id/consolidated/:queryId'` -> `'id' | 'queryId'`. */
+export type PathParamNames<P extends string> = P extends `${string}:${infer Name}/${infer Rest}` ? Name | PathParamNames<`/${Rest}`> : P extends `${string}:${infer Name}` ? Name : never;
+
+/** A route's path params by name, each present (the router matched every segment). */
+export type PathParams<P extends string> = { [Name in PathParamNames<P>]: string };
+
+export interface RouteContext<Q = Record<string, string | undefined>, B = unknown, PP = Record<string, string>> {
   deps: CoreDeps;
   request: ApiRequest;
-  params: Record<string, string>;
+  params: PP;
   query: Q;
   body: B;
   /** Present for every route whose auth involves an API key. */
@@ -24,10 +30,10 @@ export interface RouteContext<Q = Record<string, string | undefined>, B = unknow
   condition: VersionCondition | undefined;
 }
 
-export interface RouteDefinition<QS extends z.ZodType = z.ZodType, BS extends z.ZodType = z.ZodType> {
+export interface RouteDefinition<QS extends z.ZodType = z.ZodType, BS extends z.ZodType = z.ZodType, P extends string = string> {
   method: HttpMethod;
-  /** `/medical/v1/patient/:id`; `:name` segments become params. */
-  path: string;
+  /** `/medical/v1/patient/:id`; `:name` segments become params, typed by name for the handler. */
+  path: P;
   auth: RouteAuth;
   summary: string;
   tag: string;
@@ -58,7 +64,7 @@ export interface RouteDefinition<QS extends z.ZodType = z.ZodType, BS extends z.
     /** The OpenAPI example of the answer; one made from the schema when absent. */
     example?: unknown;
   };
-  handle(context: RouteContext<z.output<QS>, z.output<BS>>): Promise<ApiResponse>;
+  handle(context: RouteContext<z.output<QS>, z.output<BS>, string extends P ? Record<string, string> : PathParams<P>>): Promise<ApiResponse>;
 }
 
 /** JSON bodies are read whole before parsing: 1 MB keeps one request's memory small. */
@@ -71,8 +77,8 @@ export function bodyLimitOf(route: Pick<RouteDefinition, 'rawBody' | 'bodyLimitB
   return route.bodyLimitBytes ?? (route.rawBody ? UPLOAD_BODY_LIMIT_BYTES : JSON_BODY_LIMIT_BYTES);
 }
 
-/** Typed helper so each route's handler sees its own parsed query and body types. */
-export function defineRoute<QS extends z.ZodType = z.ZodType, BS extends z.ZodType = z.ZodType>(route: RouteDefinition<QS, BS>): RouteDefinition {
+/** Typed helper so each route's handler sees its own parsed query and body types and its path's params. */
+export function defineRoute<QS extends z.ZodType = z.ZodType, BS extends z.ZodType = z.ZodType, P extends string = string>(route: RouteDefinition<QS, BS, P>): RouteDefinition {
   return route as unknown as RouteDefinition;
 }
 

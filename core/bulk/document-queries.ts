@@ -1,7 +1,6 @@
 import type { CoreDeps } from '../deps.js';
 import { startDocumentQueryUnlessOptedOut } from '../documents/query.js';
-
-export const BULK_DOCUMENT_QUERIES_JOB = 'bulk.document-queries';
+import { newJob } from '../job-catalogue.js';
 
 /** Patients handled per job: a 100,000-row import becomes 200 small, resumable jobs, not one long one. */
 const PAGE = 500;
@@ -15,12 +14,7 @@ const PAGE = 500;
  * background lane, behind whatever a person is waiting for.
  */
 export async function queueBulkDocumentQueries(deps: Pick<CoreDeps, 'queue'>, request: { id: string; accountId: string }, fromRow = 0): Promise<void> {
-  await deps.queue.enqueue({
-    type: BULK_DOCUMENT_QUERIES_JOB,
-    payload: { requestId: request.id, fromRow },
-    key: `${BULK_DOCUMENT_QUERIES_JOB}:${request.id}:${fromRow}`,
-    fairnessKey: request.accountId,
-  });
+  await deps.queue.enqueue(newJob('bulk.document-queries', { requestId: request.id, fromRow }, { fairnessKey: request.accountId }));
 }
 
 export async function startBulkDocumentQueries(deps: CoreDeps, requestId: string, fromRow: number): Promise<void> {

@@ -5,11 +5,10 @@ import { CoreError } from '../errors.js';
 import { nextStatus } from './machine.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { MINUTE_MS, nowIso } from '../time.js';
+import { newJob } from '../job-catalogue.js';
 
 /** Upload the CSV — the URL is valid 10 minutes and single-use. */
 export const UPLOAD_URL_VALIDITY_MS = 10 * MINUTE_MS;
-
-export const BULK_JOB = { process: 'bulk.process', expire: 'bulk.expire' } as const;
 
 export function uploadPath(requestId: string): string {
   return `/medical/v1/patient/bulk/${requestId}/upload`;
@@ -50,7 +49,7 @@ export async function startBulkCreate(deps: CoreDeps, account: Account, input: S
   };
   await deps.storage.bulkRequests.insert(request);
   // The scheduler expires it even if nobody ever looks at it again (not only lazily).
-  await deps.queue.enqueue({ type: BULK_JOB.expire, payload: { requestId: id }, runAt: request.expiresAt, key: `${BULK_JOB.expire}:${id}` });
+  await deps.queue.enqueue(newJob('bulk.expire', { requestId: id }, { runAt: request.expiresAt }));
   return { request, uploadUrl: url };
 }
 

@@ -6,7 +6,8 @@ import { nowIso } from '../time.js';
 import { csvRecordChunks, MAX_BULK_ROWS, RecordsWriter } from './csv-stream.js';
 import { nextStatus } from './machine.js';
 import { notifyBulkStatus } from './notify.js';
-import { BULK_JOB, expireIfDue } from './start.js';
+import { expireIfDue } from './start.js';
+import { newJob } from '../job-catalogue.js';
 
 /** Content types a CSV arrives with from browsers, curl and spreadsheet tools (the upload asks for text/csv). */
 const CSV_CONTENT_TYPES = new Set(['text/csv', 'application/csv', 'text/plain', 'application/octet-stream', 'application/vnd.ms-excel']);
@@ -264,7 +265,7 @@ export async function acceptUpload(deps: CoreDeps, account: Account, requestId: 
  * Interactive: a person waits for an import, so it never queues behind background work.
  */
 export async function enqueueBulkProcessing(deps: Pick<CoreDeps, 'queue'>, request: { id: string; accountId: string }): Promise<void> {
-  await deps.queue.enqueue({ type: BULK_JOB.process, payload: { requestId: request.id }, key: `${BULK_JOB.process}:${request.id}`, fairnessKey: request.accountId });
+  await deps.queue.enqueue(newJob('bulk.process', { requestId: request.id }, { fairnessKey: request.accountId }));
 }
 
 function assertWaiting(request: BulkRequest): void {

@@ -20,9 +20,9 @@ import { consolidatedDataMessage, toWebhookFilters } from '../webhooks/envelope.
 import { validateMetadata } from '../../contract/metadata.js';
 import { filterResources, resourceTypesOf } from './filters.js';
 import { gzip } from './gzip.js';
-import { DOCUMENT_JOB } from './job-types.js';
 import { inRenderSlot } from './render-slots.js';
 import { patientDisplayName, patientReference, patientResourceOf } from './patient-resource.js';
+import { newJob, runningOrStarted } from '../job-catalogue.js';
 
 /** Consolidated attachment URLs are valid 10 minutes. */
 export const CONSOLIDATED_URL_VALIDITY_MS = 10 * MINUTE_MS;
@@ -88,29 +88,28 @@ export async function startConsolidatedQuery(
   const filters = checkFilters(input.request);
   const patient = await getPatient(deps, account.id, input.patientId);
   const [running] = await deps.storage.consolidatedQueries.listProcessing(account.id, patient.id);
-  if (running) {
-    await enqueueConsolidatedJob(deps, running);
-    return running;
-  }
-  const now = nowIso(deps.clock);
-  const query: ConsolidatedQuery = {
-    id: deps.ids.next(),
-    accountId: account.id,
-    patientId: patient.id,
-    status: 'processing',
-    filters,
-    conversionType,
-    ...(metadata && Object.keys(metadata).length > 0 ? { metadata } : {}),
-    createdAt: now,
-    updatedAt: now,
-  };
-  await deps.storage.consolidatedQueries.insert(query);
-  await enqueueConsolidatedJob(deps, query);
-  return query;
+  return runningOrStarted(running, {
+    make: (): ConsolidatedQuery => {
+      const now = nowIso(deps.clock);
+      return {
+        id: deps.ids.next(),
+        accountId: account.id,
+        patientId: patient.id,
+        status: 'processing',
+        filters,
+        conversionType,
+        ...(metadata && Object.keys(metadata).length > 0 ? { metadata } : {}),
+        createdAt: now,
+        updatedAt: now,
+      };
+    },
+    store: (query) => deps.storage.consolidatedQueries.insert(query),
+    enqueue: (query) => enqueueConsolidatedJob(deps, query),
+  });
 }
 
 async function enqueueConsolidatedJob(deps: Pick<CoreDeps, 'queue'>, query: ConsolidatedQuery): Promise<void> {
-  await deps.queue.enqueue({ type: DOCUMENT_JOB.consolidated, payload: { accountId: query.accountId, queryId: query.id }, key: `${DOCUMENT_JOB.consolidated}:${query.id}`, fairnessKey: query.accountId });
+  await deps.queue.enqueue(newJob('documents.consolidated', { accountId: query.accountId, queryId: query.id }, { fairnessKey: query.accountId }));
 }
 
 /** The patient's consolidated queries, newest first. */
@@ -199,14 +198,8 @@ export async function runConsolidatedQuery(deps: CoreDeps, accountId: string, qu
       const { url, expiresAt } = issueSignedUrl(deps, { method: 'GET', path: consolidatedFilePath(query, file), accountId }, CONSOLIDATED_URL_VALIDITY_MS);
       attachments.push({ contentType: CONSOLIDATED_FILES[file].split(';')[0]!, url, title: file });
       // Nobody can fetch the file once its URL has expired: it is deleted a while after.
-      await deps.queue.enqueue({
-        type: DOCUMENT_JOB.deleteBlob,
-        payload: { key },
-        runAt: new Date(expiresAt.getTime() + CONSOLIDATED_URL_VALIDITY_MS).toISOString(),
-        key: `${DOCUMENT_JOB.deleteBlob}:${key}`,
-        // Housekeeping: nobody waits for it.
-        lane: 'background',
-      });
+      // Housekeeping: nobody waits for it.
+      await deps.queue.enqueue(newJob('documents.delete-blob', { key }, { runAt: new Date(expiresAt.getTime() + CONSOLIDATED_URL_VALIDITY_MS).toISOString(), lane: 'background' }));
     }
   }
   await finishConsolidatedQuery(deps, query, patient, 'completed', attachments);

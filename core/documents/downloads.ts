@@ -16,10 +16,10 @@ import { validateMetadata } from '../../contract/metadata.js';
 import { adoptDocumentResources } from './consolidate.js';
 import { bundleOf } from './consolidated.js';
 import { isCcdaMediaType } from './document-reference.js';
-import { DOCUMENT_JOB } from './job-types.js';
 import { inRenderSlot } from './render-slots.js';
 import { hasFile } from './patient-index.js';
 import { patientDisplayName, patientResourceOf } from './patient-resource.js';
+import { newJob, type JobPayload } from '../job-catalogue.js';
 
 /** A single download URL is short-lived: long enough to start a download, not to be shared around. */
 export const DOWNLOAD_URL_VALIDITY_MS = 10 * MINUTE_MS;
@@ -73,22 +73,13 @@ export async function startBulkDownloadUrls(deps: CoreDeps, account: Account, in
   const metadata = validateMetadata(input.metadata);
   const patient = await getPatient(deps, account.id, input.patientId);
   const requestId = deps.ids.next();
-  await deps.queue.enqueue({
-    type: DOCUMENT_JOB.bulkUrls,
-    payload: { accountId: account.id, patientId: patient.id, requestId, messageId: deps.ids.next(), ...(metadata ? { metadata } : {}) },
-    key: `${DOCUMENT_JOB.bulkUrls}:${requestId}`,
-    fairnessKey: account.id,
-  });
+  await deps.queue.enqueue(
+    newJob('documents.bulk-urls', { accountId: account.id, patientId: patient.id, requestId, messageId: deps.ids.next(), ...(metadata ? { metadata } : {}) }, { fairnessKey: account.id }),
+  );
   return { requestId, status: 'processing' };
 }
 
-export interface BulkUrlJob {
-  accountId: string;
-  patientId: string;
-  requestId: string;
-  messageId: string;
-  metadata?: Record<string, string>;
-}
+export type BulkUrlJob = JobPayload<'documents.bulk-urls'>;
 
 /** The job of startBulkDownloadUrls: one URL per document with a file, valid 600 s from now. */
 export async function sendBulkDownloadUrls(deps: CoreDeps, job: BulkUrlJob): Promise<void> {

@@ -14,8 +14,8 @@ import { bundleOf, checkFilters, consolidatedResources, CONSOLIDATED_URL_VALIDIT
 import { resourceKey } from './dedupe.js';
 import { uploadFileName } from './document-reference.js';
 import { storeFhirBundleDocument } from './fhir-documents.js';
-import { DOCUMENT_JOB } from './job-types.js';
 import { inRenderSlot } from './render-slots.js';
+import { newJob } from '../job-catalogue.js';
 
 /** Resources one call may add: a bound on the work and the memory of one request. */
 export const MAX_RESOURCES_PER_CALL = 1_000;
@@ -152,12 +152,6 @@ export async function medicalRecordUrl(deps: CoreDeps, accountId: string, patien
   const key = medicalRecordBlobKey(accountId, recordId, format);
   await deps.blob.put(key, bytes, { contentType: format === 'pdf' ? 'application/pdf' : 'text/html; charset=utf-8' });
   const { url, expiresAt } = issueSignedUrl(deps, { method: 'GET', path: medicalRecordPath(patient.id, recordId, format), accountId }, CONSOLIDATED_URL_VALIDITY_MS);
-  await deps.queue.enqueue({
-    type: DOCUMENT_JOB.deleteBlob,
-    payload: { key },
-    runAt: new Date(expiresAt.getTime() + CONSOLIDATED_URL_VALIDITY_MS).toISOString(),
-    key: `${DOCUMENT_JOB.deleteBlob}:${key}`,
-    lane: 'background',
-  });
+  await deps.queue.enqueue(newJob('documents.delete-blob', { key }, { runAt: new Date(expiresAt.getTime() + CONSOLIDATED_URL_VALIDITY_MS).toISOString(), lane: 'background' }));
   return { url };
 }

@@ -17,9 +17,9 @@ import { documentConversionMessage, documentDownloadMessage, toWebhookDocument, 
 import { validateMetadata } from '../../contract/metadata.js';
 import { convertDocuments } from './convert.js';
 import { documentBlobKey, isCcdaMediaType, networkFileName } from './document-reference.js';
-import { DOCUMENT_JOB } from './job-types.js';
 import { storeDocument } from './store-document.js';
 import { endHieSourcesOf } from '../network/sources.js';
+import { newJob, runningOrStarted } from '../job-catalogue.js';
 
 export interface StartDocumentQueryInput {
   patientId: string;
@@ -117,38 +117,30 @@ async function beginQuery(
   origin: QueryOrigin,
 ): Promise<DocumentQuery> {
   const latest = await deps.storage.documentQueries.latestForPatient(patient.accountId, patient.id);
-  if (latest && isRunning(latest)) {
-    // Queued again in case the first enqueue was lost; the key makes this a no-op otherwise, except that a
-    // person asking for a query still queued in the background lane moves it to the interactive one.
-    await enqueueQueryJob(deps, latest, origin.lane);
-    return latest;
-  }
-  const now = nowIso(deps.clock);
-  const query: DocumentQuery = {
-    id: deps.ids.next(),
-    accountId: patient.accountId,
-    patientId: patient.id,
-    facilityId,
-    download: { ...PROCESSING },
-    convert: { ...PROCESSING },
-    ...(metadata && Object.keys(metadata).length > 0 ? { metadata } : {}),
-    ...(origin.bulkRequestId ? { bulkRequestId: origin.bulkRequestId } : {}),
-    createdAt: now,
-    updatedAt: now,
-  };
-  await deps.storage.documentQueries.insert(query);
-  await enqueueQueryJob(deps, query, origin.lane);
-  return query;
+  // A person asking for a query still queued in the background lane moves it to the interactive one.
+  return runningOrStarted(latest && isRunning(latest) ? latest : undefined, {
+    make: (): DocumentQuery => {
+      const now = nowIso(deps.clock);
+      return {
+        id: deps.ids.next(),
+        accountId: patient.accountId,
+        patientId: patient.id,
+        facilityId,
+        download: { ...PROCESSING },
+        convert: { ...PROCESSING },
+        ...(metadata && Object.keys(metadata).length > 0 ? { metadata } : {}),
+        ...(origin.bulkRequestId ? { bulkRequestId: origin.bulkRequestId } : {}),
+        createdAt: now,
+        updatedAt: now,
+      };
+    },
+    store: (query) => deps.storage.documentQueries.insert(query),
+    enqueue: (query) => enqueueQueryJob(deps, query, origin.lane),
+  });
 }
 
 async function enqueueQueryJob(deps: Pick<CoreDeps, 'queue'>, query: DocumentQuery, lane: JobLane): Promise<void> {
-  await deps.queue.enqueue({
-    type: DOCUMENT_JOB.query,
-    payload: { accountId: query.accountId, queryId: query.id },
-    key: `${DOCUMENT_JOB.query}:${query.id}`,
-    lane,
-    fairnessKey: query.accountId,
-  });
+  await deps.queue.enqueue(newJob('documents.query', { accountId: query.accountId, queryId: query.id }, { lane, fairnessKey: query.accountId }));
 }
 
 /** The patient's latest document query, or undefined when none was ever started. */

@@ -9,10 +9,10 @@ import { CoreError } from '../errors.js';
 import type { FhirResource } from '../ports/ccda.port.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { resourceKey } from './dedupe.js';
-import { DOCUMENT_JOB } from './job-types.js';
 import { currentPatientData, indexReflects } from './patient-index.js';
 import { patientResourceOf } from './patient-resource.js';
 import { relatedKeys } from './related.js';
+import { newJob } from '../job-catalogue.js';
 
 /** The search result URL is valid 60 seconds. */
 export const SEARCH_URL_VALIDITY_MS = 60_000;
@@ -86,14 +86,10 @@ export async function searchPatientData(deps: CoreDeps, accountId: string, patie
   const bundle = { resourceType: 'Bundle', type: 'searchset', total: entries.length, entry: entries };
   await deps.blob.put(key, JSON.stringify(bundle), { contentType: 'application/fhir+json' });
   const { url, expiresAt } = issueSignedUrl(deps, { method: 'GET', path: searchResultPath(patientId, searchId), accountId }, SEARCH_URL_VALIDITY_MS);
-  await deps.queue.enqueue({
-    type: DOCUMENT_JOB.deleteBlob,
-    payload: { key },
-    runAt: new Date(expiresAt.getTime() + SEARCH_RESULT_KEPT_MS - SEARCH_URL_VALIDITY_MS).toISOString(),
-    key: `${DOCUMENT_JOB.deleteBlob}:${key}`,
+  await deps.queue.enqueue(
     // Housekeeping: nobody waits for it.
-    lane: 'background',
-  });
+    newJob('documents.delete-blob', { key }, { runAt: new Date(expiresAt.getTime() + SEARCH_RESULT_KEPT_MS - SEARCH_URL_VALIDITY_MS).toISOString(), lane: 'background' }),
+  );
   return { url, resourceCount: entries.length };
 }
 

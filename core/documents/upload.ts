@@ -11,8 +11,8 @@ import { CoreError } from '../errors.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { MINUTE_MS, nowIso } from '../time.js';
 import { documentBlobKey, isCcdaMediaType, mediaTypeOf, uploadFileName } from './document-reference.js';
-import { DOCUMENT_JOB } from './job-types.js';
 import { storeDocument } from './store-document.js';
+import { newJob } from '../job-catalogue.js';
 
 /** As the bulk CSV upload URL: valid 10 minutes, used once. */
 export const DOCUMENT_UPLOAD_URL_VALIDITY_MS = 10 * MINUTE_MS;
@@ -140,7 +140,7 @@ export async function acceptDocumentUpload(deps: CoreDeps, accountId: string, do
   const xml = document.conversionStatus === 'processing' && size <= limit ? await deps.blob.get(waiting.blobKey) : undefined;
   await storeDocument(deps, document, { mode: 'update', ...(xml ? { ccda: xml } : {}), ...(given ? { given } : {}) });
   if (document.conversionStatus === 'processing') {
-    await deps.queue.enqueue({ type: DOCUMENT_JOB.convert, payload: { accountId, documentId }, key: `${DOCUMENT_JOB.convert}:${documentId}`, fairnessKey: accountId });
+    await deps.queue.enqueue(newJob('documents.convert', { accountId, documentId }, { fairnessKey: accountId }));
   }
   return document;
 }

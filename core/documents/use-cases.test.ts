@@ -27,7 +27,6 @@ import { coreJobHandlers } from '../jobs.js';
 import type { CcdaConverterPort } from '../ports/ccda.port.js';
 import type { HieDocumentRef, HieNetworkPort, HiePatientQuery } from '../ports/hie.port.js';
 import type { SearchIndexPort } from '../ports/search-index.port.js';
-import { DOCUMENT_JOB } from './job-types.js';
 import { dataStamp, SNAPSHOTS_KEPT } from './patient-index.js';
 import { getDocumentQueryStatus, startDocumentQuery, startDocumentQueryUnlessOptedOut } from './query.js';
 import { searchEntries } from './search.js';
@@ -252,8 +251,8 @@ describe('document query use case', () => {
     const patient = await patientWhere(world, (files) => files.length >= 1);
     world.hie.failFind = true;
     const query = await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
-    const handler = coreJobHandlers(world.deps)[DOCUMENT_JOB.query]!;
-    const job = (attempt: number) => ({ id: 'j', type: DOCUMENT_JOB.query, payload: { accountId: world.account.id, queryId: query.id }, attempt, maxAttempts: 3, lane: 'interactive' as const, leaseUntil: '' });
+    const handler = coreJobHandlers(world.deps)['documents.query'];
+    const job = (attempt: number) => ({ id: 'j', type: 'documents.query', payload: { accountId: world.account.id, queryId: query.id }, attempt, maxAttempts: 3, lane: 'interactive' as const, leaseUntil: '' });
     await expect(handler(job(1).payload, job(1))).rejects.toThrow('network unreachable');
     expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ download: { status: 'processing' } });
     await expect(handler(job(3).payload, job(3))).rejects.toThrow('network unreachable');

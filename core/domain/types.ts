@@ -299,8 +299,9 @@ export interface ConsolidatedQuery {
   updatedAt: string;
 }
 
-/** The kinds of network a network query asks. */
-export type NetworkSource = 'hie' | 'pharmacy' | 'lab';
+/** The kinds of network a network query asks, in the order their sources are listed. */
+export const NETWORK_SOURCES = ['hie', 'pharmacy', 'lab'] as const;
+export type NetworkSource = (typeof NETWORK_SOURCES)[number];
 
 /** One source of a network query and how far it has come. */
 export interface NetworkQuerySource {

@@ -12,7 +12,7 @@
  * file name), and they live in the durable queue, so a query survives a restart.
  */
 import type { CoreDeps } from '../deps.js';
-import { networkQueryStatus, type Account, type NetworkQuery, type NetworkSource, type Patient } from '../domain/types.js';
+import { NETWORK_SOURCES, networkQueryStatus, type Account, type NetworkQuery, type NetworkSource, type Patient } from '../domain/types.js';
 import { canonicalJson } from '../documents/dedupe.js';
 import { digest } from '../documents/digest.js';
 import { storeFhirBundleDocument } from '../documents/fhir-documents.js';
@@ -20,17 +20,11 @@ import { assertNotOptedOut, documentQueryForNetwork, isRunning, toHieQuery } fro
 import { getPatient } from '../entities/patients.js';
 import { CoreError } from '../errors.js';
 import type { DataNetworkPort } from '../ports/data-network.port.js';
-import type { JsonValue } from '../ports/queue.port.js';
 import { nowIso } from '../time.js';
 import { validateMetadata } from '../../contract/metadata.js';
 import { endNetworkSource, HIE_SOURCE_NAME } from './sources.js';
+import { endingOnLastAttempt, newJob, runningOrStarted, type GivesUp, type JobHandlers } from '../job-catalogue.js';
 
-export const NETWORK_SOURCES: readonly NetworkSource[] = ['hie', 'pharmacy', 'lab'];
-
-export const NETWORK_JOB = {
-  /** Run one source of a network query. `{ accountId, queryId, source }` */
-  source: 'network.source',
-} as const;
 
 function invalidSources(message: string): CoreError {
   return new CoreError('VALIDATION_FAILED', `sources: ${message}`, { details: { field: 'sources' } });
@@ -85,37 +79,29 @@ export async function startNetworkQuery(
   const patient = await getPatient(deps, account.id, input.patientId);
   assertNotOptedOut(patient);
   const [running] = await deps.storage.networkQueries.listProcessing(account.id, patient.id);
-  if (running) {
-    // Queued again in case an enqueue was lost; the keys make this a no-op otherwise.
-    await enqueueSources(deps, running);
-    return running;
-  }
-  const now = nowIso(deps.clock);
-  const query: NetworkQuery = {
-    id: deps.ids.next(),
-    accountId: account.id,
-    patientId: patient.id,
-    facilityId: patient.facilityIds[0]!,
-    sources: sources.map((type) => ({ type, status: 'processing', startedAt: now })),
-    ...(metadata && Object.keys(metadata).length > 0 ? { metadata } : {}),
-    createdAt: now,
-    updatedAt: now,
-  };
-  await deps.storage.networkQueries.insert(query);
-  await enqueueSources(deps, query);
-  return query;
+  return runningOrStarted(running, {
+    make: (): NetworkQuery => {
+      const now = nowIso(deps.clock);
+      return {
+        id: deps.ids.next(),
+        accountId: account.id,
+        patientId: patient.id,
+        facilityId: patient.facilityIds[0]!,
+        sources: sources.map((type) => ({ type, status: 'processing', startedAt: now })),
+        ...(metadata && Object.keys(metadata).length > 0 ? { metadata } : {}),
+        createdAt: now,
+        updatedAt: now,
+      };
+    },
+    store: (query) => deps.storage.networkQueries.insert(query),
+    enqueue: (query) => enqueueSources(deps, query),
+  });
 }
 
 async function enqueueSources(deps: Pick<CoreDeps, 'queue'>, query: NetworkQuery): Promise<void> {
   for (const source of query.sources) {
     if (source.status !== 'processing') continue;
-    await deps.queue.enqueue({
-      type: NETWORK_JOB.source,
-      payload: { accountId: query.accountId, queryId: query.id, source: source.type },
-      key: `${NETWORK_JOB.source}:${query.id}:${source.type}`,
-      lane: 'interactive',
-      fairnessKey: query.accountId,
-    });
+    await deps.queue.enqueue(newJob('network.source', { accountId: query.accountId, queryId: query.id, source: source.type }, { lane: 'interactive', fairnessKey: query.accountId }));
   }
 }
 
@@ -212,30 +198,19 @@ export async function failNetworkSource(deps: CoreDeps, query: NetworkQuery, typ
   await deps.storage.transaction((tx) => endNetworkSource(deps, tx, query.accountId, query.id, type, 'failed', name));
 }
 
-function field(payload: JsonValue, name: string): string {
-  const value = (payload as Record<string, unknown> | null)?.[name];
-  if (typeof value !== 'string') throw new Error(`job payload has no ${name}`);
-  return value;
-}
-
 /** The network query's job handler (the queue delivers at least once; the handler is idempotent). */
-export function networkJobHandlers(deps: CoreDeps, givesUp: (job: { attempt: number; maxAttempts: number }, error: unknown) => boolean) {
+export function networkJobHandlers(deps: CoreDeps, givesUp: GivesUp): Pick<JobHandlers, 'network.source'> {
   return {
-    async [NETWORK_JOB.source](payload: JsonValue, job: { attempt: number; maxAttempts: number }) {
-      const accountId = field(payload, 'accountId');
-      const queryId = field(payload, 'queryId');
-      const type = field(payload, 'source') as NetworkSource;
-      if (!NETWORK_SOURCES.includes(type)) throw new Error('job payload has an unknown source');
-      try {
-        await runNetworkSource(deps, accountId, queryId, type);
-      } catch (error) {
-        if (givesUp(job, error)) {
+    'network.source': ({ accountId, queryId, source }, job) =>
+      endingOnLastAttempt(
+        job,
+        givesUp,
+        () => runNetworkSource(deps, accountId, queryId, source),
+        async () => {
           const query = await deps.storage.networkQueries.get(accountId, queryId);
-          if (query) await failNetworkSource(deps, query, type);
-        }
-        throw error;
-      }
-    },
+          if (query) await failNetworkSource(deps, query, source);
+        },
+      ),
   };
 }
 

@@ -75,7 +75,7 @@ export const bulkRoutes = [
     summary: 'Status and progress of a bulk patient create',
     success: { status: 200, schema: bulkStatusResponse },
     async handle({ deps, account, params }) {
-      const request = await getBulkRequest(deps, account.id, params.requestId!);
+      const request = await getBulkRequest(deps, account.id, params.requestId);
       return json(200, bulkStatusToWire(deps, request, await queriesOf(deps, request)));
     },
   }),
@@ -88,7 +88,7 @@ export const bulkRoutes = [
     rawBody: 'text/csv',
     success: { status: 200, schema: bulkStatusResponse },
     async handle({ deps, account, params, request }) {
-      const stored = await acceptUpload(deps, account, params.requestId!, {
+      const stored = await acceptUpload(deps, account, params.requestId, {
         contentType: request.headers['content-type'],
         body: request.bodyStream ?? (typeof request.body === 'string' ? request.body : ''),
       });
@@ -103,7 +103,7 @@ export const bulkRoutes = [
     summary: 'Download the result CSV (pre-signed URL from the completed webhook or the status)',
     success: { status: 200, mediaType: 'text/csv' },
     async handle({ deps, account, params }) {
-      const request = await deps.storage.bulkRequests.get(account.id, params.requestId!);
+      const request = await deps.storage.bulkRequests.get(account.id, params.requestId);
       const stream = request?.resultKey ? await deps.blob.stream(request.resultKey) : undefined;
       if (!request || !stream) throw new CoreError('FILE_NOT_FOUND', 'No result file for this bulk request');
       return {

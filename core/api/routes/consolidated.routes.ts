@@ -45,7 +45,7 @@ export const consolidatedRoutes = [
     body: metadataBodySchema,
     success: { status: 200, schema: consolidatedQueryResponse },
     async handle({ deps, account, params, query, body }) {
-      const started = await startConsolidatedQuery(deps, account, { patientId: params.id!, request: query, metadata: body?.metadata });
+      const started = await startConsolidatedQuery(deps, account, { patientId: params.id, request: query, metadata: body?.metadata });
       return json(200, consolidatedQueryToWire(started));
     },
   }),
@@ -57,7 +57,7 @@ export const consolidatedRoutes = [
     summary: "The patient's consolidated data queries still running (`queries`, null when none) and the latest status",
     success: { status: 200, schema: consolidatedQueriesResponse },
     async handle({ deps, account, params }) {
-      const queries = await listConsolidatedQueries(deps, account.id, params.id!);
+      const queries = await listConsolidatedQueries(deps, account.id, params.id);
       const running = queries.filter((query) => query.status === 'processing');
       return json(200, {
         status: running.length > 0 ? 'processing' : (queries[0]?.status ?? 'completed'),
@@ -74,7 +74,7 @@ export const consolidatedRoutes = [
     summary: 'One consolidated data query',
     success: { status: 200, schema: consolidatedQueryResponse },
     async handle({ deps, account, params }) {
-      return json(200, consolidatedQueryToWire(await getConsolidatedQuery(deps, account.id, params.id!, params.requestId!)));
+      return json(200, consolidatedQueryToWire(await getConsolidatedQuery(deps, account.id, params.id, params.requestId)));
     },
   }),
   defineRoute({
@@ -85,9 +85,9 @@ export const consolidatedRoutes = [
     summary: 'Download the data of a consolidated query (pre-signed URL from the medical.consolidated-data webhook, valid 10 minutes): data.json (a FHIR Bundle), data.json.gz, data.html or data.pdf',
     success: { status: 200, schema: fhirBundleResponse, otherMediaTypes: ['application/gzip', 'text/html', 'application/pdf'] },
     async handle({ deps, account, params }) {
-      const file = params.file! as ConsolidatedFile;
+      const file = params.file as ConsolidatedFile;
       if (!(file in CONSOLIDATED_FILES)) throw new CoreError('FILE_NOT_FOUND', 'No such file');
-      const query = await getConsolidatedQuery(deps, account.id, params.id!, params.requestId!);
+      const query = await getConsolidatedQuery(deps, account.id, params.id, params.requestId);
       const stream = await deps.blob.stream(consolidatedBlobKey(query, file));
       if (!stream) throw new CoreError('FILE_NOT_FOUND', 'No such file for this query');
       return { status: 200, headers: { 'content-type': CONSOLIDATED_FILES[file], 'content-disposition': `attachment; filename="${file}"` }, stream };
@@ -102,7 +102,7 @@ export const consolidatedRoutes = [
     query: filtersQuery,
     success: { status: 200, schema: fhirBundleResponse },
     async handle({ deps, account, params, query }) {
-      return json(200, await getPatientConsolidated(deps, account.id, params.id!, query));
+      return json(200, await getPatientConsolidated(deps, account.id, params.id, query));
     },
   }),
   defineRoute({
@@ -118,7 +118,7 @@ export const consolidatedRoutes = [
     }),
     success: { status: 200, schema: transactionResponseBundle },
     async handle({ deps, account, params, body }) {
-      return json(200, await addPatientResources(deps, account, params.id!, body), { 'x-metriport-request-id': deps.ids.next() });
+      return json(200, await addPatientResources(deps, account, params.id, body), { 'x-metriport-request-id': deps.ids.next() });
     },
   }),
   defineRoute({
@@ -130,7 +130,7 @@ export const consolidatedRoutes = [
     query: filtersQuery,
     success: { status: 200, schema: consolidatedCountResponse },
     async handle({ deps, account, params, query }) {
-      return json(200, await countPatientResources(deps, account.id, params.id!, query));
+      return json(200, await countPatientResources(deps, account.id, params.id, query));
     },
   }),
   defineRoute({
@@ -142,7 +142,7 @@ export const consolidatedRoutes = [
     query: z.object({ conversionType: z.string().trim().max(10).optional().describe('html or pdf') }),
     success: { status: 200, schema: urlResponse },
     async handle({ deps, account, params, query }) {
-      return json(200, await medicalRecordUrl(deps, account.id, params.id!, query.conversionType));
+      return json(200, await medicalRecordUrl(deps, account.id, params.id, query.conversionType));
     },
   }),
   defineRoute({
@@ -171,7 +171,7 @@ export const consolidatedRoutes = [
     query: z.object({ query: z.string().max(1_000).optional() }),
     success: { status: 200, schema: searchResponse },
     async handle({ deps, account, params, query }) {
-      return json(200, await searchPatientData(deps, account.id, params.id!, query.query));
+      return json(200, await searchPatientData(deps, account.id, params.id, query.query));
     },
   }),
   defineRoute({

@@ -108,7 +108,7 @@ export const organizationRoutes = [
     body: organizationCreateSchema,
     success: { status: 200, schema: organizationResponse },
     async handle({ deps, account, params, body }) {
-      return json(200, organizationToWire(await updateOrganization(deps, account.id, params.id!, body)));
+      return json(200, organizationToWire(await updateOrganization(deps, account.id, params.id, body)));
     },
   }),
 ];
@@ -146,7 +146,7 @@ export const facilityRoutes = [
     summary: 'Get a facility',
     success: { status: 200, schema: facilityResponse },
     async handle({ deps, account, params }) {
-      return json(200, facilityToWire(await getFacility(deps, account.id, params.id!)));
+      return json(200, facilityToWire(await getFacility(deps, account.id, params.id)));
     },
   }),
   defineRoute({
@@ -158,7 +158,7 @@ export const facilityRoutes = [
     body: facilityCreateSchema,
     success: { status: 200, schema: facilityResponse },
     async handle({ deps, account, params, body }) {
-      return json(200, facilityToWire(await updateFacility(deps, account.id, params.id!, body)));
+      return json(200, facilityToWire(await updateFacility(deps, account.id, params.id, body)));
     },
   }),
   defineRoute({
@@ -169,7 +169,7 @@ export const facilityRoutes = [
     summary: 'Remove a facility that has no patients',
     success: { status: 204 },
     async handle({ deps, account, params }) {
-      await removeFacility(deps, account.id, params.id!);
+      await removeFacility(deps, account.id, params.id);
       return noContent();
     },
   }),
@@ -207,7 +207,7 @@ export const cohortRoutes = [
     summary: 'Get a cohort',
     success: { status: 200, schema: cohortResponse },
     async handle({ deps, account, params }) {
-      return json(200, cohortToWire(await getCohort(deps, account.id, params.id!)));
+      return json(200, cohortToWire(await getCohort(deps, account.id, params.id)));
     },
   }),
   defineRoute({
@@ -219,7 +219,7 @@ export const cohortRoutes = [
     body: cohortCreateSchema,
     success: { status: 200, schema: cohortResponse },
     async handle({ deps, account, params, body }) {
-      return json(200, cohortToWire(await updateCohort(deps, account.id, params.id!, body)));
+      return json(200, cohortToWire(await updateCohort(deps, account.id, params.id, body)));
     },
   }),
   defineRoute({
@@ -230,7 +230,7 @@ export const cohortRoutes = [
     summary: 'Remove a cohort',
     success: { status: 204 },
     async handle({ deps, account, params }) {
-      await removeCohort(deps, account.id, params.id!);
+      await removeCohort(deps, account.id, params.id);
       return noContent();
     },
   }),
@@ -243,7 +243,7 @@ export const cohortRoutes = [
     body: z.object({ name: cohortCreateSchema.shape.name.optional(), description: z.string().trim().max(2000).nullable().optional() }),
     success: { status: 200, schema: cohortResponse },
     async handle({ deps, account, params, body }) {
-      return json(200, cohortToWire(await patchCohort(deps, account.id, params.id!, body)));
+      return json(200, cohortToWire(await patchCohort(deps, account.id, params.id, body)));
     },
   }),
   defineRoute({
@@ -255,7 +255,7 @@ export const cohortRoutes = [
     body: cohortMembersBody,
     success: { status: 200, schema: cohortMembersResponse },
     async handle({ deps, account, params, body }) {
-      return json(200, await changeCohortMembers(deps, account.id, params.id!, body, 'add'));
+      return json(200, await changeCohortMembers(deps, account.id, params.id, body, 'add'));
     },
   }),
   defineRoute({
@@ -267,7 +267,7 @@ export const cohortRoutes = [
     body: cohortMembersBody,
     success: { status: 200, schema: cohortMembersResponse },
     async handle({ deps, account, params, body }) {
-      return json(200, await changeCohortMembers(deps, account.id, params.id!, body, 'remove'));
+      return json(200, await changeCohortMembers(deps, account.id, params.id, body, 'remove'));
     },
   }),
   defineRoute({
@@ -279,7 +279,7 @@ export const cohortRoutes = [
     query: pageQuery,
     success: { status: 200, schema: patientPageResponse },
     async handle({ deps, account, params, query, request }) {
-      const cohort = await getCohort(deps, account.id, params.id!);
+      const cohort = await getCohort(deps, account.id, params.id);
       checkPageQuery(query);
       const page = await listPatients(deps, account.id, { cohortId: cohort.id, after: query.cursor, fromItem: query.fromItem, limit: query.count });
       return json(200, patientPageToWire(page.patients, nextPageUrl(deps.config.publicUrl, request.path, page.next, query.count)));
@@ -356,7 +356,7 @@ export const patientRoutes = [
     summary: "The patient's facilities",
     success: { status: 200, schema: patientFacilitiesResponse },
     async handle({ deps, account, params }) {
-      return json(200, await getPatientFacilities(deps, account.id, params.id!));
+      return json(200, await getPatientFacilities(deps, account.id, params.id));
     },
   }),
   defineRoute({
@@ -368,7 +368,7 @@ export const patientRoutes = [
     body: z.object({ facilityIds: z.array(z.string().trim().min(1).max(100)).min(1).max(100) }),
     success: { status: 200, schema: patientFacilitiesResponse },
     async handle({ deps, account, params, body }) {
-      return json(200, await setPatientFacilities(deps, account.id, params.id!, body.facilityIds));
+      return json(200, await setPatientFacilities(deps, account.id, params.id, body.facilityIds));
     },
   }),
   defineRoute({
@@ -379,7 +379,7 @@ export const patientRoutes = [
     summary: 'The cohorts the patient is in',
     success: { status: 200, schema: cohortListResponse },
     async handle({ deps, account, params }) {
-      return json(200, await cohortsOfPatient(deps, account.id, params.id!));
+      return json(200, await cohortsOfPatient(deps, account.id, params.id));
     },
   }),
   defineRoute({
@@ -391,7 +391,7 @@ export const patientRoutes = [
     body: z.object({ cohortIds: z.array(z.string().trim().min(1).max(100)).min(1).max(100) }),
     success: { status: 200, schema: cohortListResponse },
     async handle({ deps, account, params, body }) {
-      return json(200, await addPatientToCohorts(deps, account.id, params.id!, body.cohortIds));
+      return json(200, await addPatientToCohorts(deps, account.id, params.id, body.cohortIds));
     },
   }),
   defineRoute({
@@ -403,7 +403,7 @@ export const patientRoutes = [
     etag: true,
     success: { status: 200, schema: patientResponse },
     async handle({ deps, account, params }) {
-      const patient = await getPatient(deps, account.id, params.id!);
+      const patient = await getPatient(deps, account.id, params.id);
       return json(200, patientToWire(patient), etagHeader(patient.version));
     },
   }),
@@ -419,7 +419,7 @@ export const patientRoutes = [
     etag: true,
     success: { status: 200, schema: patientResponse },
     async handle({ deps, account, params, query, body, condition }) {
-      const patient = await updatePatient(deps, account.id, params.id!, query.facilityId, body, condition);
+      const patient = await updatePatient(deps, account.id, params.id, query.facilityId, body, condition);
       return json(200, patientToWire(patient), etagHeader(patient.version));
     },
   }),
@@ -433,7 +433,7 @@ export const patientRoutes = [
     ifMatch: true,
     success: { status: 204 },
     async handle({ deps, account, params, condition }) {
-      await removePatient(deps, account.id, params.id!, condition);
+      await removePatient(deps, account.id, params.id, condition);
       return noContent();
     },
   }),
@@ -448,7 +448,7 @@ export const patientRoutes = [
     etag: true,
     success: { status: 200, schema: hieOptOutResponse },
     async handle({ deps, account, params, query, condition }) {
-      const patient = await setHieOptOut(deps, account.id, params.id!, query.hieOptOut, condition);
+      const patient = await setHieOptOut(deps, account.id, params.id, query.hieOptOut, condition);
       return json(200, hieOptOutChangeToWire(patient), etagHeader(patient.version));
     },
   }),
@@ -460,7 +460,7 @@ export const patientRoutes = [
     summary: "Read a patient's HIE opt-out status",
     success: { status: 200, schema: hieOptOutResponse },
     async handle({ deps, account, params }) {
-      return json(200, await getHieOptOut(deps, account.id, params.id!));
+      return json(200, await getHieOptOut(deps, account.id, params.id));
     },
   }),
 ];

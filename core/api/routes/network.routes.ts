@@ -36,7 +36,7 @@ export const networkRoutes = [
     summary: 'The status of a network query and of each of its sources',
     success: { status: 200, schema: networkQueryResponse },
     async handle({ deps, account, params }) {
-      return json(200, networkQueryToWire(await getNetworkQuery(deps, account.id, params.requestId!)));
+      return json(200, networkQueryToWire(await getNetworkQuery(deps, account.id, params.requestId)));
     },
   }),
   defineRoute({
@@ -47,7 +47,7 @@ export const networkRoutes = [
     summary: "The patient's consolidated data as a FHIR collection Bundle (pre-signed URL from a network-query webhook, valid 10 minutes)",
     success: { status: 200, schema: fhirBundleResponse },
     async handle({ deps, account, params }) {
-      const query = await getNetworkQuery(deps, account.id, params.requestId!);
+      const query = await getNetworkQuery(deps, account.id, params.requestId);
       const patient = await getPatient(deps, account.id, query.patientId);
       return json(200, bundleOf(await consolidatedResources(deps, patient, {}), 'collection'), { 'content-type': 'application/fhir+json' });
     },

@@ -140,7 +140,7 @@ export const settingsRoutes = [
     summary: 'One webhook endpoint',
     success: { status: 200, schema: webhookEndpointResponse },
     async handle({ deps, account, params }) {
-      return json(200, (await endpointsToWire(deps, account.id, [await getEndpoint(deps, account.id, params.id!)]))[0]);
+      return json(200, (await endpointsToWire(deps, account.id, [await getEndpoint(deps, account.id, params.id)]))[0]);
     },
   }),
   defineRoute({
@@ -152,7 +152,7 @@ export const settingsRoutes = [
     body: webhookEndpointUpdateSchema,
     success: { status: 200, schema: webhookEndpointResponse },
     async handle({ deps, account, params, body }) {
-      return json(200, (await endpointsToWire(deps, account.id, [await updateEndpoint(deps, account.id, params.id!, body)]))[0]);
+      return json(200, (await endpointsToWire(deps, account.id, [await updateEndpoint(deps, account.id, params.id, body)]))[0]);
     },
   }),
   defineRoute({
@@ -163,7 +163,7 @@ export const settingsRoutes = [
     summary: 'Delete a webhook endpoint and the messages waiting for it',
     success: { status: 204 },
     async handle({ deps, account, params }) {
-      await removeEndpoint(deps, account.id, params.id!);
+      await removeEndpoint(deps, account.id, params.id);
       return noContent();
     },
   }),
@@ -197,7 +197,7 @@ export const settingsRoutes = [
     body: webhookReplaySchema,
     success: { status: 200, schema: webhookReplayResponse },
     async handle({ deps, account, params, body }) {
-      return json(200, await replayMessages(deps, account.id, params.id!, replayRequestOf(body)));
+      return json(200, await replayMessages(deps, account.id, params.id, replayRequestOf(body)));
     },
   }),
   defineRoute({
@@ -210,7 +210,7 @@ export const settingsRoutes = [
     success: { status: 200, schema: webhookEndpointResponse },
     async handle({ deps, account, params, body }) {
       const graceMs = body?.graceSeconds === undefined ? undefined : body.graceSeconds * 1000;
-      const rotated = await rotateEndpointSecret(deps, account.id, params.id!, graceMs);
+      const rotated = await rotateEndpointSecret(deps, account.id, params.id, graceMs);
       return json(200, (await endpointsToWire(deps, account.id, [rotated]))[0]);
     },
   }),
