@@ -15,6 +15,7 @@ import type {
   UrlSignerPort,
   WebhookSenderPort,
 } from '../../core/ports/index.js';
+import type { SearchIndexWithoutStamps } from '../search/stamped.search-index.js';
 
 /** Inversify tokens, typed with their port. They live outside core so the core carries no decorators. */
 export const TOKENS = {
@@ -39,6 +40,9 @@ export const TOKENS = {
 export type PortName = Exclude<keyof typeof TOKENS, 'config'>;
 
 /** An implementation of every port, by name. */
-export type Ports = { [K in PortName]: (typeof TOKENS)[K] extends ServiceIdentifier<infer T> ? T : never };
+/** The ports by name as the core uses them. */
+export type CorePorts = { [K in PortName]: (typeof TOKENS)[K] extends ServiceIdentifier<infer T> ? T : never };
+/** The ports by name as an embedder may supply them: a search index may leave the stamps to the host. */
+export type Ports = Omit<CorePorts, 'search'> & { search: SearchIndexWithoutStamps };
 
 export const PORT_NAMES = Object.keys(TOKENS).filter((name): name is PortName => name !== 'config');

@@ -14,10 +14,10 @@ import type { DocumentRecord } from '../domain/types.js';
 import type { FhirResource } from '../ports/ccda.port.js';
 import { isCoreError } from '../errors.js';
 import type { SearchDocument, SearchIndexPort } from '../ports/search-index.port.js';
-import { RecentlyUsed } from '../recently-used.js';
 import { digest } from './digest.js';
 import { isCcdaMediaType } from './document-reference.js';
 import { searchTextOf, searchTextOfCcda } from './search-text.js';
+import { RecentlyUsed } from '../recently-used.js';
 
 type IndexDeps = Pick<CoreDeps, 'storage' | 'blob' | 'search'> & DocumentTextDeps;
 
@@ -44,32 +44,16 @@ export function dataStamp(documents: readonly DocumentRecord[]): string {
  */
 const EMPTY_STAMP = dataStamp([]);
 
-/**
- * Stamps of indexes whose adapter does not keep them (the port's optional `stampOf`): held in process
- * memory beside the index instance, so they are forgotten together with an in-memory index. At most
- * STAMPS_KEPT patients per index, least recently used forgotten first: a forgotten stamp only costs that
- * patient's index one rebuild from storage on its next search.
- */
-const stampsInProcess = new WeakMap<SearchIndexPort, RecentlyUsed<string>>();
-export const STAMPS_KEPT = 10_000;
-
 function scope(accountId: string, patientId: string): string {
   return `${accountId}\u0000${patientId}`;
 }
 
 async function stampOf(index: SearchIndexPort, accountId: string, patientId: string): Promise<string> {
-  const stamp = index.stampOf ? await index.stampOf(accountId, patientId) : stampsInProcess.get(index)?.get(scope(accountId, patientId));
-  return stamp ?? EMPTY_STAMP;
+  return (await index.stampOf(accountId, patientId)) ?? EMPTY_STAMP;
 }
 
-async function setStamp(index: SearchIndexPort, accountId: string, patientId: string, stamp: string): Promise<void> {
-  if (index.setStamp) return index.setStamp(accountId, patientId, stamp);
-  let stamps = stampsInProcess.get(index);
-  if (!stamps) {
-    stamps = new RecentlyUsed(STAMPS_KEPT);
-    stampsInProcess.set(index, stamps);
-  }
-  stamps.set(scope(accountId, patientId), stamp);
+function setStamp(index: SearchIndexPort, accountId: string, patientId: string, stamp: string): Promise<void> {
+  return index.setStamp(accountId, patientId, stamp);
 }
 
 /** True when the patient's index still reflects the stored state of `stamp` (it may have been forgotten since). */

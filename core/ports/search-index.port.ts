@@ -22,19 +22,19 @@ export interface SearchIndexPort {
   search(accountId: string, patientId: string, query: string): Promise<string[]>;
 
   /**
-   * Optional. The stamp last recorded for the patient with `setStamp`, or `undefined` when this index holds
-   * no record of it (never stamped, or an in-memory index after a restart). The core stamps an index with
-   * a digest of the stored data it reflects and rebuilds the patient's index from storage when the stamps
-   * differ, so an index that forgets (restart, eviction) must forget the stamp with the data. An adapter
-   * without these methods gets the same behaviour from a stamp the core keeps in process memory beside it.
+   * The stamp last recorded for the patient with `setStamp`, or `undefined` when this index holds no record
+   * of it (never stamped, or an in-memory index after a restart). The core stamps an index with a digest of
+   * the stored data it reflects and rebuilds the patient's index from storage when the stamps differ, so an
+   * index that forgets (restart, eviction) must forget the stamp with the data. An embedder's index without
+   * stamps is given them by the host (adapters/search/stamped.search-index.ts keeps them beside it).
    */
-  stampOf?(accountId: string, patientId: string): Promise<string | undefined>;
+  stampOf(accountId: string, patientId: string): Promise<string | undefined>;
   /**
-   * Optional, with `stampOf`: records the stamp of what the patient's index now reflects, replacing the
-   * previous one. Idempotent. An index that holds nothing for the patient (never given a document, or
-   * forgotten) may ignore it, so `stampOf` keeps answering `undefined`: a stamp must never outlive its data.
+   * Records the stamp of what the patient's index now reflects, replacing the previous one. Idempotent. An
+   * index that holds nothing for the patient (never given a document, or forgotten) may ignore it, so
+   * `stampOf` keeps answering `undefined`: a stamp must never outlive its data.
    */
-  setStamp?(accountId: string, patientId: string, stamp: string): Promise<void>;
+  setStamp(accountId: string, patientId: string, stamp: string): Promise<void>;
 
   /**
    * Optional, with `restore`. The patient's index as text that `restore` reads back (in this process or

@@ -8,10 +8,8 @@ export interface SearchIndexContractOptions {
   make: () => SearchIndexPort | Promise<SearchIndexPort>;
   /** fast-check runs for the property tests. Default 40. */
   numRuns?: number;
-  /** The index keeps stamps itself (the port's optional `stampOf` and `setStamp`). Default false. */
-  keepsStamps?: boolean;
   /**
-   * With `keepsStamps`: a fresh index that forgets patients to stay within a small memory bound (a few of
+   * A fresh index that forgets patients to stay within a small memory bound (a few of
    * the small patients below fit, not all). Absent for indexes that never forget.
    */
   makeForgetful?: () => SearchIndexPort | Promise<SearchIndexPort>;
@@ -175,7 +173,7 @@ export function defineSearchIndexContract(options: SearchIndexContractOptions): 
     expect(await index.search(A, P, 'pneumonia')).toEqual(['Condition/1']);
   });
 
-  if (options.keepsStamps) defineStampContract(test, make);
+  defineStampContract(test, make);
   if (options.makeForgetful) defineForgettingContract(test, options.makeForgetful, numRuns);
   if (options.serializes) defineSerializeContract(test, make, numRuns);
 
@@ -223,29 +221,29 @@ export function defineSearchIndexContract(options: SearchIndexContractOptions): 
 
 type Make = () => SearchIndexPort | Promise<SearchIndexPort>;
 
-/** What an index that keeps stamps promises (search-index.port.ts, `stampOf` and `setStamp`). */
+/** What every index promises of its stamps (search-index.port.ts, `stampOf` and `setStamp`). */
 function defineStampContract(test: TestAPI, make: Make): void {
   test('a stamp is undefined until set; setting it again replaces it, for that patient only', async () => {
     const index = await make();
     await index.upsert(A, P, documents);
     await index.upsert(B, P, documents);
-    expect(await index.stampOf!(A, P)).toBeUndefined();
-    await index.setStamp!(A, P, 'stamp-1');
-    expect(await index.stampOf!(A, P)).toBe('stamp-1');
-    await index.setStamp!(A, P, 'stamp-2');
-    await index.setStamp!(A, P, 'stamp-2');
-    expect(await index.stampOf!(A, P)).toBe('stamp-2');
-    expect(await index.stampOf!(B, P)).toBeUndefined();
-    expect(await index.stampOf!(A, 'patient-2')).toBeUndefined();
+    expect(await index.stampOf(A, P)).toBeUndefined();
+    await index.setStamp(A, P, 'stamp-1');
+    expect(await index.stampOf(A, P)).toBe('stamp-1');
+    await index.setStamp(A, P, 'stamp-2');
+    await index.setStamp(A, P, 'stamp-2');
+    expect(await index.stampOf(A, P)).toBe('stamp-2');
+    expect(await index.stampOf(B, P)).toBeUndefined();
+    expect(await index.stampOf(A, 'patient-2')).toBeUndefined();
   });
 
   test('changing the documents leaves the stamp alone (the caller stamps what it changed)', async () => {
     const index = await make();
     await index.upsert(A, P, documents);
-    await index.setStamp!(A, P, 'stamp-1');
+    await index.setStamp(A, P, 'stamp-1');
     await index.upsert(A, P, [{ key: 'Condition/3', text: 'Bronchitis' }]);
     await index.remove(A, P, ['Condition/1']);
-    expect(await index.stampOf!(A, P)).toBe('stamp-1');
+    expect(await index.stampOf(A, P)).toBe('stamp-1');
   });
 }
 
@@ -266,13 +264,13 @@ function defineForgettingContract(test: TestAPI, makeForgetful: Make, numRuns: n
         const forgotten = new Set<number>();
         for (const n of [...first, ...again]) {
           const patient = `patient-${n}`;
-          if ((await index.stampOf!(A, patient)) === undefined) {
+          if ((await index.stampOf(A, patient)) === undefined) {
             // What the core does for a patient whose index has no stamp: rebuild it, then stamp it.
             await index.upsert(A, patient, patientDocuments(n));
-            await index.setStamp!(A, patient, `stamp-${n}`);
+            await index.setStamp(A, patient, `stamp-${n}`);
           }
           for (let other = 0; other < PATIENTS; other++) {
-            const stamp = await index.stampOf!(A, `patient-${other}`);
+            const stamp = await index.stampOf(A, `patient-${other}`);
             if (stamp === undefined) {
               forgotten.add(other);
               continue;
@@ -299,7 +297,7 @@ function defineSerializeContract(test: TestAPI, make: Make, numRuns: number): vo
     const original = await make();
     await original.upsert(A, P, documents);
     await original.remove(A, P, ['Observation/1']);
-    await original.setStamp?.(A, P, 'stamp-1');
+    await original.setStamp(A, P, 'stamp-1');
     const serialized = await original.serialize!(A, P);
     expect(serialized).toBeTypeOf('string');
 
@@ -307,7 +305,7 @@ function defineSerializeContract(test: TestAPI, make: Make, numRuns: number): vo
     const restored = await make();
     expect(await restored.restore!(A, P, serialized!)).toBe(true);
     for (const query of queries) expect(await restored.search(A, P, query), query).toEqual(await original.search(A, P, query));
-    expect(await restored.stampOf?.(A, P)).toBeUndefined();
+    expect(await restored.stampOf(A, P)).toBeUndefined();
     expect(await restored.search(B, P, 'pneumonia')).toEqual([]);
 
     // It goes on like any other: changes apply to it, and restoring twice is the same as once.
@@ -325,13 +323,13 @@ function defineSerializeContract(test: TestAPI, make: Make, numRuns: number): vo
     const index = await make();
     expect(await index.serialize!(A, P)).toBeUndefined();
     await index.upsert(A, P, documents);
-    await index.setStamp?.(A, P, 'stamp-1');
+    await index.setStamp(A, P, 'stamp-1');
     const serialized = (await index.serialize!(A, P))!;
     for (const bad of ['', 'not an index', '{}\n{}', serialized.slice(0, serialized.length / 2), serialized.replace('\n', '')]) {
       expect(await index.restore!(A, P, bad), JSON.stringify(bad.slice(0, 40))).toBe(false);
     }
     expect(await index.search(A, P, 'pneumonia')).toEqual(['Condition/1']);
-    expect(await index.stampOf?.(A, P)).toBe(index.stampOf ? 'stamp-1' : undefined);
+    expect(await index.stampOf(A, P)).toBe('stamp-1');
     expect(await index.restore!(A, 'patient-2', 'not an index')).toBe(false);
     expect(await index.serialize!(A, 'patient-2')).toBeUndefined();
   });

@@ -1,9 +1,10 @@
 import { describe, expect, test } from 'vitest';
-import type { SearchDocument, SearchIndexPort } from '../ports/search-index.port.js';
-import { applyIndexChange, dataStamp, STAMPS_KEPT } from './patient-index.js';
+import { applyIndexChange, dataStamp } from '../../core/documents/patient-index.js';
+import type { SearchDocument } from '../../core/ports/search-index.port.js';
+import { STAMPS_KEPT, withStamps, type SearchIndexWithoutStamps } from './stamped.search-index.js';
 
-/** An index without stamps of its own (the core keeps them), counting what it is given. */
-class StamplessIndex implements SearchIndexPort {
+/** An index without stamps of its own, counting what it is given. */
+class StamplessIndex implements SearchIndexWithoutStamps {
   upserts: string[] = [];
   async upsert(_accountId: string, patientId: string, documents: readonly SearchDocument[]): Promise<void> {
     if (documents.length > 0) this.upserts.push(patientId);
@@ -18,10 +19,10 @@ const EMPTY = dataStamp([]);
 const document: SearchDocument = { key: 'DocumentReference/1', text: 'letter' };
 const change = (before: string, after: string) => ({ before, after, upsert: [document], resources: [], remove: [] });
 
-describe('stamps the core keeps for an index without its own', () => {
+describe('stamps kept beside an index without its own', () => {
   test('are kept for the last STAMPS_KEPT patients only; a forgotten one makes the change wait for a rebuild', async () => {
     const search = new StamplessIndex();
-    const deps = { search };
+    const deps = { search: withStamps(search) };
     for (let n = 0; n <= STAMPS_KEPT; n++) await applyIndexChange(deps, 'account', `patient-${n}`, change(EMPTY, 'one'));
     expect(search.upserts).toHaveLength(STAMPS_KEPT + 1);
 
