@@ -26,6 +26,12 @@ const ALLOWED_PACKAGES = new Set(['zod', 'csv-parse', 'csv-stringify', 'csv-stri
 const OUTWARD = ['adapters', 'hosts', 'spec', 'client', 'runtime', 'http'].map((dir) => resolve(CORE, '..', dir));
 /** The wire contract: the one place outside core/ the core may import (it is pure too, checked below). */
 const CONTRACT = resolve(CORE, '..', 'contract');
+/**
+ * State kept between calls at module level: a cache keyed by a port instance, or one of the bounded maps the
+ * runtime gives the core in its deps (RecentlyUsed). A constant lookup table is not state.
+ */
+const MODULE_STATE = /^(?:export )?(?:const|let|var) \w+(?:: [^=]+)? = new (?:WeakMap<\w*Port\b|Map<\w*Port\b|RecentlyUsed\b)/m;
+
 const FORBIDDEN_CALLS = [/\bDate\.now\(/, /\bMath\.random\(/, /\brandomUUID\(/, /\bnew Date\(\)/, /\bprocess\.(env|exit|argv|cwd|hrtime|nextTick|stdout|stderr)\b/, /\brequire\(/];
 
 describe('architecture: core is pure and points nowhere outward', () => {
@@ -50,10 +56,14 @@ describe('architecture: core is pure and points nowhere outward', () => {
       }
       const code = source.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
       for (const call of FORBIDDEN_CALLS) expect(call.test(code), `${name} uses ${call.source}`).toBe(false);
+      expect(MODULE_STATE.exec(code)?.[0], `${name} keeps state between calls at module level; give it to the core in its deps`).toBeUndefined();
     });
   }
 
   test('the check catches what it must', () => {
+    expect(MODULE_STATE.test('const stampsInProcess = new WeakMap<SearchIndexPort, RecentlyUsed<string>>();')).toBe(true);
+    expect(MODULE_STATE.test('export const cache: X = new RecentlyUsed(8);')).toBe(true);
+    expect(MODULE_STATE.test("const DENIED = new Set(['refuted']);")).toBe(false);
     expect(importsOf(`import { x } from '../adapters/a.js';\nexport * from "koa";\nconst m = await import('node:fs');`)).toEqual([
       '../adapters/a.js',
       'koa',

@@ -14,6 +14,7 @@ import type {
   WebhookSenderPort,
 } from './ports/index.js';
 import type { NotedPauses } from './bulk/pause.js';
+import type { PatientSnapshots } from './documents/patient-snapshots.js';
 import type { RenderSlots } from './documents/render-slots.js';
 
 export interface CoreConfig {
@@ -58,4 +59,6 @@ export interface CoreDeps {
    * could not take. One per runtime; without it only the pauses written to the requests show.
    */
   pauses?: NotedPauses;
+  /** The resources of the patients searched last (see PatientSnapshots). One per runtime; without it every search reads from storage. */
+  snapshots?: PatientSnapshots;
 }

@@ -31,6 +31,7 @@ import { joinInstances, newInstanceId } from './instances.js';
 import { openDatabase } from './database.js';
 import { sandboxDocumentsDir } from './sandbox-documents.js';
 import { urlSigningSecret } from './settings.js';
+import { PatientSnapshots } from '../core/documents/patient-snapshots.js';
 
 /**
  * Where the data lives. `memory`: every adapter in memory, nothing persisted (the sandbox, tests).
@@ -235,6 +236,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     const deps: CoreDeps = {
       ...(await resolveCoreDeps(container)),
       pauses: new NotedPauses(),
+      snapshots: new PatientSnapshots(),
       renders: new RenderSlots(options.renders?.concurrency ?? DEFAULT_RENDER_CONCURRENCY, options.renders?.queue ?? DEFAULT_RENDER_QUEUE),
     };
 

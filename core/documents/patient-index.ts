@@ -17,9 +17,10 @@ import type { SearchDocument, SearchIndexPort } from '../ports/search-index.port
 import { digest } from './digest.js';
 import { isCcdaMediaType } from './document-reference.js';
 import { searchTextOf, searchTextOfCcda } from './search-text.js';
-import { RecentlyUsed } from '../recently-used.js';
+import type { PatientSnapshot, PatientSnapshots } from './patient-snapshots.js';
 
-type IndexDeps = Pick<CoreDeps, 'storage' | 'blob' | 'search'> & DocumentTextDeps;
+type SnapshotDeps = Pick<CoreDeps, 'snapshots'>;
+type IndexDeps = Pick<CoreDeps, 'storage' | 'blob' | 'search' | 'snapshots'> & DocumentTextDeps;
 
 /** What making a document's search text may use: the converter's threads, and the size limit. */
 export type DocumentTextDeps = Partial<Pick<CoreDeps, 'ccda'>> & { config?: Pick<CoreConfig, 'maxConversionBytes'> };
@@ -100,30 +101,9 @@ export async function documentText(deps: DocumentTextDeps, bytes: Uint8Array | u
   }
 }
 
-/**
- * What a search reads: the patient's stored resources keyed by `Type/id`, as of `stamp`. Shared between
- * searches, so read-only.
- */
-export interface PatientSnapshot {
-  stamp: string;
-  resources: ReadonlyMap<string, FhirResource>;
-}
-
-/**
- * The last snapshots read, per index instance, a few patients each: reading thousands of resources from
- * storage costs far more than searching them (a search over 5,000 resources is meant to answer in about
- * 20 ms at the median), and a snapshot stays valid exactly as long as the stamp of the data does.
- */
-const snapshotsInProcess = new WeakMap<SearchIndexPort, RecentlyUsed<PatientSnapshot>>();
-export const SNAPSHOTS_KEPT = 8;
-
-function snapshotsOf(index: SearchIndexPort): RecentlyUsed<PatientSnapshot> {
-  let snapshots = snapshotsInProcess.get(index);
-  if (!snapshots) {
-    snapshots = new RecentlyUsed(SNAPSHOTS_KEPT);
-    snapshotsInProcess.set(index, snapshots);
-  }
-  return snapshots;
+/** Without a snapshot cache in the deps, each search reads the patient's resources from storage. */
+function snapshotsOf(deps: SnapshotDeps): Pick<PatientSnapshots, 'get' | 'set'> {
+  return deps.snapshots ?? { get: () => undefined, set: () => undefined };
 }
 
 /**
@@ -138,7 +118,7 @@ function snapshotsOf(index: SearchIndexPort): RecentlyUsed<PatientSnapshot> {
 export async function currentPatientData(deps: IndexDeps, accountId: string, patientId: string): Promise<PatientSnapshot> {
   const documents = await deps.storage.documents.listByPatient(accountId, patientId);
   const stamp = dataStamp(documents);
-  const snapshots = snapshotsOf(deps.search);
+  const snapshots = snapshotsOf(deps);
   const key = scope(accountId, patientId);
   let snapshot = snapshots.get(key);
   if (snapshot?.stamp !== stamp) {
@@ -225,8 +205,8 @@ export interface IndexChange {
  * before the change; then stamps it current. One that was not current is left alone: the next search
  * rebuilds or re-reads it from storage anyway.
  */
-export async function applyIndexChange(deps: Pick<CoreDeps, 'search'>, accountId: string, patientId: string, change: IndexChange): Promise<void> {
-  const snapshots = snapshotsOf(deps.search);
+export async function applyIndexChange(deps: Pick<CoreDeps, 'search' | 'snapshots'>, accountId: string, patientId: string, change: IndexChange): Promise<void> {
+  const snapshots = snapshotsOf(deps);
   const key = scope(accountId, patientId);
   const snapshot = snapshots.get(key);
   if (snapshot?.stamp === change.before) {

@@ -27,7 +27,8 @@ import { coreJobHandlers } from '../jobs.js';
 import type { CcdaConverterPort } from '../ports/ccda.port.js';
 import type { HieDocumentRef, HieNetworkPort, HiePatientQuery } from '../ports/hie.port.js';
 import type { SearchIndexPort } from '../ports/search-index.port.js';
-import { dataStamp, SNAPSHOTS_KEPT } from './patient-index.js';
+import { dataStamp } from './patient-index.js';
+import { PatientSnapshots, SNAPSHOTS_KEPT } from './patient-snapshots.js';
 import { getDocumentQueryStatus, startDocumentQuery, startDocumentQueryUnlessOptedOut } from './query.js';
 import { searchEntries } from './search.js';
 import { acceptDocumentUpload, createDocumentUpload } from './upload.js';
@@ -92,6 +93,7 @@ async function makeWorld(options: { fixturesDir?: string; shareWith?: World; sea
     search: options.search ?? new MiniSearchIndex(),
     renderer: new BundleRenderer(),
     config: { publicUrl: 'http://carebridge.test', webhookAllowPrivate: true },
+    snapshots: new PatientSnapshots(),
   };
   const runner = new QueueRunner({ queue: deps.queue, clock, handlers: coreJobHandlers(deps), workerId: 'unit', concurrency: 1 });
   const account = options.shareWith?.account ?? (await createAccount(deps, { name: 'Unit Clinic' })).account;
