@@ -1,13 +1,12 @@
-import { queueBulkDocumentQueries, startBulkDocumentQueries } from './bulk/document-queries.js';
-import { failBulkRequest } from './bulk/complete.js';
-import { isStorageFullRetry, pauseForFullStorage, storageFullRetry } from './bulk/pause.js';
-import { processBulkRequest } from './bulk/process.js';
+import { startBulkDocumentQueries } from './bulk/document-queries.js';
+import { isStorageFullRetry, storageFullRetry } from './bulk/pause.js';
+import { runImport } from './bulk/run.js';
 import { expireIfDue } from './bulk/start.js';
 import { enqueueBulkProcessing } from './bulk/upload.js';
 import type { CoreDeps } from './deps.js';
 import { documentJobHandlers } from './documents/jobs.js';
 import { isCoreError, type CoreError } from './errors.js';
-import { endingOnLastAttempt, runnableHandlers, type GivesUp, type JobHandler, type JobHandlers, type JobType } from './job-catalogue.js';
+import { runnableHandlers, type GivesUp, type JobHandler, type JobHandlers, type JobType } from './job-catalogue.js';
 import { networkJobHandlers } from './network/query.js';
 
 export type { GivesUp, JobHandler } from './job-catalogue.js';
@@ -33,29 +32,7 @@ export function coreJobHandlers(deps: CoreDeps, options: CoreJobOptions = {}): R
   const handlers: JobHandlers = {
     ...documentJobHandlers(deps, givesUp),
     ...networkJobHandlers(deps, givesUp),
-    'bulk.process': async ({ requestId }, job) => {
-      try {
-        // Transient failures are retried by the queue; on the last attempt the request fails visibly
-        // rather than sitting in `processing` forever.
-        await endingOnLastAttempt(
-          job,
-          givesUp,
-          async () => {
-            await processBulkRequest(deps, requestId);
-            const request = await deps.storage.bulkRequests.getById(requestId);
-            if (request?.status === 'completed' && !request.dryRun) await queueBulkDocumentQueries(deps, request);
-          },
-          async () => {
-            const request = await deps.storage.bulkRequests.getById(requestId);
-            if (request?.status === 'processing') await failBulkRequest(deps, request, 'The import stopped on an internal error; start a new bulk request');
-          },
-        );
-      } catch (error) {
-        if (storageFull(error)) throw await pauseForFullStorage(deps, requestId, error);
-        throw error;
-      }
-      deps.pauses?.forget(requestId);
-    },
+    'bulk.process': ({ requestId }, job) => runImport(deps, requestId, job, { givesUp, storageFull }),
     'bulk.document-queries': ({ requestId, fromRow }) => startBulkDocumentQueries(deps, requestId, fromRow),
     'bulk.expire': async ({ requestId }) => {
       const request = await deps.storage.bulkRequests.getById(requestId);
