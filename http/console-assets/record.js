@@ -188,7 +188,7 @@ export async function renderRecord(ctx, container, patientId, { documentsById, o
     'Results',
     h(
       'div',
-      { class: 'table-wrap' },
+      { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Laboratory results' },
       h(
         'table',
         { class: 'results' },

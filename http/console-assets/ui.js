@@ -63,7 +63,8 @@ export function errorBox(error) {
 export function table(caption, headers, rows, options = {}) {
   return h(
     'div',
-    { class: 'table-wrap' },
+    // Focusable and named: a table wider than a phone scrolls sideways, and keyboard users must reach it.
+    { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': caption },
     h(
       'table',
       { class: options.class },
