@@ -49,6 +49,7 @@ export function consoleFile(base: string, name: string): ConsoleFile | undefined
     <meta charset="UTF-8">
     <meta name="viewport" content="width=device-width, initial-scale=1">
     <meta name="referrer" content="no-referrer">
+    <link rel="icon" href="data:,">
     <title>carebridge console</title>
     <link rel="stylesheet" type="text/css" href="${at}/console/console.css" />
     <script type="module" src="${at}/console/app.js"></script>
