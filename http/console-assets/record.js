@@ -9,6 +9,14 @@ const SOURCE_DOCUMENT = 'urn:carebridge:source-document';
 
 const codeOf = (concept) => concept?.coding?.find((c) => c.code)?.code;
 const textOf = (concept) => concept?.text || concept?.coding?.find((c) => c.display)?.display || concept?.coding?.find((c) => c.code)?.code || '';
+/** What a resource is called, whatever its type: its code, name or title, else its type alone. */
+function nameOf(r) {
+  const concept = r.code ?? r.vaccineCode ?? r.medicationCodeableConcept ?? r.type?.[0] ?? r.category?.[0];
+  const human = Array.isArray(r.name) ? r.name[0] : undefined;
+  const personName = human ? human.text || [...(human.given ?? []), human.family].filter(Boolean).join(' ') : undefined;
+  return textOf(concept) || (typeof r.name === 'string' ? r.name : personName) || r.title || r.description || '';
+}
+
 const sourcesOf = (resource) => (resource.extension ?? []).filter((e) => e.url === SOURCE_DOCUMENT && typeof e.valueString === 'string').map((e) => e.valueString);
 
 /** When a fact happened, for sorting and display: the first date it carries. */
@@ -256,7 +264,7 @@ export async function renderRecord(ctx, container, patientId, { documentsById, o
           mount(
             found,
             h('p', {}, `${answer.resourceCount} matched`),
-            h('ul', { class: 'facts-list' }, hits.slice(0, 100).map((r) => item(`${r.resourceType}: ${textOf(r.code ?? r.vaccineCode ?? r.medicationCodeableConcept ?? r.type?.[0]) || r.description || r.id}`, when(dateOf(r)), r))),
+            h('ul', { class: 'facts-list' }, hits.slice(0, 100).map((r) => item(`${r.resourceType}: ${nameOf(r) || 'unnamed'}`, when(dateOf(r)), r))),
           );
         } catch (error) {
           mount(found, errorBox(error));

@@ -43,7 +43,7 @@ export async function renderWebhooks(ctx, container) {
   const sendTest = (endpointId) => act('Test event sent', () => api.call('POST', `/settings/webhook/endpoints/${encodeURIComponent(endpointId)}/test`));
 
   // --- The default endpoint ---
-  const url = h('input', { type: 'url', name: 'webhookUrl', value: settings.webhookUrl ?? '', size: 50, placeholder: 'https://example.com/carebridge' });
+  const url = h('input', { type: 'url', name: 'webhookUrl', value: settings.webhookUrl ?? '', size: 50, placeholder: 'your receiver URL' });
   const defaultCard = h(
     'section',
     { class: 'card', 'aria-labelledby': 'default-title' },
