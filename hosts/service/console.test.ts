@@ -59,14 +59,12 @@ afterAll(async () => {
 
 /** No serious or critical axe-core violation in the page as it is now. */
 async function expectAccessible(page: Page, view: string): Promise<void> {
-  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE);
-  const violations = await page.evaluate(async () => {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const result = await (window as any).axe.run(document, { resultTypes: ['violations'] });
-    return (result.violations as { id: string; impact: string; nodes: { target: string[] }[] }[])
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 5).join(' | ')}`);
-  });
+  // Expressions as text: they run in the page, whose globals (window, document) this Node program has not.
+  if (!(await page.evaluate<boolean>("'axe' in window"))) await page.evaluate(AXE);
+  const result = await page.evaluate<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>("axe.run(document, { resultTypes: ['violations'] })");
+  const violations = result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 5).join(' | ')}`);
   expect(violations, `axe on ${view}`).toEqual([]);
 }
 
@@ -122,7 +120,7 @@ describe.skipIf(!available)('the console in a browser', () => {
       await page.getByRole('heading', { level: 1, name: 'Imports' }).waitFor();
       // The key is in the tab's session storage only, never in the address.
       expect(page.url()).not.toContain(apiKey);
-      expect(await page.evaluate(() => [sessionStorage.length, localStorage.length])).toEqual([1, 0]);
+      expect(await page.evaluate<number[]>('[sessionStorage.length, localStorage.length]')).toEqual([1, 0]);
       await checkView(page, 'imports');
 
       // --- Import a CSV and watch it ---
@@ -163,6 +161,12 @@ describe.skipIf(!available)('the console in a browser', () => {
       await page.locator('#allergies-title-section').getByText('Penicillin').waitFor();
       const chart = page.getByRole('img', { name: /^Systolic blood pressure: 2 readings/ });
       await chart.waitFor();
+      if (process.env.UPDATE_README_SCREENSHOT) {
+        // The allergies, medications and charts: the part of the record the README shows.
+        const top = (await page.locator('#allergies-title-section').boundingBox())!;
+        const bottom = (await page.locator('#charts-title-section').boundingBox())!;
+        await page.screenshot({ path: path.join(ROOT, 'docs/console.png'), fullPage: true, clip: { x: 0, y: top.y - 16, width: WIDE.width, height: bottom.y + bottom.height - top.y + 32 } });
+      }
       // Each fact names the documents it came from, and opens them.
       const source = page.locator('#allergies-title-section .source button').first();
       expect(await source.innerText()).toMatch(/\S/);
@@ -175,10 +179,6 @@ describe.skipIf(!available)('the console in a browser', () => {
       await page.getByRole('button', { name: 'Search', exact: true }).click();
       await page.locator('#search-title-section').getByText(/AllergyIntolerance: Penicillin/i).first().waitFor();
       await checkView(page, 'patient');
-      if (process.env.UPDATE_README_SCREENSHOT) {
-        await page.evaluate(() => window.scrollTo(0, 0));
-        await page.screenshot({ path: path.join(ROOT, 'docs/console.png') });
-      }
 
       // --- Opt-out, confirmed in a dialog, through the API's own call ---
       const patientId = decodeURIComponent(page.url().split('#/patients/')[1]!);
