@@ -43,6 +43,11 @@ const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.char
 export function consoleFile(base: string, name: string): ConsoleFile | undefined {
   if (name === '') {
     const at = escapeHtml(base);
+    // Every module announced at once, so the browser fetches them together instead of level by level.
+    const preload = Object.keys(CONSOLE_ASSETS)
+      .filter((asset) => asset.endsWith('.js') && asset !== 'app.js')
+      .map((asset) => `\n    <link rel="modulepreload" href="${at}/console/${asset}">`)
+      .join('');
     const html = `<!DOCTYPE html>
 <html lang="en">
   <head>
@@ -52,7 +57,7 @@ export function consoleFile(base: string, name: string): ConsoleFile | undefined
     <link rel="icon" href="data:,">
     <title>carebridge console</title>
     <link rel="stylesheet" type="text/css" href="${at}/console/console.css" />
-    <script type="module" src="${at}/console/app.js"></script>
+    <script type="module" src="${at}/console/app.js"></script>${preload}
   </head>
   <body>
     <a class="skip" href="#main">Skip to content</a>
