@@ -8,6 +8,9 @@
  * - the patient view of a record of about `BENCH_RESOURCES` (default 5000) resources: observations spread
  *   over 50 codes (so 50 charts), conditions, medications, added with PUT .../consolidated.
  *
+ * Beside them, in the same run, for ratios: the sign-in form (the page and its modules, no API call) and
+ * the large record's consolidated bundle fetched by Node alone (what the patient view waits for).
+ *
  * Prints one JSON object per measure. `BENCH_ROUNDS` (default 15). Targets: first view p50 under 1 s;
  * the 5,000-resource patient view under 2 s.
  */
@@ -73,10 +76,12 @@ try {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   await context.addInitScript(`sessionStorage.setItem('carebridge.console.apiKey', ${JSON.stringify(apiKey)})`);
 
-  async function time(measure: string, hash: string, drawn: (page: Page) => Promise<unknown>, extra: Record<string, unknown> = {}) {
+  const anonymous = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+
+  async function time(measure: string, hash: string, drawn: (page: Page) => Promise<unknown>, extra: Record<string, unknown> = {}, within = context) {
     const times: number[] = [];
     for (let round = 0; round < ROUNDS + 1; round++) {
-      const page = await context.newPage();
+      const page = await within.newPage();
       const started = performance.now();
       await page.goto(`${service.url}/console${hash}`);
       await drawn(page);
@@ -89,6 +94,17 @@ try {
     emit({ bench: 'console', measure, rounds: ROUNDS, p50Ms: Math.round(percentile(times, 50)), p90Ms: Math.round(percentile(times, 90)), maxMs: Math.round(times.at(-1)!), ...extra });
   }
 
+  await time('sign-in form (no API call)', '', (page) => page.getByLabel('API key').waitFor(), {}, anonymous);
+  {
+    const times: number[] = [];
+    for (let round = 0; round < ROUNDS + 1; round++) {
+      const started = performance.now();
+      await call('GET', `/medical/v1/patient/${large}/consolidated`);
+      if (round > 0) times.push(performance.now() - started);
+    }
+    times.sort((a, b) => a - b);
+    emit({ bench: 'console', measure: 'API alone: the large record consolidated (Node fetch)', rounds: ROUNDS, p50Ms: Math.round(percentile(times, 50)), maxMs: Math.round(times.at(-1)!), resources: RESOURCES });
+  }
   await time('first view (imports)', '#/imports', (page) => page.locator('section[aria-labelledby="imports-title"] table').waitFor());
   await time('patient view, sandbox record', `#/patients/${eve}`, (page) => page.getByRole('img', { name: /^Systolic blood pressure/ }).waitFor(), { resources: 'sandbox (3 documents)' });
   await time('patient view, large record', `#/patients/${large}`, (page) => page.getByRole('img', { name: /^Measure 1047/ }).waitFor(), { resources: RESOURCES });
