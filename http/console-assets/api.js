@@ -71,7 +71,7 @@ export class Api {
     return parsed === undefined ? text : parsed;
   }
 
-  /** The text of a service URL (signed, so no key is needed; sent anyway when it is the API's). */
+  /** The text of a URL the service signed (result CSV, search bundle): the signature is its access, so no key goes with it. */
   async fetchText(url) {
     const response = await fetch(sameOrigin(url), { credentials: 'omit', cache: 'no-store' });
     if (!response.ok) throw new ApiError(response.status, `HTTP_${response.status}`, 'The file could not be fetched');

@@ -90,7 +90,12 @@ export async function renderWebhooks(ctx, container) {
       ['URL', 'Health', 'Messages', 'Actions'],
       endpoints.endpoints.map((e) => [
         [h('code', {}, e.url), e.description ? h('div', { class: 'muted' }, e.description) : null],
-        [e.enabled ? badge('enabled', 'ok') : badge('disabled', 'bad'), e.statusDetail ? h('div', { class: 'muted' }, e.statusDetail) : null],
+        [
+          e.enabled ? badge('enabled', 'ok') : badge('disabled', 'bad'),
+          // Services that report an endpoint's health say so in `health.status`; older ones have only the detail.
+          typeof e.health?.status === 'string' ? [' ', badge(e.health.status, e.health.status === 'healthy' ? 'ok' : 'warn')] : null,
+          e.statusDetail ? h('div', { class: 'muted' }, e.statusDetail) : null,
+        ],
         `${e.messages.pending} pending (${e.messages.failing} failing), ${e.messages.delivered} delivered, ${e.messages.parked} parked`,
         h(
           'div',
