@@ -77,6 +77,8 @@ async function checkView(page: Page, view: string): Promise<void> {
   await expectAccessible(page, `${view} at 1280 px`);
   await shoot(page, view, 'wide');
   await page.setViewportSize(PHONE);
+  // Usable on a phone: nothing wider than the screen (wide tables scroll inside their own region).
+  expect(await page.evaluate<number>('document.documentElement.scrollWidth'), `${view} width at phone width`).toBeLessThanOrEqual(PHONE.width);
   await expectAccessible(page, `${view} at phone width`);
   await shoot(page, view, 'phone');
   await page.setViewportSize(WIDE);
@@ -115,8 +117,9 @@ describe.skipIf(!available)('the console in a browser', () => {
       await page.goto(`${service.url}/console`);
       await page.getByLabel('API key').waitFor();
       await checkView(page, 'sign-in');
+      // Signed in from the keyboard: the key typed, then Enter.
       await page.getByLabel('API key').fill(apiKey);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByLabel('API key').press('Enter');
       await page.getByRole('heading', { level: 1, name: 'Imports' }).waitFor();
       // The key is in the tab's session storage only, never in the address.
       expect(page.url()).not.toContain(apiKey);
@@ -153,6 +156,7 @@ describe.skipIf(!available)('the console in a browser', () => {
       await checkView(page, 'patients');
       await page.getByRole('link', { name: 'Eve Betterhalf' }).click();
       await page.getByRole('heading', { level: 1, name: /Eve Betterhalf/ }).waitFor();
+      const patientId = decodeURIComponent(page.url().split('#/patients/')[1]!);
       const problemsSection = page.locator('#problems-title-section');
       await problemsSection.waitFor();
       const active = problemsSection.locator('.group', { has: page.getByRole('heading', { name: /^Active/ }) });
@@ -181,7 +185,12 @@ describe.skipIf(!available)('the console in a browser', () => {
       await checkView(page, 'patient');
 
       // --- Opt-out, confirmed in a dialog, through the API's own call ---
-      const patientId = decodeURIComponent(page.url().split('#/patients/')[1]!);
+      // Escape cancels the confirmation, and nothing changes.
+      await page.getByRole('button', { name: 'Opt out of exchanges' }).click();
+      await page.getByRole('dialog', { name: 'Opt the patient out?' }).waitFor();
+      await page.keyboard.press('Escape');
+      await page.getByRole('dialog').waitFor({ state: 'detached' });
+      expect((await api('GET', `/medical/v1/patient/${patientId}/hie-opt-out`)).body.hieOptOut).toBe(false);
       await page.getByRole('button', { name: 'Opt out of exchanges' }).click();
       const dialog = page.getByRole('dialog', { name: 'Opt the patient out?' });
       await dialog.waitFor();

@@ -5,6 +5,8 @@ import { announce, badge, errorBox, facts, field, h, mount, parseCsv, table, whe
 
 const POLL_MS = 1000;
 const ENDED = new Set(['completed', 'failed', 'expired']);
+/** Polls of a completed import showing no document query yet before the console stops waiting for one. */
+const EMPTY_POLLS = 30;
 
 const tone = (status) => (status === 'completed' ? 'ok' : status === 'failed' || status === 'expired' ? 'bad' : 'info');
 
@@ -107,6 +109,7 @@ export async function renderImports(ctx, container, requestId) {
   let failedRows;
   // Rendered once per import, not on every poll, so a filter being typed keeps its text and focus.
   const failedArea = h('div', { id: 'failed-rows' });
+  let emptyPolls = 0;
   async function showDetail(id) {
     let status;
     try {
@@ -117,7 +120,10 @@ export async function renderImports(ctx, container, requestId) {
     }
     if (!alive) return;
     const queries = status.documentQueries;
-    const queriesDone = !queries || queries.processing === 0;
+    // The queries are recorded by jobs after the import completes, so a total of 0 may mean "not yet": keep
+    // looking for a while, unless no row made a patient (opted-out patients get none, so it stays 0 for them).
+    if (queries && queries.total === 0) emptyPolls++;
+    const queriesDone = !queries || (queries.total > 0 ? queries.processing === 0 : status.succeeded === 0 || emptyPolls > EMPTY_POLLS);
     const finished = ENDED.has(status.status) && (status.dryRun || status.status !== 'completed' || queriesDone);
     const total = status.total ?? 0;
     mount(
