@@ -133,6 +133,8 @@ function rekey(newKey) {
 
 window.addEventListener('hashchange', () => void route());
 window.addEventListener('console:unauthorized', () => {
+  // At sign-in the form says the key is wrong itself; this is for a key that stopped working later.
+  if (!document.querySelector('header.top')) return;
   forgetKey();
   if (typeof leave === 'function') leave();
   leave = undefined;
