@@ -117,6 +117,11 @@ describe.skipIf(!available)('the console in a browser', () => {
       await page.goto(`${service.url}/console`);
       await page.getByLabel('API key').waitFor();
       await checkView(page, 'sign-in');
+      // A wrong key is refused by the form, and nothing is kept of it.
+      await page.getByLabel('API key').fill('cb_not-a-key');
+      await page.getByLabel('API key').press('Enter');
+      await page.getByRole('alert').getByText('This API key is not valid').waitFor();
+      expect(await page.evaluate<number>('sessionStorage.length')).toBe(0);
       // Signed in from the keyboard: the key typed, then Enter.
       await page.getByLabel('API key').fill(apiKey);
       await page.getByLabel('API key').press('Enter');
