@@ -17,6 +17,7 @@ const BENCHES = [
   'throughput.bench.ts',
   'instances.bench.ts',
   'hostile.bench.ts',
+  'console.bench.ts',
 ];
 const names = BENCHES.map((file) => file.replace(/\.bench\.ts$/, ''));
 const only = process.argv.slice(2);

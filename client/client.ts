@@ -15,7 +15,9 @@ import type {
   PatientCohorts,
   PatientFacilities,
   BulkDocumentUrlRequest,
+  ApiKeyRotation,
   BulkPatientCreate,
+  BulkPatientCreateList,
   BulkPatientCreateStart,
   Cohort,
   CohortCreate,
@@ -367,6 +369,11 @@ export class CarebridgeClient {
     return this.upload(uploadUrl, csv, 'text/csv', true);
   }
 
+  /** The account's bulk patient creates with their outcome, newest first (`limit` at most 100, default 20). */
+  listBulkPatientCreates(options: { limit?: number } = {}): Promise<BulkPatientCreateList> {
+    return this.call('GET', `${V1}/patient/bulk`, { query: { limit: options.limit } });
+  }
+
   /** Status and progress; `result` (when completed) is a fresh URL of the result CSV (see `download`). */
   getBulkPatientCreate(requestId: string): Promise<BulkPatientCreate> {
     return this.call('GET', `${V1}/patient/bulk/${id(requestId)}`);
@@ -574,6 +581,14 @@ export class CarebridgeClient {
   /** Sets the webhook URL (the service pings it at once; `webhookEnabled` says whether it answered). `''` clears it. */
   updateSettings(input: SettingsUpdate): Promise<Settings> {
     return this.call('POST', '/settings', { body: input });
+  }
+
+  /**
+   * Gives the account a new API key, answered this once. This client keeps using the key it was made with,
+   * which stops working within a few seconds: make a new client with the answer's `apiKey`.
+   */
+  rotateApiKey(): Promise<ApiKeyRotation> {
+    return this.call('POST', '/settings/api-key/rotate');
   }
 
   getWebhookStatus(): Promise<WebhookStatus> {

@@ -128,6 +128,10 @@ export const bulkStatusResponse = z.strictObject({
   createdAt: instant,
 });
 
+export const bulkListResponse = z.strictObject({
+  requests: z.array(bulkStatusResponse).describe('The account\'s imports, newest first (document query counts only in the status of one import)'),
+});
+
 export const settingsResponse = z.strictObject({
   id,
   webhookUrl: z.string().nullable(),
@@ -347,4 +351,9 @@ export const networkEntriesResponse = z.strictObject({
     }),
   ),
   meta: z.strictObject({ itemsOnPage: z.number().int(), nextPage: z.string().optional() }),
+});
+
+export const apiKeyRotationResponse = z.strictObject({
+  apiKey: z.string().describe('The new API key, shown this once: the previous key stops working within a few seconds'),
+  apiKeyPrefix: z.string().describe('Its first characters, as lists show it'),
 });

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { ApiHandler } from '../core/api/handler.js';
 import { buildOpenApiDocument, type OpenApiInfo } from '../core/api/openapi.js';
@@ -8,6 +9,7 @@ import type { ApiRequest, ApiResponse } from '../core/api/types.js';
 import { describeError } from '../core/error-facts.js';
 import { CoreError } from '../core/errors.js';
 import { tooLarge } from './body.js';
+import { consoleFile } from './console.js';
 import { docsFile } from './docs.js';
 import { trackRequestFacts, type RequestFacts } from './request-facts.js';
 
@@ -41,6 +43,8 @@ export interface HttpTranslationOptions {
   uploadLimitBytes?: number;
   /** Serve `/openapi.json` and `/docs` under the prefix. Default true. */
   docs?: boolean;
+  /** Serve the browser console, `/console`, under the prefix. Default true. */
+  console?: boolean;
   /** Title, version and server URL of the OpenAPI document; the server URL defaults to the prefix. */
   openApi?: OpenApiInfo;
 }
@@ -92,6 +96,7 @@ export function createHttpTranslation(handler: ApiHandler, options: HttpTranslat
   const prefix = normalisePrefix(options.prefix);
   const routes = new Map<string, RouteDefinition>(handler.routes.map((route) => [`${route.method} ${route.path}`, route]));
   const docs = options.docs ?? true;
+  const consolePages = options.console ?? true;
   const logger = options.logger;
   let openApiText: string | undefined;
   const openApi = () => (openApiText ??= JSON.stringify(buildOpenApiDocument(handler.routes, { serverUrl: prefix === '' ? '/' : prefix, ...options.openApi })));
@@ -145,12 +150,16 @@ export function createHttpTranslation(handler: ApiHandler, options: HttpTranslat
       let route: string | undefined;
       let response: ApiResponse;
       const file = docs && method === 'GET' ? docsPage(prefix, path) : undefined;
+      const consolePage = consolePages && method === 'GET' ? consoleOf(prefix, path) : undefined;
       if (docs && method === 'GET' && path === '/openapi.json') {
         route = '/openapi.json';
         response = { status: 200, headers: { 'content-type': 'application/json' }, text: openApi() };
       } else if (file) {
         route = '/docs';
         response = { status: 200, headers: { 'content-type': file.contentType, 'cache-control': 'public, max-age=3600' }, ...file.payload };
+      } else if (consolePage) {
+        route = '/console';
+        response = { status: 200, headers: { 'content-type': consolePage.contentType, ...consolePage.headers }, ...payloadOf(consolePage.body) };
       } else {
         // Only a body needs its route's definition before the handler runs (its limit and media type); a
         // handler made by the runtime reports the route it matched, so other requests are routed once.
@@ -177,10 +186,20 @@ export function createHttpTranslation(handler: ApiHandler, options: HttpTranslat
   };
 }
 
+function payloadOf(body: string | Readable): Pick<ApiResponse, 'text' | 'stream'> {
+  return typeof body === 'string' ? { text: body } : { stream: body };
+}
+
 function docsPage(prefix: string, path: string): { contentType: string; payload: Pick<ApiResponse, 'text' | 'stream'> } | undefined {
   const file = path === '/docs' ? docsFile(prefix, '') : path.startsWith('/docs/') ? docsFile(prefix, path.slice('/docs/'.length)) : undefined;
   if (!file) return undefined;
-  return { contentType: file.contentType, payload: typeof file.body === 'string' ? { text: file.body } : { stream: file.body } };
+  return { contentType: file.contentType, payload: payloadOf(file.body) };
+}
+
+/** `/console` (also with a trailing slash) or one of its listed assets. */
+function consoleOf(prefix: string, path: string) {
+  if (path === '/console' || path === '/console/') return consoleFile(prefix, '');
+  return path.startsWith('/console/') ? consoleFile(prefix, path.slice('/console/'.length)) : undefined;
 }
 
 /** The statuses whose responses carry no body, whatever the handler set. */

@@ -8,6 +8,7 @@ import { SteppedClock } from '../adapters/clock/stepped.clock.js';
 import { SequentialIds } from '../adapters/ids/sequential.ids.js';
 import { MemoryHost } from '../hosts/memory/memory.host.js';
 import { carebridgeKoaMiddleware } from './koa.js';
+import { CONSOLE_ASSETS } from './console.js';
 import { capturingLogger, expectProblem, SAMPLE_ADDRESS, SPEC_NOW, startMemoryKoa, VALID_NPI, WRAPPERS, type MemoryKoa, type WrapperName } from '../spec/support/http-testing.js';
 
 const FACILITY = { name: 'Main Clinic', npi: VALID_NPI, address: SAMPLE_ADDRESS };
@@ -247,11 +248,39 @@ describe('mounting in an existing Koa app', () => {
       const script = await fetch(`${url}/carebridge/docs/docs.js`);
       expect(script.status).toBe(200);
       expect((await script.text()).length).toBeGreaterThan(1_000);
+      const consolePage = await (await fetch(`${url}/carebridge/console`)).text();
+      expect(consolePage).toContain('src="/carebridge/console/app.js"');
+      expect(consolePage).toContain('data-base="/carebridge"');
+      expect((await fetch(`${url}/carebridge/console/app.js`)).status).toBe(200);
     } finally {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await host.close();
     }
+  });
+});
+
+describe('the console', () => {
+  test('/console is an HTML page with a content security policy; every listed asset is served and every module it imports is listed; nothing else is', async () => {
+    const { url } = await start();
+    const page = await fetch(`${url}/console`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(page.headers.get('content-security-policy')).toMatch(/default-src 'self'/);
+    const html = await page.text();
+    expect(html).not.toMatch(/https?:\/\//);
+    for (const name of Object.keys(CONSOLE_ASSETS)) {
+      const response = await fetch(`${url}/console/${name}`);
+      expect(response.status, name).toBe(200);
+      expect(response.headers.get('content-type'), name).toBe(CONSOLE_ASSETS[name]);
+      const text = await response.text();
+      // Modules import each other by bare file name: each must be one the translation serves.
+      for (const imported of text.matchAll(/^import .* from '\.\/([^']+)';$/gm)) expect(Object.keys(CONSOLE_ASSETS), `${name} imports ${imported[1]}`).toContain(imported[1]);
+      expect(text, name).not.toMatch(/https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
+    }
+    for (const probe of ['/console/../package.json', '/console/console.ts', '/console/app.js/x', '/console/%2e%2e/package.json']) await expectProblem(await fetch(`${url}${probe}`), 404);
+    // A POST is the API's, never a file.
+    expect((await fetch(`${url}/console`, { method: 'POST' })).status).toBe(404);
   });
 });
 

@@ -64,6 +64,18 @@ export async function expireIfDue(deps: Pick<CoreDeps, 'storage' | 'clock'>, req
   return stored ?? (await deps.storage.bulkRequests.getById(request.id)) ?? request;
 }
 
+/** Most imports one listing answers. */
+export const BULK_LIST_MAX = 100;
+
+/**
+ * The account's imports, newest first, at most `limit` (at most BULK_LIST_MAX): each as `getBulkRequest`
+ * answers it, so one whose upload window passed reads as expired here too.
+ */
+export async function listBulkRequests(deps: Pick<CoreDeps, 'storage' | 'clock'>, accountId: string, limit: number): Promise<BulkRequest[]> {
+  const requests = await deps.storage.bulkRequests.list(accountId, Math.min(limit, BULK_LIST_MAX));
+  return Promise.all(requests.map((request) => expireIfDue(deps, request)));
+}
+
 export async function getBulkRequest(deps: Pick<CoreDeps, 'storage' | 'clock'>, accountId: string, requestId: string): Promise<BulkRequest> {
   const request = await deps.storage.bulkRequests.get(accountId, requestId);
   if (!request) throw new CoreError('BULK_REQUEST_NOT_FOUND', 'No bulk request with this id in your account');

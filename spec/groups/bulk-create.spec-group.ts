@@ -51,6 +51,38 @@ export function defineBulkCreateGroup({ describe, test, makeHost }: HostSpecOpti
       });
     });
 
+    test("the account's imports are listed newest first with their outcome; another account lists none of them", async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        const other = await AccountApi.create(host, 'Other Clinic');
+        await other.createFacility();
+        expect((await api.call('GET', '/medical/v1/patient/bulk')).body).toEqual({ requests: [] });
+        const first = await api.importCsv(csvOf([personRow(1), personRow(2, { zip: '123' })]));
+        host.clock.advance(1_000);
+        const dry = await api.importCsv(csvOf([personRow(3)]), { dryRun: true });
+        host.clock.advance(1_000);
+        const waiting = (await api.startBulk()).body;
+
+        const listed = await api.call('GET', '/medical/v1/patient/bulk');
+        expect(listed.status, listed.text).toBe(200);
+        expect(listed.body.requests.map((r: { requestId: string }) => r.requestId)).toEqual([waiting.requestId, dry.requestId, first.requestId]);
+        expect(listed.body.requests[0]).toMatchObject({ status: 'waiting', dryRun: false });
+        expect(listed.body.requests[1]).toMatchObject({ status: 'completed', dryRun: true, created: 1, failed: 0 });
+        expect(listed.body.requests[2]).toMatchObject({ status: 'completed', dryRun: false, succeeded: 1, failed: 1, created: 1 });
+        expect(listed.body.requests[2].result).toMatch(/^https?:\/\//);
+        expect((await api.call('GET', '/medical/v1/patient/bulk', { query: { limit: '1' } })).body.requests).toHaveLength(1);
+        // Past its upload window the waiting one reads as expired, as its own status says.
+        host.clock.advance(TEN_MINUTES + 1);
+        expect((await api.call('GET', '/medical/v1/patient/bulk')).body.requests[0]).toMatchObject({ requestId: waiting.requestId, status: 'expired' });
+
+        expect((await other.call('GET', '/medical/v1/patient/bulk')).body).toEqual({ requests: [] });
+        const refused = await api.call('GET', '/medical/v1/patient/bulk', { query: { limit: '0' } });
+        expect(refused.status).toBe(400);
+        expect(refused.body.code).toBe('VALIDATION_FAILED');
+      });
+    });
+
     test('re-importing the same file creates nothing new and updates each patient once; the status counts created and updated', async () => {
       await withHost(makeHost, async (host) => {
         const api = await AccountApi.create(host);

@@ -23,6 +23,26 @@ export function defineTenancyGroup({ describe, test, makeHost, numRuns = 15 }: H
       });
     });
 
+    test('an account rotates its own API key: the new key works at once, the old one stops after the key cache time', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        const rotated = await api.call('POST', '/settings/api-key/rotate');
+        expect(rotated.status, rotated.text).toBe(200);
+        expect(rotated.body.apiKey).toMatch(/^cb_/);
+        expect(rotated.body.apiKey).not.toBe(api.apiKey);
+        expect(rotated.body.apiKey.startsWith(rotated.body.apiKeyPrefix)).toBe(true);
+        const renewed = new AccountApi(host, api.accountId, rotated.body.apiKey);
+        expect((await renewed.call('GET', '/medical/v1/facility')).body.facilities).toHaveLength(1);
+        // The handler keeps a key that worked for a few seconds; past that the old key is refused everywhere.
+        host.clock.advance(60_000);
+        const old = await host.call({ method: 'GET', path: '/medical/v1/facility', apiKey: api.apiKey });
+        expect(old.status).toBe(401);
+        expect(old.body.code).toBe('UNAUTHORIZED');
+        expect((await renewed.call('GET', '/medical/v1/facility')).status).toBe(200);
+      });
+    });
+
     test("another account's records are 404 on every route, never their data", async () => {
       await withHost(makeHost, async (host) => {
         const alice = await AccountApi.create(host, 'Alice Clinic');

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { CONSOLE_ASSETS } from '../../http/console.js';
 
 /**
  * The package as another project gets it: built, packed by npm, unpacked into a fresh project's
@@ -79,7 +80,11 @@ const carebridge = await createCarebridge({ publicUrl: 'http://127.0.0.1/api', d
 const server = http.createServer(createNodeListener(carebridge.handler, { prefix: '/api' }));
 await new Promise((listening) => server.listen(0, '127.0.0.1', listening));
 const { apiKey } = await carebridge.createAccount('packed');
-const cb = new CarebridgeClient({ apiKey, baseUrl: 'http://127.0.0.1:' + server.address().port + '/api' });
+const base = 'http://127.0.0.1:' + server.address().port + '/api';
+const cb = new CarebridgeClient({ apiKey, baseUrl: base });
+const consolePage = await (await fetch(base + '/console')).text();
+const consoleAssets = {};
+for (const name of ${JSON.stringify(Object.keys(CONSOLE_ASSETS))}) consoleAssets[name] = (await fetch(base + '/console/' + name)).status;
 const facility = await cb.createFacility({
   name: 'Main Clinic',
   npi: '1234567893',
@@ -98,12 +103,16 @@ console.log(JSON.stringify({
   koa: typeof carebridgeKoa,
   verify: typeof verifyWebhookSignature,
   refused,
+  console: consolePage.includes('src="/api/console/app.js"'),
+  consoleAssets,
 }));
 `,
     );
     const output = run(process.execPath, ['app.mjs', join(dir, 'data'), fixture], dir);
     const result = JSON.parse(output.trim().split('\n').at(-1)!) as Record<string, unknown>;
-    expect(result).toMatchObject({ facility: 'string', koa: 'function', verify: 'function', refused: 401 });
+    expect(result).toMatchObject({ facility: 'string', koa: 'function', verify: 'function', refused: 401, console: true });
+    // Every file the console is made of is in the package and served from it.
+    expect(result.consoleAssets).toEqual(Object.fromEntries(Object.keys(CONSOLE_ASSETS).map((name) => [name, 200])));
     expect(result.resources).toBeGreaterThan(10);
   }, 120_000);
 

@@ -1,13 +1,14 @@
 import { pauseOf, pauseReason } from '../../bulk/pause.js';
 import { resultDownloadUrl } from '../../bulk/result.js';
-import { getBulkRequest, startBulkCreate } from '../../bulk/start.js';
+import { BULK_LIST_MAX, getBulkRequest, listBulkRequests, startBulkCreate } from '../../bulk/start.js';
 import { acceptUpload } from '../../bulk/upload.js';
 import type { CoreDeps } from '../../deps.js';
 import type { BulkQueriesProgress, BulkRequest } from '../../domain/types.js';
 import { CoreError } from '../../errors.js';
+import { z } from 'zod';
 import { defineRoute, json } from '../router.js';
 import { bulkStartQuerySchema } from '../schemas.js';
-import { bulkStartResponse, bulkStatusResponse } from '../../../contract/responses.js';
+import { bulkListResponse, bulkStartResponse, bulkStatusResponse } from '../../../contract/responses.js';
 
 const BULK = '/medical/v1/patient/bulk';
 
@@ -65,6 +66,19 @@ export const bulkRoutes = [
     async handle({ deps, account, query }) {
       const { request, uploadUrl } = await startBulkCreate(deps, account, { facilityId: query.facilityId, dryRun: query.dryRun });
       return json(200, bulkStartToWire(request, uploadUrl));
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: BULK,
+    auth: 'apiKey',
+    tag: 'Bulk Patient Create',
+    summary: `The account's bulk patient creates with their outcome, newest first (at most ${BULK_LIST_MAX}, default 20)`,
+    query: z.object({ limit: z.coerce.number().int().min(1).max(BULK_LIST_MAX).optional().describe(`At most ${BULK_LIST_MAX}; default 20`) }),
+    success: { status: 200, schema: bulkListResponse },
+    async handle({ deps, account, query }) {
+      const requests = await listBulkRequests(deps, account.id, query.limit ?? 20);
+      return json(200, { requests: requests.map((request) => bulkStatusToWire(deps, request)) });
     },
   }),
   defineRoute({

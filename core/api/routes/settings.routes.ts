@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { getSettings, getWebhookStatus, retryWebhookMessages, settingsToWire, updateSettings } from '../../settings.js';
+import { rotateApiKey } from '../../accounts.js';
 import type { CoreDeps } from '../../deps.js';
 import type { WebhookEndpoint } from '../../domain/types.js';
 import { createEndpoint, endpointToWire, FILTERABLE_EVENT_TYPES, getEndpoint, removeEndpoint, rotateEndpointSecret, updateEndpoint } from '../../webhooks/endpoints.js';
@@ -9,6 +10,7 @@ import { CoreError } from '../../errors.js';
 import { defineRoute, json, noContent } from '../router.js';
 import { settingsUpdateSchema, webhookEndpointCreateSchema, webhookEndpointUpdateSchema, webhookReplaySchema, webhookSecretRotationSchema } from '../schemas.js';
 import {
+  apiKeyRotationResponse,
   parkedMessagesResponse,
   settingsResponse,
   webhookAttemptPageResponse,
@@ -64,6 +66,17 @@ export const settingsRoutes = [
     success: { status: 200, schema: settingsResponse },
     async handle({ deps, account, body }) {
       return json(200, settingsToWire(await updateSettings(deps, account.id, body)));
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/settings/api-key/rotate',
+    auth: 'apiKey',
+    tag: 'Settings',
+    summary: 'Give the account a new API key, answered this once; the key that made the call stops working within a few seconds',
+    success: { status: 200, schema: apiKeyRotationResponse },
+    async handle({ deps, account }) {
+      return json(200, await rotateApiKey(deps, account.id));
     },
   }),
   defineRoute({
