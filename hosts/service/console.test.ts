@@ -122,6 +122,8 @@ describe.skipIf(!available)('the console in a browser', () => {
       await page.getByLabel('API key').press('Enter');
       await page.getByRole('alert').getByText('This API key is not valid').waitFor();
       expect(await page.evaluate<number>('sessionStorage.length')).toBe(0);
+      expect(problems).toEqual(['401 /medical/v1/organization']);
+      problems.length = 0;
       // Signed in from the keyboard: the key typed, then Enter.
       await page.getByLabel('API key').fill(apiKey);
       await page.getByLabel('API key').press('Enter');
