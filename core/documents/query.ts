@@ -4,7 +4,7 @@
  * `medical.document-download`, converts the C-CDA documents into the consolidated store, and sends
  * `medical.document-conversion`. The work runs as one queued job per query, resumable at every step.
  */
-import type { CoreDeps } from '../deps.js';
+import { DEFAULT_MAX_CONVERSION_BYTES, type CoreDeps } from '../deps.js';
 import type { Account, DocumentQuery, DocumentRecord, Facility, Patient, ProgressCounts } from '../domain/types.js';
 import { getPatient } from '../entities/patients.js';
 import { CoreError, isCoreError } from '../errors.js';
@@ -15,7 +15,7 @@ import { nowIso } from '../time.js';
 import { enqueueMessage } from '../webhooks/deliver.js';
 import { documentConversionMessage, documentDownloadMessage, toWebhookDocument, type MessageMetaInput } from '../webhooks/envelope.js';
 import { validateMetadata } from '../../contract/metadata.js';
-import { convertDocuments } from './convert.js';
+import { convertDocuments, type ReadyConversion } from './convert.js';
 import { documentBlobKey, isCcdaMediaType, networkFileName } from './document-reference.js';
 import { DOCUMENT_JOB } from './job-types.js';
 import { storeDocument } from './store-document.js';
@@ -190,15 +190,54 @@ async function documentsOfQuery(storage: StoragePort, query: DocumentQuery): Pro
 export async function runDocumentQuery(deps: CoreDeps, accountId: string, queryId: string): Promise<void> {
   let query = await deps.storage.documentQueries.get(accountId, queryId);
   if (!query || !isRunning(query)) return;
+  let ready: ReadonlyMap<string, ReadyConversion> | undefined;
   if (query.download.status === 'processing') {
     const downloaded = await downloadStep(deps, query);
     if (!downloaded) return;
-    query = downloaded;
+    ({ query, ready } = downloaded);
   }
-  if (query.convert.status === 'processing') await conversionStep(deps, query);
+  if (query.convert.status === 'processing') await conversionStep(deps, query, ready);
 }
 
-async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<DocumentQuery | undefined> {
+/**
+ * Documents fetched and being read (search text and conversion, on the converter's threads) while the next
+ * ones are fetched and this thread stores the earlier ones: enough to keep the converter busy, few enough
+ * that the bytes held while they wait stay small.
+ */
+const READ_AHEAD = 4;
+
+/**
+ * Conversions made as documents land wait in memory for the query's conversion step, up to this much source
+ * text per query; documents past it are converted by that step from storage, so a patient with hundreds of
+ * documents never has all their resources held at once.
+ */
+const READY_BYTES_PER_QUERY = 8 * 1024 * 1024;
+
+/** A fetched document on its way to being recorded, with its reading if one was started. */
+interface Landing {
+  ref: HieDocumentRef;
+  fileName: string;
+  bytes: Uint8Array;
+  reading: Promise<{ text: string; conversion: ReadyConversion } | undefined>;
+}
+
+/**
+ * The search text and conversion of a fetched C-CDA document, made together where the converter runs;
+ * undefined when the converter cannot do both at once or is too busy (the document then goes the way of
+ * any stored one: its text made as it is recorded, its conversion by the conversion step).
+ */
+async function readLanded(deps: Pick<CoreDeps, 'ccda'>, bytes: Uint8Array): Promise<{ text: string; conversion: ReadyConversion } | undefined> {
+  if (!deps.ccda.read) return undefined;
+  try {
+    const { searchText, conversion } = await deps.ccda.read(new TextDecoder().decode(bytes));
+    return { text: searchText, conversion: conversion.ok ? { bundle: conversion.bundle } : { problem: conversion.message } };
+  } catch (error) {
+    if (isCoreError(error) && error.code === 'RATE_LIMITED') return undefined;
+    throw error;
+  }
+}
+
+async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<{ query: DocumentQuery; ready: ReadonlyMap<string, ReadyConversion> } | undefined> {
   const currentPatient = () => deps.storage.patients.get(query.accountId, query.patientId);
   let patient = await currentPatient();
   // A patient removed, or opted out since the start: the network is not asked anything.
@@ -208,23 +247,49 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<Docum
   }
 
   const refs = await deps.hie.findDocuments(toHieQuery(patient));
+  const limit = deps.config?.maxConversionBytes ?? DEFAULT_MAX_CONVERSION_BYTES;
+  const ready = new Map<string, ReadyConversion>();
+  let readyBytes = 0;
+  const landing: Landing[] = [];
+  // Recorded in the order fetched, each once its reading is done (the text goes in with the record).
+  const recordNext = async () => {
+    const { ref, fileName, bytes, reading } = landing.shift()!;
+    const read = await reading;
+    const id = await recordFetchedDocument(deps, query, ref, fileName, bytes, read?.text);
+    if (read) ready.set(id, read.conversion);
+  };
   let errors = 0;
-  for (const ref of refs) {
-    const fileName = networkFileName(patient.id, ref.networkDocumentId, ref.fileName);
-    // Held already: fetched by this query before a retry, or by an earlier query (not sent again).
-    if (await deps.storage.documents.getByFileName(query.accountId, fileName)) continue;
-    patient = await currentPatient();
-    if (!patient || patient.hieOptOut) {
-      await failDocumentQuery(deps, query);
-      return undefined;
+  try {
+    for (const ref of refs) {
+      const fileName = networkFileName(patient.id, ref.networkDocumentId, ref.fileName);
+      // Held already: fetched by this query before a retry, or by an earlier query (not sent again).
+      if (await deps.storage.documents.getByFileName(query.accountId, fileName)) continue;
+      patient = await currentPatient();
+      if (!patient || patient.hieOptOut) {
+        while (landing.length > 0) await recordNext();
+        await failDocumentQuery(deps, query);
+        return undefined;
+      }
+      const fetched = await fetchDocument(deps, ref);
+      if (!fetched) {
+        errors++;
+        continue;
+      }
+      const readable = isCcdaMediaType(ref.mimeType) && fetched.byteLength <= limit && readyBytes + fetched.byteLength <= READY_BYTES_PER_QUERY;
+      if (readable) readyBytes += fetched.byteLength;
+      const reading = readable ? readLanded(deps, fetched) : Promise.resolve(undefined);
+      // Awaited in its turn; this keeps a failure of one not yet awaited from counting as unhandled meanwhile.
+      reading.catch(() => undefined);
+      landing.push({ ref, fileName, bytes: fetched, reading });
+      if (landing.length >= READ_AHEAD) await recordNext();
     }
-    const fetched = await fetchDocument(deps, ref);
-    if (!fetched) {
-      errors++;
-      continue;
-    }
-    await recordFetchedDocument(deps, query, ref, fileName, fetched);
+  } catch (error) {
+    // What landed before the failure is recorded, as if fetched one at a time: a retry does not fetch it again.
+    while (landing.length > 0) await recordNext();
+    throw error;
   }
+
+  while (landing.length > 0) await recordNext();
 
   const documents = await documentsOfQuery(deps.storage, query);
   const download: ProgressCounts = {
@@ -253,7 +318,7 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<Docum
     );
     return true;
   });
-  return stepEnded ? updated : undefined;
+  return stepEnded ? { query: updated, ready } : undefined;
 }
 
 /** The bytes of one document, or undefined when the network no longer has it (counted as an error). */
@@ -266,7 +331,8 @@ async function fetchDocument(deps: Pick<CoreDeps, 'hie'>, ref: HieDocumentRef): 
   }
 }
 
-async function recordFetchedDocument(deps: CoreDeps, query: DocumentQuery, ref: HieDocumentRef, fileName: string, bytes: Uint8Array): Promise<void> {
+/** Stores a fetched document (with its search text when it was read already); returns its id. */
+async function recordFetchedDocument(deps: CoreDeps, query: DocumentQuery, ref: HieDocumentRef, fileName: string, bytes: Uint8Array, text: string | undefined): Promise<string> {
   const id = deps.ids.next();
   const blobKey = documentBlobKey(query.accountId, id);
   const { size } = await deps.blob.put(blobKey, bytes, { contentType: ref.mimeType });
@@ -289,11 +355,12 @@ async function recordFetchedDocument(deps: CoreDeps, query: DocumentQuery, ref: 
     conversionStatus: isCcdaMediaType(ref.mimeType) ? 'processing' : 'not-applicable',
     createdAt: now,
   };
-  await storeDocument(deps, document, { mode: 'insert', ...(isCcdaMediaType(ref.mimeType) ? { ccda: bytes } : {}) });
+  await storeDocument(deps, document, { mode: 'insert', ...(isCcdaMediaType(ref.mimeType) ? { ccda: bytes } : {}), ...(text !== undefined ? { ccdaText: text } : {}) });
+  return id;
 }
 
-async function conversionStep(deps: CoreDeps, query: DocumentQuery): Promise<void> {
-  const documents = (await convertDocuments(deps, await documentsOfQuery(deps.storage, query))).filter((d) => isCcdaMediaType(d.mimeType));
+async function conversionStep(deps: CoreDeps, query: DocumentQuery, ready: ReadonlyMap<string, ReadyConversion> | undefined): Promise<void> {
+  const documents = (await convertDocuments(deps, await documentsOfQuery(deps.storage, query), ready)).filter((d) => isCcdaMediaType(d.mimeType));
   const successful = documents.filter((d) => d.conversionStatus === 'completed').length;
   const errors = documents.filter((d) => d.conversionStatus === 'failed').length;
   const updated: DocumentQuery = {

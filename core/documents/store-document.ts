@@ -15,6 +15,8 @@ export interface StoreDocumentOptions {
    * is not read, so memory stays bounded by the limit, not by what was uploaded.
    */
   ccda?: Uint8Array;
+  /** The search text of `ccda`, when it was made already (read together with its conversion): not made again. */
+  ccdaText?: string;
   /** The customer's own DocumentReference (uploads). */
   given?: Record<string, unknown>;
 }
@@ -27,7 +29,7 @@ export interface StoreDocumentOptions {
 export async function storeDocument(deps: StoreDeps, document: DocumentRecord, options: StoreDocumentOptions): Promise<FhirResourceRecord> {
   const { accountId, patientId } = document;
   // Before anything is written: a document recorded is then always indexed with its text.
-  const text = await documentText(deps, options.ccda);
+  const text = options.ccdaText ?? (await documentText(deps, options.ccda));
   const documentsBefore = await deps.storage.documents.listByPatient(accountId, patientId);
   const before = dataStamp(documentsBefore);
   const after = dataStamp([...documentsBefore.filter((d) => d.id !== document.id), document]);
