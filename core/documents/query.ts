@@ -18,7 +18,7 @@ import { validateMetadata } from '../../contract/metadata.js';
 import { convertDocuments, type ReadyConversion } from './convert.js';
 import { documentBlobKey, isCcdaMediaType, networkFileName } from './document-reference.js';
 import { DOCUMENT_JOB } from './job-types.js';
-import { storeDocument } from './store-document.js';
+import { storeDocuments, type StoreDocumentOptions } from './store-document.js';
 import { endHieSourcesOf } from '../network/sources.js';
 
 export interface StartDocumentQueryInput {
@@ -200,9 +200,9 @@ export async function runDocumentQuery(deps: CoreDeps, accountId: string, queryI
 }
 
 /**
- * Documents fetched and being read (search text and conversion, on the converter's threads) while the next
- * ones are fetched and this thread stores the earlier ones: enough to keep the converter busy, few enough
- * that the bytes held while they wait stay small.
+ * Documents fetched before those fetched are recorded: their readings (search text and conversion) run on
+ * the converter's threads meanwhile, and they are recorded together, in one transaction; few enough that
+ * the bytes held while they wait stay small.
  */
 const READ_AHEAD = 4;
 
@@ -251,12 +251,15 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<{ que
   const ready = new Map<string, ReadyConversion>();
   let readyBytes = 0;
   const landing: Landing[] = [];
-  // Recorded in the order fetched, each once its reading is done (the text goes in with the record).
-  const recordNext = async () => {
-    const { ref, fileName, bytes, reading } = landing.shift()!;
-    const read = await reading;
-    const id = await recordFetchedDocument(deps, query, ref, fileName, bytes, read?.text);
-    if (read) ready.set(id, read.conversion);
+  // Recorded together in the order fetched, once their readings are done (each text goes in with its record).
+  const recordLanded = async () => {
+    const batch = landing.splice(0);
+    const reads = await Promise.all(batch.map(({ reading }) => reading));
+    const ids = await recordFetchedDocuments(deps, query, batch.map((landed, i) => ({ ...landed, text: reads[i]?.text })));
+    ids.forEach((id, i) => {
+      const read = reads[i];
+      if (read) ready.set(id, read.conversion);
+    });
   };
   let errors = 0;
   try {
@@ -266,7 +269,7 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<{ que
       if (await deps.storage.documents.getByFileName(query.accountId, fileName)) continue;
       patient = await currentPatient();
       if (!patient || patient.hieOptOut) {
-        while (landing.length > 0) await recordNext();
+        await recordLanded();
         await failDocumentQuery(deps, query);
         return undefined;
       }
@@ -281,15 +284,15 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<{ que
       // Awaited in its turn; this keeps a failure of one not yet awaited from counting as unhandled meanwhile.
       reading.catch(() => undefined);
       landing.push({ ref, fileName, bytes: fetched, reading });
-      if (landing.length >= READ_AHEAD) await recordNext();
+      if (landing.length >= READ_AHEAD) await recordLanded();
     }
   } catch (error) {
     // What landed before the failure is recorded, as if fetched one at a time: a retry does not fetch it again.
-    while (landing.length > 0) await recordNext();
+    await recordLanded();
     throw error;
   }
 
-  while (landing.length > 0) await recordNext();
+  await recordLanded();
 
   const documents = await documentsOfQuery(deps.storage, query);
   const download: ProgressCounts = {
@@ -331,32 +334,44 @@ async function fetchDocument(deps: Pick<CoreDeps, 'hie'>, ref: HieDocumentRef): 
   }
 }
 
-/** Stores a fetched document (with its search text when it was read already); returns its id. */
-async function recordFetchedDocument(deps: CoreDeps, query: DocumentQuery, ref: HieDocumentRef, fileName: string, bytes: Uint8Array, text: string | undefined): Promise<string> {
-  const id = deps.ids.next();
-  const blobKey = documentBlobKey(query.accountId, id);
-  const { size } = await deps.blob.put(blobKey, bytes, { contentType: ref.mimeType });
-  const now = nowIso(deps.clock);
-  const document: DocumentRecord = {
-    id,
-    accountId: query.accountId,
-    patientId: query.patientId,
-    queryId: query.id,
-    source: 'hie',
-    fileName,
-    description: ref.description,
-    status: 'current',
-    indexed: now,
-    mimeType: ref.mimeType,
-    size,
-    type: ref.type,
-    organizationIdentifiers: ref.organizationIdentifiers,
-    blobKey,
-    conversionStatus: isCcdaMediaType(ref.mimeType) ? 'processing' : 'not-applicable',
-    createdAt: now,
-  };
-  await storeDocument(deps, document, { mode: 'insert', ...(isCcdaMediaType(ref.mimeType) ? { ccda: bytes } : {}), ...(text !== undefined ? { ccdaText: text } : {}) });
-  return id;
+/** Stores fetched documents of the query (each with its search text when it was read already); returns their ids. */
+async function recordFetchedDocuments(
+  deps: CoreDeps,
+  query: DocumentQuery,
+  fetched: readonly { ref: HieDocumentRef; fileName: string; bytes: Uint8Array; text: string | undefined }[],
+): Promise<string[]> {
+  if (fetched.length === 0) return [];
+  const items: { document: DocumentRecord; options: StoreDocumentOptions }[] = [];
+  for (const { ref, fileName, bytes, text } of fetched) {
+    const id = deps.ids.next();
+    const blobKey = documentBlobKey(query.accountId, id);
+    const { size } = await deps.blob.put(blobKey, bytes, { contentType: ref.mimeType });
+    const now = nowIso(deps.clock);
+    const ccda = isCcdaMediaType(ref.mimeType);
+    items.push({
+      document: {
+        id,
+        accountId: query.accountId,
+        patientId: query.patientId,
+        queryId: query.id,
+        source: 'hie',
+        fileName,
+        description: ref.description,
+        status: 'current',
+        indexed: now,
+        mimeType: ref.mimeType,
+        size,
+        type: ref.type,
+        organizationIdentifiers: ref.organizationIdentifiers,
+        blobKey,
+        conversionStatus: ccda ? 'processing' : 'not-applicable',
+        createdAt: now,
+      },
+      options: { mode: 'insert', ...(ccda ? { ccda: bytes } : {}), ...(text !== undefined ? { ccdaText: text } : {}) },
+    });
+  }
+  await storeDocuments(deps, items);
+  return items.map(({ document }) => document.id);
 }
 
 async function conversionStep(deps: CoreDeps, query: DocumentQuery, ready: ReadonlyMap<string, ReadyConversion> | undefined): Promise<void> {
