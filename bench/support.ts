@@ -138,13 +138,22 @@ export interface Service {
   child: ChildProcess;
   url: string;
   peakRssMb: () => number;
+  /** CPU time the service has used so far (user + system, every thread), ms. */
+  cpuMs: () => number;
 }
 
-export async function startService(dataDir: string, env: Record<string, string> = {}): Promise<Service> {
+/**
+ * Starts the service as a child process. `cpus` (a `taskset -c` list such as `0` or `0,1`) pins it to those
+ * cores (util-linux's taskset runs it), for measures of instances that each have cores of their own.
+ */
+export async function startService(dataDir: string, env: Record<string, string> = {}, options: { cpus?: string } = {}): Promise<Service> {
   const port = await freePort();
-  // BENCH_CPU_PROF=<dir>: the service writes a V8 CPU profile there when it stops (node --cpu-prof).
+  // BENCH_CPU_PROF=<dir>: the service writes a V8 CPU profile there when it stops (node --cpu-prof), one per
+  // thread (the converter threads' too).
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...profile, ...startScriptArguments()], {
+  const node = [process.execPath, ...profile, ...startScriptArguments()];
+  const [command, ...args] = options.cpus === undefined ? node : ['taskset', '-c', options.cpus, ...node];
+  const child = spawn(command!, args, {
     cwd: ROOT,
     env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', ...env },
     // BENCH_SERVICE_LOG=<file>: the service's log lines (stdout) go there instead of nowhere.
@@ -170,6 +179,12 @@ export async function startService(dataDir: string, env: Record<string, string> 
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
       return Math.round(kb / 1024);
+    },
+    // utime and stime of /proc/<pid>/stat, in clock ticks (100 a second on Linux); the fields after the
+    // command's name, which is in parentheses and may hold spaces.
+    cpuMs: () => {
+      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return (Number(fields[11]) + Number(fields[12])) * 10;
     },
   };
 }
