@@ -2,7 +2,7 @@ import { DEFAULT_MAX_CONVERSION_BYTES, type CoreConfig, type CoreDeps } from '..
 import type { DocumentRecord, FhirResourceRecord } from '../domain/types.js';
 import { CoreError, isCoreError } from '../errors.js';
 import type { FhirBundle, FhirResource } from '../ports/ccda.port.js';
-import { repairText } from '../text.js';
+import { needsTextRepair, repairText } from '../text.js';
 import { nowIso } from '../time.js';
 import { ConsolidatedRecord } from './consolidate.js';
 import { applyIndexChange, dataStamp, searchDocumentOf } from './patient-index.js';
@@ -27,7 +27,9 @@ type Converted = { document: DocumentRecord; resources: FhirResource[] } | { doc
  */
 export type ReadyConversion = { bundle: FhirBundle } | { problem: string };
 
-const resourcesOf = (bundle: FhirBundle) => (bundle.entry ?? []).flatMap((entry) => (entry.resource ? [repairText(entry.resource)] : []));
+/** The bundle's resources, text repaired; the converter's objects themselves where nothing needs it (they are ours alone). */
+const resourcesOf = (bundle: FhirBundle) =>
+  (bundle.entry ?? []).flatMap((entry) => (entry.resource ? [needsTextRepair(entry.resource) ? repairText(entry.resource) : entry.resource] : []));
 
 async function convertFile(deps: Pick<ConvertDeps, 'blob' | 'ccda' | 'config'>, document: DocumentRecord, ready: ReadyConversion | undefined): Promise<Converted> {
   if (ready) return 'bundle' in ready ? { document, resources: resourcesOf(ready.bundle) } : { document, problem: ready.problem };
