@@ -2,7 +2,7 @@
  * What the benchmarks share: the real service as a child process (started as `npm start` starts it), a
  * data directory prepared with an account and a facility, and a webhook receiver on 127.0.0.1.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { openSync, readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -143,6 +143,23 @@ export interface Service {
 }
 
 /**
+ * BENCH_BUILT=1: the service as `npm start` runs it (its flags, the JavaScript built into dist/, built once
+ * per bench process here), rather than the sources through tsx: what a deployment's memory and speed are,
+ * without the TypeScript loader's thread and the compiled sources it keeps.
+ */
+let built = false;
+function builtStartArguments(): string[] {
+  if (!built) {
+    execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+    built = true;
+  }
+  const manifest = JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as { scripts: { start: string } };
+  const [command, ...args] = manifest.scripts.start.trim().split(/\s+/);
+  if (command !== 'node') throw new Error(`npm start must run node itself, not ${command}`);
+  return args;
+}
+
+/**
  * Starts the service as a child process. `cpus` (a `taskset -c` list such as `0` or `0,1`) pins it to those
  * cores (util-linux's taskset runs it), for measures of instances that each have cores of their own.
  */
@@ -151,7 +168,7 @@ export async function startService(dataDir: string, env: Record<string, string> 
   // BENCH_CPU_PROF=<dir>: the service writes a V8 CPU profile there when it stops (node --cpu-prof), one per
   // thread (the converter threads' too).
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const node = [process.execPath, ...profile, ...startScriptArguments()];
+  const node = [process.execPath, ...profile, ...(process.env.BENCH_BUILT === '1' ? builtStartArguments() : startScriptArguments())];
   const [command, ...args] = options.cpus === undefined ? node : ['taskset', '-c', options.cpus, ...node];
   const child = spawn(command!, args, {
     cwd: ROOT,
