@@ -10,6 +10,9 @@
  * Everything (PostgreSQL, s3rver, the balancer, the instances) shares this machine's cores: on 2 cores
  * two instances compete with each other for them. BENCH_DATABASE_URL (default the test database),
  * BENCH_INSTANCES_ROWS, BENCH_INSTANCES_JOURNEY_ROWS, BENCH_INSTANCES_MEASURES=import,two-imports,journey.
+ * BENCH_INSTANCES_PIN=1: each instance is pinned to a core of its own (taskset; instance i to core i), so
+ * one instance on one core is measured against two on two cores: what a second machine would add, as far
+ * as the shared database, bucket and balancer (not pinned) allow.
  * Prints one JSON object per measure.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -25,6 +28,7 @@ const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? process.env.CAREBRIDGE_TE
 const IMPORT_ROWS = Number(process.env.BENCH_INSTANCES_ROWS ?? 100_000);
 const JOURNEY_ROWS = Number(process.env.BENCH_INSTANCES_JOURNEY_ROWS ?? 2_000);
 const MEASURES = (process.env.BENCH_INSTANCES_MEASURES ?? 'import,two-imports,journey').split(',');
+const PIN = process.env.BENCH_INSTANCES_PIN === '1';
 const BUCKET = 'carebridge-bench';
 const schemas: string[] = [];
 
@@ -61,7 +65,7 @@ async function cluster(count: number, name: string, work: string, s3: TestS3Serv
   };
   const instances: Service[] = [];
   for (let i = 0; i < count; i++) {
-    const instance = await startService(join(work, `${name}-${i}`), env);
+    const instance = await startService(join(work, `${name}-${i}`), env, PIN ? { cpus: String(i % cpus().length) } : {});
     instances.push(instance);
     balancer.backends.push(instance.url);
   }
@@ -166,7 +170,7 @@ async function run(): Promise<void> {
           await running.stop();
         }
       }
-      emit({ measure: `instances: ${measure.title}, one against two`, oneS: seconds(results[1]!), twoS: seconds(results[2]!), speedup: Math.round((results[1]! / results[2]!) * 100) / 100, cores: cpus().length });
+      emit({ measure: `instances: ${measure.title}, one against two`, oneS: seconds(results[1]!), twoS: seconds(results[2]!), speedup: Math.round((results[1]! / results[2]!) * 100) / 100, cores: cpus().length, pinned: PIN });
     }
   } finally {
     receiver.server.close();

@@ -10,7 +10,7 @@
  * BENCH_JOURNEY_ROWS=2000,20000 (default 2000). Prints one JSON object per measure.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MedplumCcdaConverter } from '../adapters/ccda/medplum.ccda.js';
@@ -158,6 +158,10 @@ async function journey(rows: number, work: string, receiver: Receiver, secondCsv
   const run = await freshService(work, `journey-${rows}`, receiver);
   const { service, api, apiKey, facilityId } = run;
   try {
+    // The machine's load (1-minute average) as the journey starts and ends: figures taken on a shared
+    // machine are read with it.
+    const loadAtStart = round(loadavg()[0]!, 2);
+    const cpuAtStart = service.cpuMs();
     const started = performance.now();
     const requestId = await startImport(service, api, apiKey, facilityId, csv);
     const importedAt = await receiver.completed(requestId);
@@ -199,6 +203,8 @@ async function journey(rows: number, work: string, receiver: Receiver, secondCsv
     sampling = false;
     await sampler;
 
+    const loadAtEnd = round(loadavg()[0]!, 2);
+    const serviceCpuMs = service.cpuMs() - cpuAtStart;
     const { floorMs, documents } = await conversionFloorMs(patientIds);
     emit({
       measure: `import journey (Koa, ${DATABASE_URL ? 'PostgreSQL' : 'SQLite'})`,
@@ -213,9 +219,13 @@ async function journey(rows: number, work: string, receiver: Receiver, secondCsv
       oneCoreConversionFloorMs: Math.round(floorMs),
       ratioToFloor: round(journeyMs / floorMs, 2),
       queriesRatioToFloor: round(queriesMs / floorMs, 2),
-      targetRatio: 1.5,
+      targetRatio: 1,
+      // The cores the service kept busy on average: near the machine's cores it is bound by CPU (its own
+      // or what other work leaves it), well below them by waiting (one step for another, or storage).
+      serviceCpuMs,
+      serviceCoresBusy: round(serviceCpuMs / journeyMs, 2),
       peakRssMb: service.peakRssMb(),
-      targetPeakRssMb: 500,
+      targetPeakRssMb: 400,
       apiP50Ms: round(percentile(latencies, 50)),
       apiP99Ms: round(percentile(latencies, 99)),
       targetApiP99Ms: 100,
@@ -225,7 +235,8 @@ async function journey(rows: number, work: string, receiver: Receiver, secondCsv
       secondImportMs: Math.round(secondMs),
       secondImportIdleMs: Math.round(idleSecondMs),
       secondImportRatio: round(secondMs / idleSecondMs, 2),
-      targetSecondImportRatio: 2,
+      targetSecondImportRatio: 1.5,
+      loadAverage: { start: loadAtStart, end: loadAtEnd, afterFloor: round(loadavg()[0]!, 2) },
       webhooks: Object.fromEntries(receiver.counts),
     });
   } finally {

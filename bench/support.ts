@@ -2,7 +2,7 @@
  * What the benchmarks share: the real service as a child process (started as `npm start` starts it), a
  * data directory prepared with an account and a facility, and a webhook receiver on 127.0.0.1.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { openSync, readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -138,13 +138,39 @@ export interface Service {
   child: ChildProcess;
   url: string;
   peakRssMb: () => number;
+  /** CPU time the service has used so far (user + system, every thread), ms. */
+  cpuMs: () => number;
 }
 
-export async function startService(dataDir: string, env: Record<string, string> = {}): Promise<Service> {
+/**
+ * BENCH_BUILT=1: the service as `npm start` runs it (its flags, the JavaScript built into dist/, built once
+ * per bench process here), rather than the sources through tsx: what a deployment's memory and speed are,
+ * without the TypeScript loader's thread and the compiled sources it keeps.
+ */
+let built = false;
+function builtStartArguments(): string[] {
+  if (!built) {
+    execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+    built = true;
+  }
+  const manifest = JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as { scripts: { start: string } };
+  const [command, ...args] = manifest.scripts.start.trim().split(/\s+/);
+  if (command !== 'node') throw new Error(`npm start must run node itself, not ${command}`);
+  return args;
+}
+
+/**
+ * Starts the service as a child process. `cpus` (a `taskset -c` list such as `0` or `0,1`) pins it to those
+ * cores (util-linux's taskset runs it), for measures of instances that each have cores of their own.
+ */
+export async function startService(dataDir: string, env: Record<string, string> = {}, options: { cpus?: string } = {}): Promise<Service> {
   const port = await freePort();
-  // BENCH_CPU_PROF=<dir>: the service writes a V8 CPU profile there when it stops (node --cpu-prof).
+  // BENCH_CPU_PROF=<dir>: the service writes a V8 CPU profile there when it stops (node --cpu-prof), one per
+  // thread (the converter threads' too).
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...profile, ...startScriptArguments()], {
+  const node = [process.execPath, ...profile, ...(process.env.BENCH_BUILT === '1' ? builtStartArguments() : startScriptArguments())];
+  const [command, ...args] = options.cpus === undefined ? node : ['taskset', '-c', options.cpus, ...node];
+  const child = spawn(command!, args, {
     cwd: ROOT,
     env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', ...env },
     // BENCH_SERVICE_LOG=<file>: the service's log lines (stdout) go there instead of nowhere.
@@ -170,6 +196,12 @@ export async function startService(dataDir: string, env: Record<string, string> 
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
       return Math.round(kb / 1024);
+    },
+    // utime and stime of /proc/<pid>/stat, in clock ticks (100 a second on Linux); the fields after the
+    // command's name, which is in parentheses and may hold spaces.
+    cpuMs: () => {
+      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return (Number(fields[11]) + Number(fields[12])) * 10;
     },
   };
 }

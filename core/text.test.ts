@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { checkJsonBody, MAX_JSON_DEPTH } from './api/input-text.js';
-import { bodyTextProblem, identifierTextProblem, repairText } from './text.js';
+import { bodyTextProblem, identifierTextProblem, needsTextRepair, repairText } from './text.js';
 
 const anyUnit = fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((unit) => String.fromCharCode(unit)) });
 
@@ -27,6 +27,18 @@ describe('the text rule', () => {
           expect(bodyTextProblem(value as string)).toBeUndefined();
           if (bodyTextProblem(text) === undefined) expect(value).toBe(text);
         }
+      }),
+    );
+  });
+
+  test('needsTextRepair says exactly whether repairText changes anything', () => {
+    const text = fc.oneof(anyUnit, fc.string());
+    const json = fc.letrec((tie) => ({
+      value: fc.oneof({ depthSize: 'small' }, text, fc.integer(), fc.constant(null), fc.array(tie('value'), { maxLength: 3 }), fc.dictionary(text.filter((key) => key !== '__proto__'), tie('value'), { maxKeys: 3 })),
+    })).value;
+    fc.assert(
+      fc.property(json, (value) => {
+        expect(needsTextRepair(value)).toBe(JSON.stringify(repairText(value)) !== JSON.stringify(value));
       }),
     );
   });

@@ -44,3 +44,16 @@ export function repairText<T>(value: T): T {
   }
   return value;
 }
+
+/**
+ * Whether `repairText` would change anything in the value: a string or key it would clean. Lets a caller
+ * that owns the value (a converter's fresh output) skip the copy when, as nearly always, nothing is wrong.
+ */
+export function needsTextRepair(value: unknown): boolean {
+  if (typeof value === 'string') return BODY_CONTROL.test(value) || !value.isWellFormed();
+  if (Array.isArray(value)) return value.some(needsTextRepair);
+  if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) if (needsTextRepair(key) || needsTextRepair(item)) return true;
+  }
+  return false;
+}

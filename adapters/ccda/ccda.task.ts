@@ -28,6 +28,11 @@ export async function convertCcdaTask(xml: string): Promise<CcdaTaskResult> {
   }
 }
 
+/** The search text and the conversion of a document (the port's `read`), inside a pool thread. Never throws. */
+export async function readTask(xml: string): Promise<{ ok: true; searchText: string; conversion: CcdaTaskResult; threadId: number }> {
+  return { ok: true, searchText: searchTextOfCcda(xml), conversion: await convertCcdaTask(xml), threadId };
+}
+
 /** The search text of a document, inside a pool thread. Never throws. */
 export function searchTextTask(xml: string): { ok: true; text: string; threadId: number } {
   return { ok: true, text: searchTextOfCcda(xml), threadId };

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const built = new URL('./ccda.task.js', import.meta.url);
-const { convertCcdaTask, searchTextTask } = existsSync(fileURLToPath(built))
+const { convertCcdaTask, readTask, searchTextTask } = existsSync(fileURLToPath(built))
   ? await import(built.href)
   : await (await import('tsx/esm/api')).tsImport('./ccda.task.ts', {
       parentURL: import.meta.url,
@@ -22,4 +22,9 @@ export default function convert(xml) {
 /** Called by name (`run(xml, { name: 'searchText' })`): the document's search text. */
 export function searchText(xml) {
   return searchTextTask(xml);
+}
+
+/** Called by name (`run(xml, { name: 'read' })`): the search text and the conversion together. */
+export function read(xml) {
+  return readTask(xml);
 }

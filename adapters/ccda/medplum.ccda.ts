@@ -1,8 +1,8 @@
 import { searchTextOfCcda } from '../../core/documents/search-text.js';
 import { convertCcdaToFhir, convertXmlToCcda } from '@medplum/ccda';
 import { XMLValidator } from 'fast-xml-parser';
-import { CoreError } from '../../core/errors.js';
-import type { CcdaConverterPort, FhirBundle, FhirResource } from '../../core/ports/ccda.port.js';
+import { CoreError, isCoreError } from '../../core/errors.js';
+import type { CcdaConverterPort, CcdaReading, FhirBundle, FhirResource } from '../../core/ports/ccda.port.js';
 import { isNode, normaliseParsedCcda } from './normalise-ccda.js';
 import { repairFamilyHistory } from './family-history.js';
 import { linkLiftedStatements } from './nested-statements.js';
@@ -39,6 +39,18 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
   /** On the caller's thread: the in-process converter is for hosts that convert there too (the sandbox). */
   async searchText(xml: string): Promise<string> {
     return searchTextOfCcda(xml);
+  }
+
+  /** On the caller's thread, like the two it does. */
+  async read(xml: string): Promise<CcdaReading> {
+    const searchText = searchTextOfCcda(xml);
+    try {
+      return { searchText, conversion: { ok: true, bundle: await this.convert(xml) } };
+    } catch (error) {
+      if (isCoreError(error) && error.code === 'CCDA_INVALID') return { searchText, conversion: { ok: false, code: 'CCDA_INVALID', message: error.message } };
+      // What the core says of any other failure: the library's text may quote the document.
+      return { searchText, conversion: { ok: false, code: 'INTERNAL', message: 'The converter failed on this document' } };
+    }
   }
 
   async convert(xml: string): Promise<FhirBundle> {

@@ -67,6 +67,19 @@ describe('PooledCcdaConverter', () => {
     expect(pooledBundles).toEqual(localBundles);
   });
 
+  test('a reading (text and conversion in one trip) is what the in-process converter reads, unreadable documents included, on a pool thread', async () => {
+    const threads: number[] = [];
+    const converter = pooled({ maxThreads: 1, onConverted: ({ threadId }) => threads.push(threadId) });
+    const inProcess = new MedplumCcdaConverter();
+    const documents = [...fixtures, '<letter>not clinical</letter>'];
+    const readings = await Promise.all(documents.map((xml) => converter.read(xml)));
+    expect(readings).toEqual(await Promise.all(documents.map((xml) => inProcess.read(xml))));
+    expect(readings.map((reading) => reading.searchText)).toEqual(documents.map((xml) => searchTextOfCcda(xml)));
+    expect(readings.at(-1)!.conversion).toMatchObject({ ok: false, code: 'CCDA_INVALID' });
+    expect(threads).toHaveLength(documents.length);
+    expect(threads).not.toContain(mainThreadId);
+  });
+
   test('a document the converter cannot read is CCDA_INVALID with the converter’s reason', async () => {
     const converter = pooled({ maxThreads: 1 });
     const error = await converter.convert('<note>hi</note>').catch((caught: unknown) => caught);

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { CoreError } from '../../core/errors.js';
-import type { CcdaConverterPort, FhirBundle } from '../../core/ports/ccda.port.js';
+import type { CcdaConverterPort, CcdaReading, FhirBundle } from '../../core/ports/ccda.port.js';
 import type { CcdaTaskResult } from './ccda.task.js';
 
 export interface PooledCcdaConverterOptions {
@@ -26,6 +26,7 @@ export interface PooledCcdaConverterOptions {
 }
 
 const DEFAULT_MAX_QUEUE = 64;
+const INTERNAL_MESSAGE = 'The C-CDA converter failed';
 const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
 
 /**
@@ -88,7 +89,19 @@ export class PooledCcdaConverter implements CcdaConverterPort {
     this.onConverted?.({ threadId: result.threadId });
     if (result.ok) return result.bundle;
     if (result.code === 'CCDA_INVALID') throw new CoreError('CCDA_INVALID', result.message);
-    throw new CoreError('INTERNAL', 'The C-CDA converter failed');
+    throw new CoreError('INTERNAL', INTERNAL_MESSAGE);
+  }
+
+  async read(xml: string): Promise<CcdaReading> {
+    const result = (await this.run(xml, 'read')) as { ok?: unknown; searchText?: unknown; conversion?: unknown } | undefined;
+    if (result?.ok !== true || typeof result.searchText !== 'string' || !isTaskResult(result.conversion)) {
+      throw new CoreError('INTERNAL', 'The C-CDA converter answered something unexpected');
+    }
+    const conversion = result.conversion;
+    this.onConverted?.({ threadId: conversion.threadId });
+    if (conversion.ok) return { searchText: result.searchText, conversion: { ok: true, bundle: conversion.bundle } };
+    const message = conversion.code === 'CCDA_INVALID' ? conversion.message : INTERNAL_MESSAGE;
+    return { searchText: result.searchText, conversion: { ok: false, code: conversion.code, message } };
   }
 
   /** Stops the threads. Idempotent; conversions asked for afterwards fail with INTERNAL. */

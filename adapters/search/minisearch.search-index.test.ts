@@ -7,7 +7,7 @@ import { searchTextOf, searchTextOfCcda } from '../../core/documents/search-text
 import type { FhirResource } from '../../core/ports/ccda.port.js';
 import type { SearchDocument } from '../../core/ports/search-index.port.js';
 import { MedplumCcdaConverter } from '../ccda/medplum.ccda.js';
-import { DEFAULT_SEARCH_CACHE_BYTES, editsAllowed, ESTIMATED_BYTES_PER_PATIENT, MiniSearchIndex, transpositionsOf } from './minisearch.search-index.js';
+import { DEFAULT_SEARCH_CACHE_BYTES, editsAllowed, ESTIMATED_BYTES_PER_PATIENT, MiniSearchIndex, normaliseTerm, normaliseTermPlain, transpositionsOf } from './minisearch.search-index.js';
 
 const fixturesDir = fileURLToPath(new URL('../../sandbox-data/ccda/', import.meta.url));
 const A = 'acct';
@@ -16,6 +16,16 @@ const P = 'pat';
 describe('helpers', () => {
   test('edits allowed by term length', () => {
     expect(['abc', 'abcd', 'abcdefg', 'abcdefgh'].map(editsAllowed)).toEqual([0, 1, 1, 2]);
+  });
+  test('a term is normalised the same with the ASCII shortcut as without it', () => {
+    const accented = fc.constantFrom('é', 'Ô', 'ñ', 'ß', 'İ', 'ǅ', '\u0301', 'ﬁ', 'Å', '\u212a');
+    const text = fc.array(fc.oneof(fc.string({ unit: 'binary', maxLength: 12 }), accented), { maxLength: 6 }).map((parts) => parts.join(''));
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ maxLength: 20 }), text), (term) => {
+        expect(normaliseTerm(term)).toBe(normaliseTermPlain(term));
+      }),
+    );
+    expect(['HÔPITAL', 'Metformin', 'K\u212a'].map(normaliseTerm)).toEqual(['hopital', 'metformin', 'kk']);
   });
   test('transpositions swap each pair of different neighbours', () => {
     expect(transpositionsOf('abca').sort()).toEqual(['abac', 'acba', 'baca']);

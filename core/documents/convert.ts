@@ -1,8 +1,8 @@
 import { DEFAULT_MAX_CONVERSION_BYTES, type CoreConfig, type CoreDeps } from '../deps.js';
 import type { DocumentRecord, FhirResourceRecord } from '../domain/types.js';
 import { CoreError, isCoreError } from '../errors.js';
-import type { FhirResource } from '../ports/ccda.port.js';
-import { repairText } from '../text.js';
+import type { FhirBundle, FhirResource } from '../ports/ccda.port.js';
+import { needsTextRepair, repairText } from '../text.js';
 import { nowIso } from '../time.js';
 import { ConsolidatedRecord } from './consolidate.js';
 import { applyIndexChange, dataStamp, searchDocumentOf } from './patient-index.js';
@@ -21,7 +21,18 @@ const sizeText = (bytes: number) => (bytes >= 1024 * 1024 ? `${Math.round((bytes
 /** One document's conversion: its resources, or why there are none. */
 type Converted = { document: DocumentRecord; resources: FhirResource[] } | { document: DocumentRecord; problem: string };
 
-async function convertFile(deps: Pick<ConvertDeps, 'blob' | 'ccda' | 'config'>, document: DocumentRecord): Promise<Converted> {
+/**
+ * A document's conversion made already, as it landed (with its search text, see the port's `read`): the
+ * converter's bundle, or why there is none, in the words a failed conversion is recorded with.
+ */
+export type ReadyConversion = { bundle: FhirBundle } | { problem: string };
+
+/** The bundle's resources, text repaired; the converter's objects themselves where nothing needs it (they are ours alone). */
+const resourcesOf = (bundle: FhirBundle) =>
+  (bundle.entry ?? []).flatMap((entry) => (entry.resource ? [needsTextRepair(entry.resource) ? repairText(entry.resource) : entry.resource] : []));
+
+async function convertFile(deps: Pick<ConvertDeps, 'blob' | 'ccda' | 'config'>, document: DocumentRecord, ready: ReadyConversion | undefined): Promise<Converted> {
+  if (ready) return 'bundle' in ready ? { document, resources: resourcesOf(ready.bundle) } : { document, problem: ready.problem };
   const limit = deps.config?.maxConversionBytes ?? DEFAULT_MAX_CONVERSION_BYTES;
   // Checked before the file is read: its size is known from when it was stored.
   if (document.size > limit) {
@@ -33,8 +44,7 @@ async function convertFile(deps: Pick<ConvertDeps, 'blob' | 'ccda' | 'config'>, 
     return { document, problem: `The document is ${sizeText(bytes.byteLength)}; documents over ${sizeText(limit)} are stored but not converted` };
   }
   try {
-    const bundle = await deps.ccda.convert(new TextDecoder().decode(bytes));
-    return { document, resources: (bundle.entry ?? []).flatMap((entry) => (entry.resource ? [repairText(entry.resource)] : [])) };
+    return { document, resources: resourcesOf(await deps.ccda.convert(new TextDecoder().decode(bytes))) };
   } catch (error) {
     // A converter too busy to take the document says nothing about it: the job is retried later.
     if (isCoreError(error) && error.code === 'RATE_LIMITED') throw error;
@@ -62,9 +72,14 @@ export async function convertDocument(deps: ConvertDeps, document: DocumentRecor
  * the files are converted side by side (the converter may use several threads), the patient's documents
  * and resources are read once, the resources of every document are folded in memory in order, and one
  * transaction writes the net change with every document's new status; the search index gets one change.
- * Returns the documents as they are afterwards, in the given order.
+ * Returns the documents as they are afterwards, in the given order. `ready` holds conversions made
+ * already, by document id (those made as the documents landed); the others are converted here.
  */
-export async function convertDocuments(deps: ConvertDeps, documents: readonly DocumentRecord[]): Promise<DocumentRecord[]> {
+export async function convertDocuments(
+  deps: ConvertDeps,
+  documents: readonly DocumentRecord[],
+  ready: ReadonlyMap<string, ReadyConversion> = new Map(),
+): Promise<DocumentRecord[]> {
   const pending = documents.filter((document) => document.conversionStatus === 'processing');
   if (pending.length === 0) return [...documents];
   const { accountId, patientId } = pending[0]!;
@@ -72,7 +87,7 @@ export async function convertDocuments(deps: ConvertDeps, documents: readonly Do
     throw new CoreError('INTERNAL', 'convertDocuments takes the documents of one patient');
   }
 
-  const settled = await Promise.allSettled(pending.map((document) => convertFile(deps, document)));
+  const settled = await Promise.allSettled(pending.map((document) => convertFile(deps, document, ready.get(document.id))));
   const refused = settled.find((outcome) => outcome.status === 'rejected');
   if (refused) throw (refused as PromiseRejectedResult).reason;
   const conversions = settled.map((outcome) => (outcome as PromiseFulfilledResult<Converted>).value);

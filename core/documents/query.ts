@@ -4,7 +4,7 @@
  * `medical.document-download`, converts the C-CDA documents into the consolidated store, and sends
  * `medical.document-conversion`. The work runs as one queued job per query, resumable at every step.
  */
-import type { CoreDeps } from '../deps.js';
+import { DEFAULT_MAX_CONVERSION_BYTES, type CoreDeps } from '../deps.js';
 import type { Account, DocumentQuery, DocumentRecord, Facility, Patient, ProgressCounts } from '../domain/types.js';
 import { getPatient } from '../entities/patients.js';
 import { CoreError, isCoreError } from '../errors.js';
@@ -15,9 +15,9 @@ import { nowIso } from '../time.js';
 import { enqueueMessage } from '../webhooks/deliver.js';
 import { documentConversionMessage, documentDownloadMessage, toWebhookDocument, type MessageMetaInput } from '../webhooks/envelope.js';
 import { validateMetadata } from '../../contract/metadata.js';
-import { convertDocuments } from './convert.js';
+import { convertDocuments, type ReadyConversion } from './convert.js';
 import { documentBlobKey, isCcdaMediaType, networkFileName } from './document-reference.js';
-import { storeDocument } from './store-document.js';
+import { storeDocuments, type StoreDocumentOptions } from './store-document.js';
 import { endHieSourcesOf } from '../network/sources.js';
 import { newJob, runningOrStarted } from '../job-catalogue.js';
 
@@ -182,15 +182,54 @@ async function documentsOfQuery(storage: StoragePort, query: DocumentQuery): Pro
 export async function runDocumentQuery(deps: CoreDeps, accountId: string, queryId: string): Promise<void> {
   let query = await deps.storage.documentQueries.get(accountId, queryId);
   if (!query || !isRunning(query)) return;
+  let ready: ReadonlyMap<string, ReadyConversion> | undefined;
   if (query.download.status === 'processing') {
     const downloaded = await downloadStep(deps, query);
     if (!downloaded) return;
-    query = downloaded;
+    ({ query, ready } = downloaded);
   }
-  if (query.convert.status === 'processing') await conversionStep(deps, query);
+  if (query.convert.status === 'processing') await conversionStep(deps, query, ready);
 }
 
-async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<DocumentQuery | undefined> {
+/**
+ * Documents fetched before those fetched are recorded: their readings (search text and conversion) run on
+ * the converter's threads meanwhile, and they are recorded together, in one transaction; few enough that
+ * the bytes held while they wait stay small.
+ */
+const READ_AHEAD = 4;
+
+/**
+ * Conversions made as documents land wait in memory for the query's conversion step, up to this much source
+ * text per query; documents past it are converted by that step from storage, so a patient with hundreds of
+ * documents never has all their resources held at once.
+ */
+const READY_BYTES_PER_QUERY = 8 * 1024 * 1024;
+
+/** A fetched document on its way to being recorded, with its reading if one was started. */
+interface Landing {
+  ref: HieDocumentRef;
+  fileName: string;
+  bytes: Uint8Array;
+  reading: Promise<{ text: string; conversion: ReadyConversion } | undefined>;
+}
+
+/**
+ * The search text and conversion of a fetched C-CDA document, made together where the converter runs;
+ * undefined when the converter cannot do both at once or is too busy (the document then goes the way of
+ * any stored one: its text made as it is recorded, its conversion by the conversion step).
+ */
+async function readLanded(deps: Pick<CoreDeps, 'ccda'>, bytes: Uint8Array): Promise<{ text: string; conversion: ReadyConversion } | undefined> {
+  if (!deps.ccda.read) return undefined;
+  try {
+    const { searchText, conversion } = await deps.ccda.read(new TextDecoder().decode(bytes));
+    return { text: searchText, conversion: conversion.ok ? { bundle: conversion.bundle } : { problem: conversion.message } };
+  } catch (error) {
+    if (isCoreError(error) && error.code === 'RATE_LIMITED') return undefined;
+    throw error;
+  }
+}
+
+async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<{ query: DocumentQuery; ready: ReadonlyMap<string, ReadyConversion> } | undefined> {
   const currentPatient = () => deps.storage.patients.get(query.accountId, query.patientId);
   let patient = await currentPatient();
   // A patient removed, or opted out since the start: the network is not asked anything.
@@ -200,23 +239,52 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<Docum
   }
 
   const refs = await deps.hie.findDocuments(toHieQuery(patient));
+  const limit = deps.config?.maxConversionBytes ?? DEFAULT_MAX_CONVERSION_BYTES;
+  const ready = new Map<string, ReadyConversion>();
+  let readyBytes = 0;
+  const landing: Landing[] = [];
+  // Recorded together in the order fetched, once their readings are done (each text goes in with its record).
+  const recordLanded = async () => {
+    const batch = landing.splice(0);
+    const reads = await Promise.all(batch.map(({ reading }) => reading));
+    const ids = await recordFetchedDocuments(deps, query, batch.map((landed, i) => ({ ...landed, text: reads[i]?.text })));
+    ids.forEach((id, i) => {
+      const read = reads[i];
+      if (read) ready.set(id, read.conversion);
+    });
+  };
   let errors = 0;
-  for (const ref of refs) {
-    const fileName = networkFileName(patient.id, ref.networkDocumentId, ref.fileName);
-    // Held already: fetched by this query before a retry, or by an earlier query (not sent again).
-    if (await deps.storage.documents.getByFileName(query.accountId, fileName)) continue;
-    patient = await currentPatient();
-    if (!patient || patient.hieOptOut) {
-      await failDocumentQuery(deps, query);
-      return undefined;
+  try {
+    for (const ref of refs) {
+      const fileName = networkFileName(patient.id, ref.networkDocumentId, ref.fileName);
+      // Held already: fetched by this query before a retry, or by an earlier query (not sent again).
+      if (await deps.storage.documents.getByFileName(query.accountId, fileName)) continue;
+      patient = await currentPatient();
+      if (!patient || patient.hieOptOut) {
+        await recordLanded();
+        await failDocumentQuery(deps, query);
+        return undefined;
+      }
+      const fetched = await fetchDocument(deps, ref);
+      if (!fetched) {
+        errors++;
+        continue;
+      }
+      const readable = isCcdaMediaType(ref.mimeType) && fetched.byteLength <= limit && readyBytes + fetched.byteLength <= READY_BYTES_PER_QUERY;
+      if (readable) readyBytes += fetched.byteLength;
+      const reading = readable ? readLanded(deps, fetched) : Promise.resolve(undefined);
+      // Awaited in its turn; this keeps a failure of one not yet awaited from counting as unhandled meanwhile.
+      reading.catch(() => undefined);
+      landing.push({ ref, fileName, bytes: fetched, reading });
+      if (landing.length >= READ_AHEAD) await recordLanded();
     }
-    const fetched = await fetchDocument(deps, ref);
-    if (!fetched) {
-      errors++;
-      continue;
-    }
-    await recordFetchedDocument(deps, query, ref, fileName, fetched);
+  } catch (error) {
+    // What landed before the failure is recorded, as if fetched one at a time: a retry does not fetch it again.
+    await recordLanded();
+    throw error;
   }
+
+  await recordLanded();
 
   const documents = await documentsOfQuery(deps.storage, query);
   const download: ProgressCounts = {
@@ -245,7 +313,7 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<Docum
     );
     return true;
   });
-  return stepEnded ? updated : undefined;
+  return stepEnded ? { query: updated, ready } : undefined;
 }
 
 /** The bytes of one document, or undefined when the network no longer has it (counted as an error). */
@@ -258,34 +326,48 @@ async function fetchDocument(deps: Pick<CoreDeps, 'hie'>, ref: HieDocumentRef): 
   }
 }
 
-async function recordFetchedDocument(deps: CoreDeps, query: DocumentQuery, ref: HieDocumentRef, fileName: string, bytes: Uint8Array): Promise<void> {
-  const id = deps.ids.next();
-  const blobKey = documentBlobKey(query.accountId, id);
-  const { size } = await deps.blob.put(blobKey, bytes, { contentType: ref.mimeType });
-  const now = nowIso(deps.clock);
-  const document: DocumentRecord = {
-    id,
-    accountId: query.accountId,
-    patientId: query.patientId,
-    queryId: query.id,
-    source: 'hie',
-    fileName,
-    description: ref.description,
-    status: 'current',
-    indexed: now,
-    mimeType: ref.mimeType,
-    size,
-    type: ref.type,
-    organizationIdentifiers: ref.organizationIdentifiers,
-    blobKey,
-    conversionStatus: isCcdaMediaType(ref.mimeType) ? 'processing' : 'not-applicable',
-    createdAt: now,
-  };
-  await storeDocument(deps, document, { mode: 'insert', ...(isCcdaMediaType(ref.mimeType) ? { ccda: bytes } : {}) });
+/** Stores fetched documents of the query (each with its search text when it was read already); returns their ids. */
+async function recordFetchedDocuments(
+  deps: CoreDeps,
+  query: DocumentQuery,
+  fetched: readonly { ref: HieDocumentRef; fileName: string; bytes: Uint8Array; text: string | undefined }[],
+): Promise<string[]> {
+  if (fetched.length === 0) return [];
+  const items: { document: DocumentRecord; options: StoreDocumentOptions }[] = [];
+  for (const { ref, fileName, bytes, text } of fetched) {
+    const id = deps.ids.next();
+    const blobKey = documentBlobKey(query.accountId, id);
+    const { size } = await deps.blob.put(blobKey, bytes, { contentType: ref.mimeType });
+    const now = nowIso(deps.clock);
+    const ccda = isCcdaMediaType(ref.mimeType);
+    items.push({
+      document: {
+        id,
+        accountId: query.accountId,
+        patientId: query.patientId,
+        queryId: query.id,
+        source: 'hie',
+        fileName,
+        description: ref.description,
+        status: 'current',
+        indexed: now,
+        mimeType: ref.mimeType,
+        size,
+        type: ref.type,
+        organizationIdentifiers: ref.organizationIdentifiers,
+        blobKey,
+        conversionStatus: ccda ? 'processing' : 'not-applicable',
+        createdAt: now,
+      },
+      options: { mode: 'insert', ...(ccda ? { ccda: bytes } : {}), ...(text !== undefined ? { ccdaText: text } : {}) },
+    });
+  }
+  await storeDocuments(deps, items);
+  return items.map(({ document }) => document.id);
 }
 
-async function conversionStep(deps: CoreDeps, query: DocumentQuery): Promise<void> {
-  const documents = (await convertDocuments(deps, await documentsOfQuery(deps.storage, query))).filter((d) => isCcdaMediaType(d.mimeType));
+async function conversionStep(deps: CoreDeps, query: DocumentQuery, ready: ReadonlyMap<string, ReadyConversion> | undefined): Promise<void> {
+  const documents = (await convertDocuments(deps, await documentsOfQuery(deps.storage, query), ready)).filter((d) => isCcdaMediaType(d.mimeType));
   const successful = documents.filter((d) => d.conversionStatus === 'completed').length;
   const errors = documents.filter((d) => d.conversionStatus === 'failed').length;
   const updated: DocumentQuery = {

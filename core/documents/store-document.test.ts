@@ -7,7 +7,8 @@ import type { DocumentRecord } from '../domain/types.js';
 import { CoreError } from '../errors.js';
 import type { CcdaConverterPort } from '../ports/ccda.port.js';
 import { searchTextOfCcda } from './search-text.js';
-import { storeDocument } from './store-document.js';
+import { storeDocument, storeDocuments } from './store-document.js';
+import { dataStamp, indexReflects } from './patient-index.js';
 
 /*
  * A document's search text is made where the converter runs (its threads), never past the conversion
@@ -92,5 +93,27 @@ describe('storeDocument', () => {
     });
     await expect(storeDocument(deps, documentOf(BYTES.byteLength), { mode: 'insert', ccda: BYTES })).rejects.toThrow('thread died');
     expect(await deps.storage.documents.listByPatient('acct', 'patient')).toEqual([]);
+  });
+
+  test('several documents of a patient are recorded in one transaction, as storing them one after the other would leave them', async () => {
+    const documents = [1, 2, 3].map((n) => ({ ...documentOf(BYTES.byteLength), id: `00000000-0000-7000-8000-00000000000${n}`, fileName: `patient/${n}.xml`, blobKey: `acct/documents/${n}` }));
+    const together = world(async (xml) => searchTextOfCcda(xml));
+    const oneByOne = world(async (xml) => searchTextOfCcda(xml));
+    let transactions = 0;
+    const transaction = together.deps.storage.transaction.bind(together.deps.storage);
+    together.deps.storage.transaction = (work) => (transactions++, transaction(work));
+    // The text given (read with the conversion) is not asked for again.
+    await storeDocuments(together.deps, documents.map((document, i) => ({ document, options: { mode: 'insert', ccda: BYTES, ...(i === 0 ? { ccdaText: searchTextOfCcda(XML) } : {}) } })));
+    for (const document of documents) await storeDocument(oneByOne.deps, document, { mode: 'insert', ccda: BYTES });
+
+    expect(transactions).toBe(1);
+    expect(together.calls).toHaveLength(2);
+    for (const w of [together, oneByOne]) {
+      const stored = await w.deps.storage.documents.listByPatient('acct', 'patient');
+      expect(await indexReflects(w.deps, 'acct', 'patient', dataStamp(stored))).toBe(true);
+    }
+    expect(await together.deps.storage.documents.listByPatient('acct', 'patient')).toEqual(await oneByOne.deps.storage.documents.listByPatient('acct', 'patient'));
+    expect(await together.deps.storage.fhirResources.listByPatient('acct', 'patient')).toEqual(await oneByOne.deps.storage.fhirResources.listByPatient('acct', 'patient'));
+    expect(await together.deps.search.search('acct', 'patient', WORD)).toEqual(await oneByOne.deps.search.search('acct', 'patient', WORD));
   });
 });

@@ -1,5 +1,7 @@
 import type { CoreDeps } from '../deps.js';
 import type { DocumentRecord, FhirResourceRecord } from '../domain/types.js';
+import { CoreError } from '../errors.js';
+import type { FhirResource } from '../ports/ccda.port.js';
 import { nowIso } from '../time.js';
 import { documentReferenceOf } from './document-reference.js';
 import { applyIndexChange, dataStamp, documentText, searchDocumentOf, type DocumentTextDeps } from './patient-index.js';
@@ -15,6 +17,8 @@ export interface StoreDocumentOptions {
    * is not read, so memory stays bounded by the limit, not by what was uploaded.
    */
   ccda?: Uint8Array;
+  /** The search text of `ccda`, when it was made already (read together with its conversion): not made again. */
+  ccdaText?: string;
   /** The customer's own DocumentReference (uploads). */
   given?: Record<string, unknown>;
 }
@@ -25,28 +29,49 @@ export interface StoreDocumentOptions {
  * included in search). From here on it is listed, downloadable and searchable.
  */
 export async function storeDocument(deps: StoreDeps, document: DocumentRecord, options: StoreDocumentOptions): Promise<FhirResourceRecord> {
-  const { accountId, patientId } = document;
+  const [record] = await storeDocuments(deps, [{ document, options }]);
+  return record!;
+}
+
+/**
+ * `storeDocument` for several documents of ONE patient, with the same outcome as storing them one after
+ * the other in the given order: one transaction records them all, and the index gets one change.
+ */
+export async function storeDocuments(deps: StoreDeps, items: readonly { document: DocumentRecord; options: StoreDocumentOptions }[]): Promise<FhirResourceRecord[]> {
+  if (items.length === 0) return [];
+  const { accountId, patientId } = items[0]!.document;
+  if (items.some(({ document }) => document.accountId !== accountId || document.patientId !== patientId)) {
+    throw new CoreError('INTERNAL', 'storeDocuments takes the documents of one patient');
+  }
   // Before anything is written: a document recorded is then always indexed with its text.
-  const text = await documentText(deps, options.ccda);
+  const texts = await Promise.all(items.map(({ options }) => (options.ccdaText !== undefined ? options.ccdaText : documentText(deps, options.ccda))));
   const documentsBefore = await deps.storage.documents.listByPatient(accountId, patientId);
+  const stored = new Set(items.map(({ document }) => document.id));
   const before = dataStamp(documentsBefore);
-  const after = dataStamp([...documentsBefore.filter((d) => d.id !== document.id), document]);
-  const resource = documentReferenceOf(document, options.given);
-  const record: FhirResourceRecord = {
+  const after = dataStamp([...documentsBefore.filter((d) => !stored.has(d.id)), ...items.map(({ document }) => document)]);
+  const updatedAt = nowIso(deps.clock);
+  const records = items.map(({ document, options }): FhirResourceRecord => ({
     accountId,
     patientId,
     resourceType: 'DocumentReference',
     id: document.id,
-    resource,
+    resource: documentReferenceOf(document, options.given),
     sourceDocumentIds: [document.id],
-    updatedAt: nowIso(deps.clock),
-  };
+    updatedAt,
+  }));
   await deps.storage.transaction(async (tx) => {
-    if (options.mode === 'insert') await tx.documents.insert(document);
-    else await tx.documents.update(document);
-    await tx.fhirResources.putMany([record]);
+    for (const { document, options } of items) {
+      if (options.mode === 'insert') await tx.documents.insert(document);
+      else await tx.documents.update(document);
+    }
+    await tx.fhirResources.putMany(records);
   });
-  const entry = searchDocumentOf(resource, text);
-  await applyIndexChange(deps, accountId, patientId, { before, after, upsert: entry ? [entry] : [], resources: [resource], remove: [] });
-  return record;
+  await applyIndexChange(deps, accountId, patientId, {
+    before,
+    after,
+    upsert: records.flatMap((record, i) => searchDocumentOf(record.resource as FhirResource, texts[i]) ?? []),
+    resources: records.map((record) => record.resource as FhirResource),
+    remove: [],
+  });
+  return records;
 }

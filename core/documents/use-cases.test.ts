@@ -401,4 +401,66 @@ describe('search index upkeep', () => {
     expect(await world.deps.search.search(world.account.id, patient.id, 'ankle')).toEqual([`DocumentReference/${upload.documentReferenceId}`]);
     await expect(acceptDocumentUpload(world.deps, world.account.id, upload.documentReferenceId, { contentType: 'text/plain', body: 'again' })).rejects.toBeInstanceOf(CoreError);
   });
+
+  test('each fetched C-CDA document is read once where the converter runs (text and conversion together), and the query ends as it does without that', async () => {
+    const withRead = await makeWorld();
+    const without = await makeWorld();
+    const inner = new MedplumCcdaConverter();
+    const calls = { read: 0, convert: 0, searchText: 0 };
+    Object.assign(withRead.deps, {
+      ccda: {
+        read: (xml: string) => (calls.read++, inner.read(xml)),
+        convert: (xml: string) => (calls.convert++, inner.convert(xml)),
+        searchText: (xml: string) => (calls.searchText++, inner.searchText(xml)),
+      } satisfies CcdaConverterPort,
+    });
+    // The same converter without `read`: text and conversion asked for separately, as before it existed.
+    Object.assign(without.deps, { ccda: { convert: (xml: string) => inner.convert(xml), searchText: (xml: string) => inner.searchText(xml) } satisfies CcdaConverterPort });
+    const patient = await patientWhere(withRead, (files) => files.length >= 3);
+    await patientWhere(without, (files) => files.length >= 3);
+
+    for (const world of [withRead, without]) {
+      await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+      await world.runner.drain();
+    }
+    const documents = await withRead.deps.storage.documents.listByPatient(withRead.account.id, patient.id);
+    expect(calls).toEqual({ read: documents.length, convert: 0, searchText: 0 });
+    const stateOf = async (world: World) => ({
+      documents: await world.deps.storage.documents.listByPatient(world.account.id, patient.id),
+      resources: await world.deps.storage.fhirResources.listByPatient(world.account.id, patient.id),
+      messages: await messagesOf(world),
+      found: await searchEntries(world.deps, world.account.id, patient.id, 'ibuprofen'),
+    });
+    expect(await stateOf(withRead)).toEqual(await stateOf(without));
+  });
+
+  test('the next document is fetched while the one before is being read by the converter', async () => {
+    const world = await makeWorld();
+    const patient = await patientWhere(world, (files) => files.length >= 2);
+    const inner = new MedplumCcdaConverter();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const reads = { asked: 0, answered: 0 };
+    Object.assign(world.deps, {
+      ccda: {
+        read: async (xml: string) => {
+          reads.asked++;
+          await gate;
+          reads.answered++;
+          return inner.read(xml);
+        },
+        convert: (xml: string) => inner.convert(xml),
+      } satisfies CcdaConverterPort,
+    });
+    const atSecondFetch: (typeof reads)[] = [];
+    world.hie.beforeRetrieve = async (call) => {
+      if (call !== 2) return;
+      atSecondFetch.push({ ...reads });
+      release();
+    };
+    await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    await world.runner.drain();
+    expect(atSecondFetch).toEqual([{ asked: 1, answered: 0 }]);
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ convert: { status: 'completed', errors: 0 } });
+  });
 });

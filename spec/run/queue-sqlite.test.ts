@@ -6,6 +6,7 @@ import { expect, test } from 'vitest';
 import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import { SqlQueue } from '../../adapters/queue/sql/sql.queue.js';
+import { openSequelize, runTransaction } from '../../adapters/storage/sequelize/connection.js';
 import { defineQueueContract } from '../ports/queue.contract.js';
 
 defineQueueContract({
@@ -91,5 +92,39 @@ test('sqlite: a schema is refused (SQLite has none)', async () => {
     });
   } finally {
     await sequelize.close();
+  }
+});
+
+test('sqlite: a queue write while a storage transaction holds the writer waits for it in turn, and reads go on meanwhile', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'carebridge-queue-'));
+  // The database as the service opens it: WAL, a busy timeout, transactions through the one writer.
+  const sequelize = await openSequelize({ dataDir: dir });
+  try {
+    const queue = await SqlQueue.open({ sequelize, clock: new SteppedClock('2026-03-01T09:00:00.000Z'), ids: new SequentialIds() });
+    await sequelize.query('CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)');
+    // A statement waiting in SQLite's busy handler on the shared connection would now wait longer than the
+    // test runs, and the read below behind it: the read answers only if no write waits there.
+    await sequelize.query('PRAGMA busy_timeout = 600000');
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let inTransaction!: () => void;
+    const started = new Promise<void>((resolve) => (inTransaction = resolve));
+    const storageWrite = runTransaction(sequelize, async (transaction) => {
+      await sequelize.query("INSERT INTO notes (text) VALUES ('written')", { transaction });
+      inTransaction();
+      await held;
+    });
+    await started;
+
+    const enqueued = queue.enqueue({ type: 'work', payload: 1 });
+    // A read of the shared connection answers while the write waits for the writer.
+    expect(await sequelize.query('SELECT COUNT(*) AS n FROM notes', { type: QueryTypes.SELECT })).toEqual([{ n: 0 }]);
+    release();
+    await storageWrite;
+    expect(await enqueued).toEqual(expect.any(String));
+    expect(await queue.stats()).toMatchObject({ pending: 1 });
+  } finally {
+    await sequelize.close();
+    await rm(dir, { recursive: true, force: true });
   }
 });

@@ -1,4 +1,5 @@
-import { QueryTypes, type Sequelize } from 'sequelize';
+import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import { runTransaction } from '../../storage/sequelize/connection.js';
 import { SequelizeStorage, Umzug } from 'umzug';
 import { CoreError } from '../../../core/errors.js';
 import type { ClaimedJob, JobFailure, JobLane, JsonValue, NewJob, QueuePort, QueueStats } from '../../../core/ports/queue.port.js';
@@ -53,10 +54,13 @@ class SerialLock {
  *
  * - PostgreSQL claims with `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n)`, so workers
  *   in several processes each take different rows without waiting on one another.
- * - SQLite runs each statement in its own write transaction (SQLite has one writer at a time), and claims of
- *   one queue object are serialised in-process as well. No explicit transaction is opened: on an in-memory
- *   database Sequelize shares one connection, and a long-lived transaction there would swallow the storage
- *   adapter's concurrent queries.
+ * - SQLite runs each write statement in a transaction of its own, taken through the instance's one writer
+ *   (`runTransaction`, shared with the storage adapter), and claims of one queue object are serialised
+ *   in-process as well. A write is never left to autocommit on the shared connection: meeting a storage
+ *   transaction's write lock there, it waited in SQLite's busy handler and held up every read of that
+ *   connection meanwhile (the API's too), up to the busy timeout and then failed, more often the more
+ *   jobs ran at once. Each transaction is one statement, so none is long-lived (on an in-memory database
+ *   Sequelize shares one connection, and a long one there would swallow the storage's concurrent queries).
  *
  * Times are stored as epoch milliseconds (BIGINT) from the clock port, never the database's clock, so a
  * stepped clock drives leases and retries in tests exactly as in the memory queue.
@@ -98,7 +102,7 @@ export class SqlQueue implements QueuePort {
       // The turn: after the key's last active job, but never one its lane has already passed (the lowest
       // pending turn), so a key that queues behind another key's backlog is served within a round.
       const greatest = this.dialect === 'postgres' ? 'GREATEST' : 'MAX';
-      const inserted = await this.select(
+      const inserted = await this.writeReturning(
         `/* enqueue */ INSERT INTO ${this.table} (id, type, payload, status, dedupe_key, attempts, max_attempts, run_at, created_at, updated_at, lane, fairness_key, turn)
          VALUES (:id, :type, :payload, 'pending', :key, 0, :maxAttempts, :runAt, :now, :now, :lane, :fairnessKey,
            ${greatest}(
@@ -167,7 +171,7 @@ export class SqlQueue implements QueuePort {
       lanes: options.lanes ? options.lanes.map((lane) => LANE_RANK[lane]) : null,
     };
     const take = (where: string, limit: number) =>
-      this.select(
+      this.writeReturning(
         `UPDATE ${this.table}
          SET status = 'running', locked_by = :worker, lease_until = :leaseUntil, attempts = attempts + 1, updated_at = :now
          WHERE id IN (
@@ -218,7 +222,7 @@ export class SqlQueue implements QueuePort {
     const dead = counts && attempts >= num(held.max_attempts);
     const runAt = dead ? null : retryAtMs(failure, attempts, nowMs, this.options);
     // Guarded by the attempt count read above: if the lease changed hands in between, nothing is written.
-    const updated = await this.select(
+    const updated = await this.writeReturning(
       `UPDATE ${this.table}
        SET status = :status, run_at = COALESCE(:runAt, run_at), locked_by = NULL, lease_until = NULL,
            last_error = :error, updated_at = :now, attempts = :attemptsAfter
@@ -242,7 +246,7 @@ export class SqlQueue implements QueuePort {
   async extendLease(jobId: string, workerId: string, leaseMs: number): Promise<boolean> {
     checkLeaseMs(leaseMs);
     const nowMs = this.nowMs();
-    const updated = await this.select(
+    const updated = await this.writeReturning(
       `UPDATE ${this.table} SET lease_until = :leaseUntil, updated_at = :now
        WHERE id = :id AND status = 'running' AND locked_by = :worker
        RETURNING id`,
@@ -287,7 +291,7 @@ export class SqlQueue implements QueuePort {
 
   async prune(before: string, limit: number): Promise<number> {
     checkLimit(limit);
-    const rows = await this.select(
+    const rows = await this.writeReturning(
       `DELETE FROM ${this.table} WHERE id IN (
          SELECT id FROM ${this.table} WHERE status IN ('done', 'dead') AND updated_at < :before ORDER BY updated_at, id LIMIT :limit)
        RETURNING id`,
@@ -323,8 +327,19 @@ export class SqlQueue implements QueuePort {
     return this.sequelize.query<Row>(sql, { type: QueryTypes.SELECT, replacements, logging: false });
   }
 
+  /** A write statement whose rows come back (RETURNING); see `writer`. */
+  private async writeReturning(sql: string, replacements: Record<string, unknown>): Promise<Row[]> {
+    return this.writer((transaction) => this.sequelize.query<Row>(sql, { type: QueryTypes.SELECT, replacements, logging: false, ...(transaction ? { transaction } : {}) }));
+  }
+
+  /** A write statement; see `writer`. */
   private async run(sql: string, replacements: Record<string, unknown>): Promise<void> {
-    await this.sequelize.query(sql, { type: QueryTypes.UPDATE, replacements, logging: false });
+    await this.writer((transaction) => this.sequelize.query(sql, { type: QueryTypes.UPDATE, replacements, logging: false, ...(transaction ? { transaction } : {}) }));
+  }
+
+  /** On SQLite, in a transaction of the instance's one writer (see the class comment); elsewhere as it is. */
+  private writer<T>(statement: (transaction?: Transaction) => Promise<T>): Promise<T> {
+    return this.dialect === 'sqlite' ? runTransaction(this.sequelize, (transaction) => statement(transaction)) : statement();
   }
 }
 
