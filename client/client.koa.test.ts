@@ -294,7 +294,15 @@ describe('settings and webhooks', () => {
       { requestId, status: 'processing' },
       { requestId, status: 'completed', result: expect.stringContaining(requestId), created: 2, updated: 0 },
     ]);
-    expect(await client.getWebhookStatus()).toEqual({ webhookEnabled: true, webhookStatusDetail: expect.stringMatching(/^Ping answered/), processing: 0, failed: 0, messages: expect.objectContaining({ pending: 0, parked: 0 }) });
+    expect(await client.getWebhookStatus()).toEqual({
+      webhookEnabled: true,
+      webhookStatusDetail: expect.stringMatching(/^Ping answered/),
+      health: 'healthy',
+      failingSince: null,
+      processing: 0,
+      failed: 0,
+      messages: expect.objectContaining({ pending: 0, parked: 0 }),
+    });
 
     // The receiver says 410 Gone: the message is parked and the endpoint disabled.
     receiver.enqueue({ kind: 'status', status: 410 });
@@ -338,6 +346,16 @@ describe('settings and webhooks', () => {
     expect(next.attempts[0]!.attemptedAt <= log.attempts[0]!.attemptedAt).toBe(true);
     expect(next.nextCursor).toBeNull();
     expect((await client.getWebhookEndpoint(endpoint.id)).messages).toEqual({ pending: 0, failing: 0, delivered: 2, parked: 0 });
+
+    // A test event: a sample of the type asked, to this endpoint only, whatever its filter.
+    const before = receiver.requests.length;
+    const sample = await client.sendWebhookTestEvent(endpoint.id, { type: 'medical.consolidated-data' });
+    expect(sample).toMatchObject({ endpointId: endpoint.id, type: 'medical.consolidated-data', status: 'delivered', statusCode: 200, error: null });
+    const sent = receiver.requests.slice(before);
+    expect(sent.map((request) => request.path)).toEqual([path]);
+    const parsedSample = parseWebhook(sent[0]!.body);
+    expect(parsedSample.meta).toMatchObject({ messageId: sample.messageId, type: 'medical.consolidated-data', test: true });
+    expect((await apiError(client.sendWebhookTestEvent(endpoint.id, { type: 'ping' as never })))).toMatchObject({ status: 400 });
 
     const updated = await client.updateWebhookEndpoint(endpoint.id, { enabled: false, description: 'paused' });
     expect(updated).toMatchObject({ id: endpoint.id, enabled: false, description: 'paused' });

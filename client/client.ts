@@ -57,6 +57,8 @@ import type {
   WebhookRequestMetadata,
   WebhookRetry,
   WebhookStatus,
+  WebhookTestEvent,
+  WebhookTestEventResult,
 } from './types.js';
 
 /** The filters and paging of `listWebhookAttempts`. */
@@ -595,7 +597,7 @@ export class CarebridgeClient {
     return this.call('GET', '/settings/webhook');
   }
 
-  /** Redelivers every parked webhook message (same `messageId`). */
+  /** Redelivers every parked message of the default endpoint (same `messageId`); other endpoints replay theirs. */
   retryWebhookRequests(): Promise<WebhookRetry> {
     return this.call('POST', '/settings/webhook/retry');
   }
@@ -633,6 +635,14 @@ export class CarebridgeClient {
    */
   replayWebhookMessages(endpointId: string, request: WebhookReplay): Promise<WebhookReplayResult> {
     return this.call('POST', `/settings/webhook/endpoints/${id(endpointId)}/replay`, { body: request });
+  }
+
+  /**
+   * Sends a sample message of `type` (any type an endpoint can receive) to one endpoint now (its id, or
+   * `default` for webhookUrl), signed, with `meta.test: true`; answers what the receiver did.
+   */
+  sendWebhookTestEvent(endpointId: string, input: WebhookTestEvent): Promise<WebhookTestEventResult> {
+    return this.call('POST', `/settings/webhook/endpoints/${id(endpointId)}/test`, { body: input });
   }
 
   /** Gives the endpoint a new secret; the old one keeps signing beside it for the grace period (default 24 h). */

@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import type * as wire from '../contract/responses.js';
 
 // Requests: what the service accepts (before its normalisation), so `zip: 62701` or one address object pass.
-export type { CohortCreate, FacilityCreate, OrganizationCreate, PatientCreate, SettingsUpdate, WebhookEndpointCreate, WebhookEndpointUpdate, WebhookReplay, WebhookSecretRotation } from '../contract/requests.js';
+export type { CohortCreate, FacilityCreate, OrganizationCreate, PatientCreate, SettingsUpdate, WebhookEndpointCreate, WebhookEndpointUpdate, WebhookReplay, WebhookSecretRotation, WebhookTestEvent } from '../contract/requests.js';
 
 // Responses: what the service sends.
 export type Organization = z.output<typeof wire.organizationResponse>;
@@ -29,6 +29,7 @@ export type WebhookEndpoint = z.output<typeof wire.webhookEndpointResponse>;
 export type WebhookEndpointList = z.output<typeof wire.webhookEndpointListResponse>;
 export type WebhookAttemptPage = z.output<typeof wire.webhookAttemptPageResponse>;
 export type WebhookReplayResult = z.output<typeof wire.webhookReplayResponse>;
+export type WebhookTestEventResult = z.output<typeof wire.webhookTestEventResponse>;
 export type DocumentQuery = z.output<typeof wire.documentQueryResponse>;
 export type ConsolidatedQuery = z.output<typeof wire.consolidatedQueryResponse>;
 export type ConsolidatedBundle = z.output<typeof wire.fhirBundleResponse>;

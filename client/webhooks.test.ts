@@ -7,6 +7,7 @@ import {
   documentBulkDownloadUrlsMessage,
   documentConversionMessage,
   documentDownloadMessage,
+  endpointDisabledMessage,
   networkQueryMessage,
   pingMessage,
 } from '../core/webhooks/envelope.js';
@@ -40,6 +41,15 @@ const messages: WebhookMessage[] = [
       source: { type, status: 'completed', completedAt: when.toISOString() },
     }),
   ),
+  endpointDisabledMessage({ messageId: 'm9', when }, {
+    endpointId: 'e1',
+    url: 'https://hooks.example.com/x',
+    description: 'EHR bridge',
+    reason: 'failing',
+    failingSince: '2026-11-17T09:00:00.000Z',
+    disabledAt: when.toISOString(),
+    statusDetail: 'Disabled: no attempt succeeded for 5 days',
+  }),
 ];
 
 describe('parseWebhook', () => {

@@ -19,6 +19,8 @@ export type {
   DocumentConversionPatient,
   DocumentDownloadMessage,
   DocumentDownloadPatient,
+  EndpointDisabledMessage,
+  EndpointDisabledPayload,
   NetworkQueryHieMessage,
   NetworkQueryLabMessage,
   NetworkQueryPayload,
@@ -45,7 +47,7 @@ export const WEBHOOK_SIGNATURE_HEADER = 'x-metriport-signature';
 
 /**
  * A received webhook body as a typed message, validated with the service's schemas and told apart by
- * `meta.type` (the five message types and `ping`). Takes the raw body (string or bytes, parsed as JSON) or
+ * `meta.type` (every message type in `WEBHOOK_MESSAGE_TYPES`, `ping` included). Takes the raw body (string or bytes, parsed as JSON) or
  * an already parsed object. Verify the signature on the raw body first.
  * @throws CarebridgeWebhookError naming the type and the first wrong field when it is not a valid message.
  */

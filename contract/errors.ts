@@ -38,6 +38,8 @@ export const ERROR_CODES = {
   FACILITY_IN_USE: 409,
   // 409: the account has as many webhook endpoints as it may
   WEBHOOK_ENDPOINT_LIMIT: 409,
+  // 409: a test event for the default endpoint of an account without a webhook URL
+  WEBHOOK_URL_NOT_SET: 409,
   // 410: gone for good
   UPLOAD_URL_EXPIRED: 410,
   URL_EXPIRED: 410,

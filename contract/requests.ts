@@ -1,3 +1,5 @@
+import type { WebhookMessageType } from './webhooks.js';
+
 /*
  * The request bodies of the API as a client writes them (before the service's normalisation: a zip may be a
  * number, one address need not be a list). The service validates them with the zod schemas of
@@ -88,4 +90,9 @@ export interface WebhookReplay {
 export interface WebhookSecretRotation {
   /** Seconds the old secret keeps signing beside the new one; default 86400 (24 h), at most 7 days. */
   graceSeconds?: number | undefined;
+}
+
+export interface WebhookTestEvent {
+  /** The message type of the sample: any type an endpoint can receive (not `ping`). */
+  type: Exclude<WebhookMessageType, 'ping'>;
 }

@@ -147,12 +147,24 @@ export const settingsResponse = z.strictObject({
   webhookStatusDetail: z.string().nullable(),
 });
 
+const endpointHealth = {
+  health: z
+    .enum(['healthy', 'failing', 'disabled'])
+    .describe('disabled: off (by the account, a 410, or after failing for WEBHOOK_DISABLE_AFTER_DAYS); failing: every attempt since failingSince failed; else healthy'),
+  failingSince: instant
+    .nullable()
+    .describe('The first failed attempt since the last successful delivery (or since the endpoint was last enabled); null when healthy'),
+};
+
 export const webhookStatusResponse = z.strictObject({
   webhookEnabled: z.boolean(),
   webhookStatusDetail: z.string().nullable(),
-  processing: z.number().int().describe('Messages pending: in flight or waiting for a retry'),
-  failed: z.number().int().describe('Messages parked after their last failed attempt'),
-  messages: z.strictObject({ pending: z.number().int(), delivered: z.number().int(), parked: z.number().int() }),
+  ...endpointHealth,
+  processing: z.number().int().describe('Messages of the default endpoint (webhookUrl) pending: in flight or waiting for a retry'),
+  failed: z.number().int().describe('Messages of the default endpoint parked after their last failed attempt'),
+  messages: z
+    .strictObject({ pending: z.number().int(), delivered: z.number().int(), parked: z.number().int() })
+    .describe("The default endpoint's messages by state; the other endpoints count theirs on their own"),
 });
 
 export const parkedMessagesResponse = z.strictObject({
@@ -181,7 +193,8 @@ export const webhookEndpointResponse = z.strictObject({
   previousSecretExpiresAt: instant
     .nullable()
     .describe('After a rotation: until then, messages are also signed with the previous secret (a second `v1,` value in `webhook-signature`)'),
-  statusDetail: z.string().nullable().describe('What last happened to the endpoint, in words (ping, unhealthy, disabled)'),
+  statusDetail: z.string().nullable().describe('What last happened to the endpoint, in words (ping, unhealthy, disabled and why)'),
+  ...endpointHealth,
   messages: z
     .strictObject({ pending: z.number().int(), failing: z.number().int(), delivered: z.number().int(), parked: z.number().int() })
     .describe('Its messages by state: pending (failing: pending after a failed attempt), delivered (kept for the retention), parked (every attempt failed)'),
@@ -209,9 +222,20 @@ export const webhookAttemptPageResponse = z.strictObject({
       statusCode: z.number().int().nullable().describe("The receiver's HTTP status; null when none came (timeout, unreachable)"),
       latencyMs: z.number().int(),
       error: z.string().nullable().describe('Why the attempt failed, in words'),
+      test: z.boolean().describe('A test event (POST /settings/webhook/endpoints/{id}/test), not a stored message'),
     }),
   ),
   nextCursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
+});
+
+export const webhookTestEventResponse = z.strictObject({
+  messageId: id.describe('meta.messageId and webhook-id of the sample, new for each test event'),
+  type: z.string(),
+  endpointId: z.string().describe('The endpoint sent to: its id, or `default` for webhookUrl'),
+  status: z.enum(['delivered', 'failed']).describe('delivered: the receiver answered 2xx within 4 s'),
+  statusCode: z.number().int().nullable().describe("The receiver's HTTP status; null when none came (timeout, unreachable)"),
+  latencyMs: z.number().int(),
+  error: z.string().nullable().describe('Why it failed, in words'),
 });
 
 const stepStatus = z.enum(['processing', 'completed', 'failed']);

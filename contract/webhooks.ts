@@ -12,6 +12,7 @@ export type WebhookMessageType =
   | 'network-query.hie'
   | 'network-query.pharmacy'
   | 'network-query.lab'
+  | 'webhook.endpoint-disabled'
   | 'ping';
 
 /*
@@ -29,6 +30,11 @@ function metaSchema<T extends Exclude<WebhookMessageType, 'ping'>>(type: T) {
     when: isoUtcSchema,
     type: z.literal(type),
     data: webhookMetadataSchema.optional(),
+    /**
+     * Present (true) only on a test event (`POST /settings/webhook/endpoints/{id}/test`): a sample payload
+     * whose ids and URLs lead nowhere. Absent on every real message.
+     */
+    test: z.literal(true).optional(),
   });
 }
 
@@ -169,6 +175,29 @@ export const networkQueryHieMessageSchema = z.object({ meta: metaSchema('network
 export const networkQueryPharmacyMessageSchema = z.object({ meta: metaSchema('network-query.pharmacy'), payload: networkQueryPayloadSchema });
 export const networkQueryLabMessageSchema = z.object({ meta: metaSchema('network-query.lab'), payload: networkQueryPayloadSchema });
 
+/**
+ * One of the account's endpoints was turned off by the service, not by the account: every attempt to it
+ * failed for the configured time (`WEBHOOK_DISABLE_AFTER_DAYS`, 5 days by default), or its receiver
+ * answered 410 Gone. Sent once per disabling, to the account's other endpoints (the default one and every
+ * enabled endpoint whose filter takes it), never to the endpoint it is about. `PATCH` the endpoint with
+ * `enabled: true` (for `default`, set the webhook URL again) to turn it back on.
+ */
+export const endpointDisabledSchema = z.object({
+  /** The endpoint turned off: its id, or `default` for the account's `webhookUrl`. */
+  endpointId: z.string().min(1),
+  url: z.string(),
+  description: z.string(),
+  /** `failing`: no attempt succeeded for the configured time; `gone`: the receiver answered 410. */
+  reason: z.enum(['failing', 'gone']),
+  /** The first failed attempt after its last success (or since it was last enabled). */
+  failingSince: isoUtcSchema,
+  disabledAt: isoUtcSchema,
+  /** The endpoint's `statusDetail`: what happened, in words. */
+  statusDetail: z.string(),
+});
+
+export const endpointDisabledMessageSchema = z.object({ meta: metaSchema('webhook.endpoint-disabled'), endpoint: endpointDisabledSchema });
+
 /** The ping carries no requestId and no data. */
 export const pingMessageSchema = z.object({
   ping: z.string().min(1),
@@ -183,6 +212,7 @@ export type DocumentBulkDownloadPatient = z.infer<typeof documentBulkDownloadPat
 export type ConsolidatedDataPatient = z.infer<typeof consolidatedDataPatientSchema>;
 export type BulkPatientCreatePayload = z.infer<typeof bulkPatientCreateSchema>;
 export type NetworkQueryPayload = z.infer<typeof networkQueryPayloadSchema>;
+export type EndpointDisabledPayload = z.infer<typeof endpointDisabledSchema>;
 
 export type DocumentDownloadMessage = z.infer<typeof documentDownloadMessageSchema>;
 export type DocumentConversionMessage = z.infer<typeof documentConversionMessageSchema>;
@@ -193,6 +223,7 @@ export type PingMessage = z.infer<typeof pingMessageSchema>;
 export type NetworkQueryHieMessage = z.infer<typeof networkQueryHieMessageSchema>;
 export type NetworkQueryPharmacyMessage = z.infer<typeof networkQueryPharmacyMessageSchema>;
 export type NetworkQueryLabMessage = z.infer<typeof networkQueryLabMessageSchema>;
+export type EndpointDisabledMessage = z.infer<typeof endpointDisabledMessageSchema>;
 
 /** Every message the service sends, told apart by `meta.type`. */
 export type WebhookMessage =
@@ -204,6 +235,7 @@ export type WebhookMessage =
   | NetworkQueryHieMessage
   | NetworkQueryPharmacyMessage
   | NetworkQueryLabMessage
+  | EndpointDisabledMessage
   | PingMessage;
 
 export type WebhookMessageOf<T extends WebhookMessageType> = Extract<WebhookMessage, { meta: { type: T } }>;
@@ -217,6 +249,7 @@ export const webhookMessageSchemas = {
   'network-query.hie': networkQueryHieMessageSchema,
   'network-query.pharmacy': networkQueryPharmacyMessageSchema,
   'network-query.lab': networkQueryLabMessageSchema,
+  'webhook.endpoint-disabled': endpointDisabledMessageSchema,
   ping: pingMessageSchema,
 } as const satisfies Record<WebhookMessageType, z.ZodType>;
 
@@ -232,6 +265,7 @@ export const webhookMessageSchema = z.union([
   networkQueryHieMessageSchema,
   networkQueryPharmacyMessageSchema,
   networkQueryLabMessageSchema,
+  endpointDisabledMessageSchema,
   pingMessageSchema,
 ]);
 

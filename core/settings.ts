@@ -42,12 +42,16 @@ export async function getSettings(deps: Pick<CoreDeps, 'storage' | 'secrets' | '
  * Sets (or with an empty string, clears) the webhook URL. A new URL is pinged at once (expects
  * `{pong}` within 2 s); the endpoint is enabled only when it answers, and the outcome is the status detail.
  * Messages stored meanwhile stay pending, never lost, and become due at once when the endpoint works.
+ * Setting the URL is how the default endpoint is re-enabled (after a 410, or a disable for failing too
+ * long): it resets its failure clock.
  */
 export async function updateSettings(deps: CoreDeps, accountId: string, input: { webhookUrl: string }): Promise<WebhookSettings> {
   const current = await currentSettings(deps, accountId);
   if (input.webhookUrl.trim() === '') {
-    const cleared: WebhookSettings = { ...current, webhookUrl: null, webhookEnabled: false, webhookStatusDetail: null, updatedAt: nowIso(deps.clock) };
+    const { failingSince: _clock, ...rest } = current;
+    const cleared: WebhookSettings = { ...rest, webhookUrl: null, webhookEnabled: false, webhookStatusDetail: null, updatedAt: nowIso(deps.clock) };
     await deps.storage.webhookSettings.put(cleared);
+    await deps.storage.webhookSettings.setFailingSince(accountId, null);
     return cleared;
   }
   const webhookUrl = validateWebhookUrl(input.webhookUrl, { allowPrivate: deps.config.webhookAllowPrivate });
@@ -60,7 +64,12 @@ export async function updateSettings(deps: CoreDeps, accountId: string, input: {
     updatedAt: nowIso(deps.clock),
   };
   await deps.storage.webhookSettings.put(updated);
-  if (ping.ok) await resumePendingMessages(deps, accountId);
+  if (ping.ok) {
+    // Set again and answering: the default endpoint's failure clock starts afresh (health.ts).
+    await deps.storage.webhookSettings.setFailingSince(accountId, null);
+    delete updated.failingSince;
+    await resumePendingMessages(deps, accountId);
+  }
   return updated;
 }
 

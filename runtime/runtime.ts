@@ -87,6 +87,11 @@ export interface RuntimeOptions {
     rateLimitPerSecond?: number;
     /** How long a delivery pass's claim on its messages lasts (a dead instance holds them this long). Default 5 minutes. */
     leaseMs?: number;
+    /**
+     * An endpoint whose every attempt failed this long is disabled at its next failed attempt, and the
+     * account told (`webhook.endpoint-disabled`). Default 5 days; 0 never disables.
+     */
+    disableAfterMs?: number;
   };
   /**
    * Where C-CDA documents are converted. Default: in process in memory (a sandbox serves one developer and
@@ -291,6 +296,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
             ...(endpointConcurrency !== undefined ? { endpointConcurrency } : {}),
             ...(rateLimit ? { rateLimit } : {}),
             ...(options.webhooks?.leaseMs !== undefined ? { leaseMs: options.webhooks.leaseMs } : {}),
+            ...(options.webhooks?.disableAfterMs !== undefined ? { disableAfterMs: options.webhooks.disableAfterMs } : {}),
           },
           { limit: DELIVERY_BATCH },
         ),

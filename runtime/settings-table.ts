@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { DEFAULT_FAILED_AUTH_PER_MINUTE, DEFAULT_RATE_LIMITS, RATE_LIMIT_CLASSES, type RateLimits } from '../core/api/rate-limit.js';
 import { DEFAULT_RENDER_CONCURRENCY, DEFAULT_RENDER_QUEUE } from '../core/documents/render-slots.js';
 import { DEFAULT_RETENTION_DAYS } from '../core/retention.js';
+import { DEFAULT_DISABLE_AFTER_MS } from '../core/webhooks/health.js';
+
+const DAY_MS = 24 * 3_600_000;
 
 /**
  * Every setting the service reads from its environment, once: its variable, what `serve --help` and the
@@ -204,6 +207,18 @@ export const SETTINGS: readonly SettingSpec[] = [
   },
   { variable: 'WEBHOOK_RATE_LIMIT', group: 'Work', shownDefault: 'none', help: 'webhook messages a second per endpoint', rule: 'a number of messages per second from 1 to 100000', schema: amount(1, 100_000) },
   { variable: 'WEBHOOK_LEASE_SECONDS', group: 'Work', shownDefault: '300', help: "an instance's claim on the messages it sends", rule: 'a whole number of seconds from 10 to 3600', schema: whole(10, 3_600) },
+  {
+    variable: 'WEBHOOK_DISABLE_AFTER_DAYS',
+    group: 'Work',
+    shownDefault: String(DEFAULT_DISABLE_AFTER_MS / DAY_MS),
+    help: 'days a webhook endpoint fails every attempt before it is disabled, or off',
+    rule: '"off" or a number of days from 0.01 to 3650',
+    schema: z
+      .string()
+      .transform((value) => (value.toLowerCase() === 'off' ? 0 : Number(value)))
+      .pipe(z.number().refine((days) => days === 0 || (days >= 0.01 && days <= 3650), 'out of range')),
+    fallback: DEFAULT_DISABLE_AFTER_MS / DAY_MS,
+  },
 ];
 
 /**

@@ -29,6 +29,8 @@ export interface ServiceSettings extends BlobSettings {
   webhookConcurrency: number;
   /** `WEBHOOK_LEASE_SECONDS`: how long an instance's claim on outbox messages lasts, 300 when absent. */
   webhookLeaseSeconds?: number;
+  /** `WEBHOOK_DISABLE_AFTER_DAYS`: days an endpoint fails every attempt before it is disabled, 5; 0 (`off`) never. */
+  webhookDisableAfterDays: number;
   /** `URL_SIGNING_SECRET`: else generated once and kept in DATA_DIR, so URLs survive restarts. */
   urlSigningSecret?: string;
   /** `LOG_LEVEL`: pino level, `info`. */
@@ -73,6 +75,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
     retentionDays: value('RETENTION_DAYS'),
     jobConcurrency: value('JOB_CONCURRENCY'),
     webhookConcurrency: value('WEBHOOK_CONCURRENCY'),
+    webhookDisableAfterDays: value('WEBHOOK_DISABLE_AFTER_DAYS'),
     dataDir: value('DATA_DIR'),
     webhookAllowPrivate: value('WEBHOOK_ALLOW_PRIVATE'),
     logLevel: value('LOG_LEVEL'),

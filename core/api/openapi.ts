@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { webhookMessageSchemas, type WebhookMessageType } from '../../contract/webhooks.js';
 import { ERROR_CODES } from '../errors.js';
 import type { RouteAuth, RouteDefinition } from './router.js';
 
@@ -23,6 +24,8 @@ export interface OpenApiDocument {
   servers: { url: string }[];
   tags: { name: string }[];
   paths: Record<string, Record<string, unknown>>;
+  /** The messages the service POSTs to the account's endpoints (OpenAPI 3.1 webhooks), by `meta.type`. */
+  webhooks: Record<string, Record<string, unknown>>;
   components: { securitySchemes: Record<string, unknown>; schemas: Record<string, JsonSchema> };
 }
 
@@ -325,6 +328,52 @@ function operationOf(route: RouteDefinition): Record<string, unknown> {
   return operation;
 }
 
+/** What each webhook message says, for its entry in the document's `webhooks`. */
+const WEBHOOK_SUMMARIES: Record<WebhookMessageType, string> = {
+  'medical.document-download': "A document query's documents were downloaded (or the download failed)",
+  'medical.document-conversion': "A document query's C-CDA documents were converted to FHIR (or the conversion failed)",
+  'medical.document-bulk-download-urls': "Download URLs of all of a patient's documents",
+  'medical.consolidated-data': "A consolidated data query's result: a FHIR bundle holding the URLs of the data",
+  'medical.bulk-patient-create': 'A bulk patient create request is processing, completed (with the result CSV) or failed',
+  'network-query.hie': "A network query's HIE source ended; its consolidated data is at consolidatedDataUrl",
+  'network-query.pharmacy': "A network query's pharmacy source ended; its consolidated data is at consolidatedDataUrl",
+  'network-query.lab': "A network query's laboratory source ended; its consolidated data is at consolidatedDataUrl",
+  'webhook.endpoint-disabled': 'The service turned one of the account\'s other endpoints off (failing for WEBHOOK_DISABLE_AFTER_DAYS, or 410 Gone)',
+  ping: 'Sent when an endpoint is set: answer {"pong": <the ping value>} within 2 s to have it enabled',
+};
+
+/** Headers every webhook request carries (Standard Webhooks, and the Metriport-compatible signature). */
+const WEBHOOK_HEADERS = [
+  { name: 'webhook-id', description: 'meta.messageId: the same on every attempt and endpoint; drop repeats by it' },
+  { name: 'webhook-timestamp', description: 'Unix seconds of the attempt' },
+  { name: 'webhook-signature', description: 'Space-separated `v1,<base64 HMAC-SHA256>` values, one per secret (two during a rotation)' },
+  { name: 'x-metriport-signature', description: "Hex HMAC-SHA256 of the raw body with the endpoint's current secret" },
+].map(({ name, description }) => ({ name, in: 'header', required: true, description, schema: { type: 'string' } }));
+
+function webhookEntries(): OpenApiDocument['webhooks'] {
+  const entries: OpenApiDocument['webhooks'] = {};
+  for (const [type, schema] of Object.entries(webhookMessageSchemas) as [WebhookMessageType, z.ZodType][]) {
+    entries[type] = {
+      post: {
+        operationId: `webhook${type.split(/[^A-Za-z0-9]+/).map((word) => word[0]!.toUpperCase() + word.slice(1)).join('')}`,
+        summary: WEBHOOK_SUMMARIES[type],
+        tags: ['Webhooks'],
+        parameters: WEBHOOK_HEADERS,
+        requestBody: { required: true, content: { 'application/json': { schema: toSchema(schema, 'output') } } },
+        responses: {
+          '200': {
+            description:
+              type === 'ping'
+                ? 'The pong: {"pong": <the ping value>}'
+                : 'Any 2xx within 4 s acknowledges the message; anything else (or no answer) is retried on the schedule',
+          },
+        },
+      },
+    };
+  }
+  return entries;
+}
+
 /** The OpenAPI 3.1 document of `routes`. Deterministic: the same routes give the same document. */
 export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: OpenApiInfo = {}): OpenApiDocument {
   const paths: OpenApiDocument['paths'] = {};
@@ -343,8 +392,9 @@ export function buildOpenApiDocument(routes: readonly RouteDefinition[], info: O
       ...(info.description ? { description: info.description } : {}),
     },
     servers: [{ url: info.serverUrl ?? '/' }],
-    tags: tags.map((name) => ({ name })),
+    tags: [...tags, 'Webhooks'].map((name) => ({ name })),
     paths,
+    webhooks: webhookEntries(),
     components: {
       securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' } },
       schemas: { Problem: PROBLEM_SCHEMA },

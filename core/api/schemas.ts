@@ -6,6 +6,7 @@ import { normaliseSsn, SSN_INVALID } from '../csv/identifiers.js';
 import { CONTROL_CHARACTER, FIELD_MAX_LENGTH, hasControlCharacter, tooLongMessage, type LimitedField } from '../csv/limits.js';
 import { nameProblem } from '../csv/names.js';
 import { isValidNpi } from '../entities/npi.js';
+import { FILTERABLE_EVENT_TYPES } from '../webhooks/endpoints.js';
 import type * as wire from '../../contract/requests.js';
 
 /**
@@ -213,6 +214,10 @@ export const webhookReplaySchema = z
   })
   .describe('Exactly one of: messageId; parked: true; since and until');
 
+export const webhookTestEventSchema = z.object({
+  type: z.enum(FILTERABLE_EVENT_TYPES).describe('The message type of the sample: any type an endpoint can receive'),
+});
+
 /*
  * Compile-time check that these schemas take exactly the request shapes of the wire contract, which the
  * client is typed with: a change to one without the other fails the build.
@@ -230,4 +235,5 @@ export type RequestShapesAgree = [
   Agrees<Same<z.input<typeof webhookEndpointUpdateSchema>, wire.WebhookEndpointUpdate>>,
   Agrees<Same<z.input<typeof webhookReplaySchema>, wire.WebhookReplay>>,
   Agrees<Same<NonNullable<z.input<typeof webhookSecretRotationSchema>>, wire.WebhookSecretRotation>>,
+  Agrees<Same<z.input<typeof webhookTestEventSchema>, wire.WebhookTestEvent>>,
 ];

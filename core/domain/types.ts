@@ -45,6 +45,11 @@ export interface WebhookSettings {
   webhookKey: string;
   webhookEnabled: boolean;
   webhookStatusDetail: string | null;
+  /**
+   * The default endpoint's failure clock: the first failed attempt since its last successful delivery (or
+   * since its URL was last set); absent while it is healthy. See `WebhookEndpoint.failingSince`.
+   */
+  failingSince?: string;
   updatedAt: string;
 }
 
@@ -74,6 +79,12 @@ export interface WebhookEndpoint {
   previousSecretUntil?: string;
   /** What last happened to it, in words (ping outcome, unhealthy, disabled); null when nothing to say. */
   statusDetail: string | null;
+  /**
+   * The failure clock: the first failed attempt since the endpoint's last successful delivery (or since it
+   * was last enabled); absent while it is healthy. An endpoint failing for the configured time is disabled.
+   * Written only through the repository's failure-clock methods, never by `update`.
+   */
+  failingSince?: string;
   createdAt: string;
   updatedAt: string;
 }
@@ -397,6 +408,8 @@ export interface WebhookAttempt {
   latencyMs: number;
   /** Why it failed, in the customer's words (never the service's network details). */
   error?: string;
+  /** A test event's attempt (`POST /settings/webhook/endpoints/{id}/test`): a sample, not a stored message. */
+  test?: boolean;
 }
 
 /** Which attempts of the account a delivery log page holds. */

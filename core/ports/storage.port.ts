@@ -79,11 +79,48 @@ export interface AccountRepository {
   replaceApiKey(id: string, apiKeyHash: string, apiKeyPrefix: string): Promise<boolean>;
 }
 
+/** What turns an endpoint off (`disable`): why, when, and the condition it is turned off on. */
+export interface EndpointDisabling {
+  /** The endpoint's status detail from now on: why it is off. */
+  statusDetail: string;
+  updatedAt: string;
+  /** Only when its failure clock started at this instant or earlier (it has been failing at least so long). */
+  failingSinceAtMost?: string;
+}
+
+/*
+ * The failure clock and status of an endpoint (the default one in WebhookSettingsRepository, the extra ones
+ * in WebhookEndpointRepository) are written by the delivery passes of every instance at once, and by the
+ * account: so each is its own atomic write that leaves the other fields as stored, never a read-modify-write.
+ */
+
 export interface WebhookSettingsRepository {
   /** `undefined` when the account never saved settings. */
   get(accountId: string): Promise<WebhookSettings | undefined>;
-  /** Inserts or replaces the account's settings. */
+  /**
+   * Inserts or replaces the account's settings. `failingSince` is written only when the row is new: the
+   * failure clock has its own method (`setFailingSince`).
+   */
   put(settings: WebhookSettings): Promise<void>;
+  /**
+   * The default endpoint's failure clock, atomically: with an instant, sets `failingSince` to it unless it
+   * is set already (the earlier failure is kept); with null, clears it. Returns `failingSince` as stored
+   * after (null when not failing), or `undefined` when the account has no settings.
+   */
+  setFailingSince(accountId: string, at: string | null): Promise<string | null | undefined>;
+  /**
+   * Writes `webhookStatusDetail` and `updatedAt` of an enabled default endpoint, the rest as stored. False,
+   * and nothing written, when the account has no settings or its endpoint is off: the delivery pass's notes
+   * never overwrite why an endpoint was turned off.
+   */
+  setStatusDetail(accountId: string, statusDetail: string | null, updatedAt: string): Promise<boolean>;
+  /**
+   * Turns the default endpoint off (`webhookEnabled` false) with `change.statusDetail`, atomically, the rest
+   * as stored: only when it is on and, with `failingSinceAtMost`, its failure clock started then or earlier.
+   * Returns the settings as stored after when this call turned it off; `undefined` otherwise (no settings,
+   * already off, not failing that long). Of several callers at once, exactly one gets the settings back.
+   */
+  disable(accountId: string, change: EndpointDisabling): Promise<WebhookSettings | undefined>;
 }
 
 /** The account's extra webhook endpoints (the default one is in WebhookSettings). */
@@ -99,10 +136,32 @@ export interface WebhookEndpointRepository {
   list(accountId: string): Promise<WebhookEndpoint[]>;
   /** How many endpoints the account has. */
   count(accountId: string): Promise<number>;
-  /** Replaces the endpoint; returns the stored copy, or `undefined` when missing or another account's. */
+  /**
+   * Replaces the endpoint but its `failingSince` (the failure clock has its own method); returns the stored
+   * copy, or `undefined` when missing or another account's.
+   */
   update(endpoint: WebhookEndpoint): Promise<WebhookEndpoint | undefined>;
   /** Deletes the endpoint; false when missing or another account's. Idempotent. */
   remove(accountId: string, id: string): Promise<boolean>;
+  /**
+   * The endpoint's failure clock, atomically: with an instant, sets `failingSince` to it unless it is set
+   * already (the earlier failure is kept); with null, clears it. Returns `failingSince` as stored after
+   * (null when not failing), or `undefined` when the endpoint is missing or another account's.
+   */
+  setFailingSince(accountId: string, id: string, at: string | null): Promise<string | null | undefined>;
+  /**
+   * Writes `statusDetail` and `updatedAt` of an enabled endpoint, the rest as stored. False, and nothing
+   * written, when it is missing, another account's or off: the delivery pass's notes never overwrite why an
+   * endpoint was turned off.
+   */
+  setStatusDetail(accountId: string, id: string, statusDetail: string | null, updatedAt: string): Promise<boolean>;
+  /**
+   * Turns the endpoint off with `change.statusDetail`, atomically, the rest as stored: only when it is on
+   * and, with `failingSinceAtMost`, its failure clock started then or earlier. Returns the endpoint as stored
+   * after when this call turned it off; `undefined` otherwise (missing, another account's, already off, not
+   * failing that long). Of several callers at once, exactly one gets the endpoint back.
+   */
+  disable(accountId: string, id: string, change: EndpointDisabling): Promise<WebhookEndpoint | undefined>;
 }
 
 export interface OrganizationRepository {
@@ -310,6 +369,16 @@ export interface OutboxLease {
   leaseMs: number;
   /** Only this account's messages. */
   accountId?: string;
+  /**
+   * With `accountId`: only the messages of one endpoint of that account, an extra endpoint's id, or null
+   * for its default endpoint. Absent: every endpoint's.
+   */
+  endpointId?: string | null;
+  /**
+   * At most this many messages of any one endpoint (an account's default endpoint, or an extra endpoint),
+   * the oldest of each, so that one endpoint's backlog cannot fill a claim. Absent: no such cap.
+   */
+  perEndpoint?: number;
 }
 
 export interface OutboxRepository {

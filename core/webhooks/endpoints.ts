@@ -4,6 +4,7 @@ import type { CoreDeps } from '../deps.js';
 import type { OutboxMessage, WebhookEndpoint, WebhookMessageType } from '../domain/types.js';
 import { CoreError } from '../errors.js';
 import { nowIso } from '../time.js';
+import { healthOf } from './health.js';
 import { pingWebhook } from './ping.js';
 import { validateWebhookUrl } from './url.js';
 
@@ -17,6 +18,8 @@ import { validateWebhookUrl } from './url.js';
  * - An endpoint is pinged when it is created or its URL changes, like the default one, and is enabled only
  *   when it answers. A disabled endpoint gets no new messages; those already stored for it wait.
  * - Deleting an endpoint deletes its deliveries.
+ * - Health (health.ts): an endpoint failing for the configured time is disabled by the delivery pass;
+ *   enabling it again (or a new URL that answers the ping) resets its failure clock.
  */
 
 /** Endpoints an account may have beside its default one: fan-out reads them for every message. */
@@ -84,6 +87,8 @@ export function endpointToWire(endpoint: WebhookEndpoint, messages: { pending: n
     signingSecret: endpoint.secret,
     previousSecretExpiresAt: endpoint.previousSecretUntil ?? null,
     statusDetail: endpoint.statusDetail,
+    health: healthOf(endpoint.enabled, endpoint.failingSince),
+    failingSince: endpoint.failingSince ?? null,
     messages,
     createdAt: endpoint.createdAt,
     updatedAt: endpoint.updatedAt,
@@ -143,7 +148,8 @@ export async function getEndpoint(deps: Pick<CoreDeps, 'storage'>, accountId: st
 
 /**
  * Changes an endpoint. A new URL is pinged like a new endpoint. `enabled: true` (or a new URL that answers)
- * turns it on and makes the deliveries waiting for it due at once; `enabled: false` turns it off.
+ * turns it on, resets its failure clock and makes the deliveries waiting for it due at once; `enabled:
+ * false` turns it off.
  * @throws CoreError `WEBHOOK_ENDPOINT_NOT_FOUND`, `WEBHOOK_URL_INVALID`, `WEBHOOK_EVENT_TYPE_UNKNOWN`.
  */
 export async function updateEndpoint(
@@ -176,6 +182,11 @@ export async function updateEndpoint(
     updatedAt: nowIso(deps.clock),
   });
   if (!updated) throw new CoreError('WEBHOOK_ENDPOINT_NOT_FOUND', 'No webhook endpoint with this id in your account');
+  if (updated.enabled && (!current.enabled || url !== current.url)) {
+    // Enabled again, or a new receiver that answered: its failure clock starts afresh.
+    await deps.storage.webhookEndpoints.setFailingSince(accountId, id, null);
+    delete updated.failingSince;
+  }
   if (updated.enabled && !current.enabled) await resumeEndpointDeliveries(deps, accountId, id);
   return updated;
 }

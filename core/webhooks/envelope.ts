@@ -18,6 +18,8 @@ import {
   type DocumentConversionPatient,
   type DocumentDownloadMessage,
   type DocumentDownloadPatient,
+  type EndpointDisabledMessage,
+  type EndpointDisabledPayload,
   type NetworkQueryPayload,
   type PingMessage,
   type WebhookBulkDocument,
@@ -41,10 +43,12 @@ export interface MessageMetaInput {
   when: Date;
   /** The metadata of the originating request, echoed as `meta.data`. */
   data?: WebhookMetadata;
+  /** A test event's sample (`meta.test: true`); never set on a real message. */
+  test?: boolean;
 }
 
 function buildMeta<T extends WebhookMessageType>(type: T, input: MessageMetaInput) {
-  const meta: { messageId: string; requestId?: string; when: string; type: T; data?: WebhookMetadata } = {
+  const meta: { messageId: string; requestId?: string; when: string; type: T; data?: WebhookMetadata; test?: true } = {
     messageId: input.messageId,
     when: input.when.toISOString(),
     type,
@@ -52,6 +56,7 @@ function buildMeta<T extends WebhookMessageType>(type: T, input: MessageMetaInpu
   if (input.requestId !== undefined) meta.requestId = input.requestId;
   const data = validateMetadata(input.data);
   if (data !== undefined && Object.keys(data).length > 0) meta.data = data;
+  if (input.test) meta.test = true;
   return meta;
 }
 
@@ -100,6 +105,11 @@ export function networkQueryMessage(
   payload: NetworkQueryPayload,
 ): NetworkQueryHieMessage | NetworkQueryPharmacyMessage | NetworkQueryLabMessage {
   return checked(type, { meta: buildMeta(type, meta), payload });
+}
+
+/** `webhook.endpoint-disabled`: the service turned one of the account's endpoints off (see the schema). */
+export function endpointDisabledMessage(meta: MessageMetaInput, endpoint: EndpointDisabledPayload): EndpointDisabledMessage {
+  return checked('webhook.endpoint-disabled', { meta: buildMeta('webhook.endpoint-disabled', meta), endpoint });
 }
 
 /** `{ ping: <random>, meta: { messageId, when, type: 'ping' } }`; the receiver answers `{ pong: <same> }`. */

@@ -39,6 +39,7 @@ export function attemptToWire(attempt: WebhookAttempt) {
     statusCode: attempt.statusCode ?? null,
     latencyMs: attempt.latencyMs,
     error: attempt.error ?? null,
+    test: attempt.test ?? false,
   };
 }
 

@@ -48,6 +48,11 @@ export interface CarebridgeOptions {
     /** At most this many messages a second to each endpoint. Default: no limit. */
     rateLimitPerSecond?: number;
     /**
+     * An endpoint whose every attempt failed this long is disabled and the account told (a
+     * `webhook.endpoint-disabled` message on its other endpoints). Default 5 days; 0 never disables.
+     */
+    disableAfterMs?: number;
+    /**
      * How long a delivery pass's claim on its messages lasts; an instance that dies holds its messages
      * this long. Keep it above the longest pass (about 500 / endpointConcurrency x 4 s). Default 5 minutes.
      */

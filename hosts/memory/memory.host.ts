@@ -19,6 +19,8 @@ export interface MemoryHostOptions {
   /** Secret for pre-signed URLs; random per host when absent. */
   urlSecret?: string;
   webhookAllowPrivate?: boolean;
+  /** An endpoint failing every attempt this long is disabled (see `RuntimeOptions.webhooks`). Default 5 days; 0 never. */
+  webhookDisableAfterMs?: number;
   /** Another storage adapter in place of the in-memory one (benchmarks, adapter trials). The host closes it. */
   storage?: StoragePort;
   /** Estimated bytes of per-patient search indexes kept in memory; the index's default (64 MB) when absent. */
@@ -58,6 +60,7 @@ export class MemoryHost {
       webhooks: {
         allowPrivate: options.webhookAllowPrivate ?? true,
         ...(options.webhookSender ? { sender: options.webhookSender } : {}),
+        ...(options.webhookDisableAfterMs !== undefined ? { disableAfterMs: options.webhookDisableAfterMs } : {}),
       },
       ...(options.fixturesDir ? { sandboxDocumentsDir: options.fixturesDir } : {}),
       ...(options.searchCacheBytes !== undefined ? { searchCacheBytes: options.searchCacheBytes } : {}),

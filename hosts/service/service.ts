@@ -135,6 +135,7 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
         ...(settings.webhookLeaseSeconds !== undefined ? { leaseMs: settings.webhookLeaseSeconds * 1000 } : {}),
         allowPrivate: settings.webhookAllowPrivate,
         endpointConcurrency: settings.webhookConcurrency,
+        disableAfterMs: Math.round(settings.webhookDisableAfterDays * 24 * 3_600_000),
         ...(settings.webhookRateLimit !== undefined ? { rateLimitPerSecond: settings.webhookRateLimit } : {}),
         ...(options.webhookSender ? { sender: options.webhookSender } : {}),
       },

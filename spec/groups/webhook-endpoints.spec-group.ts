@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
 import { verifyStandardWebhook, verifyWebhookSignature } from '../../contract/signature.js';
+import { parseWebhookMessage, WEBHOOK_MESSAGE_TYPES } from '../../contract/webhooks.js';
 import type { HostSpecOptions } from '../host.suite.js';
 import { withHost } from '../host.suite.js';
 import { AccountApi, csvOf, personRow } from '../support/api.js';
@@ -9,6 +10,10 @@ import { startReceiver, type RecordedRequest } from '../support/receiver.js';
 const typeOf = (request: RecordedRequest): string => JSON.parse(request.body).meta.type;
 const idOf = (request: RecordedRequest): string => JSON.parse(request.body).meta.messageId;
 const nowSeconds = (host: HostDriver) => Math.floor(host.clock.now().getTime() / 1000);
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+/** Every type an endpoint can receive (the ping is never stored, so never filtered nor sent as a test). */
+const RECEIVABLE_TYPES = WEBHOOK_MESSAGE_TYPES.filter((type) => type !== 'ping');
 
 export function defineWebhookEndpointsGroup({ describe, test, makeHost }: HostSpecOptions): void {
   describe('webhook endpoints besides webhookUrl', () => {
@@ -133,7 +138,7 @@ export function defineWebhookEndpointsGroup({ describe, test, makeHost }: HostSp
           await api.createFacility();
           receiver.setDefault({ kind: 'ok', pong: true });
           await api.call('POST', '/settings', { body: { webhookUrl: `${receiver.url}/default` } });
-          await api.call('POST', '/settings/webhook/endpoints', { body: { url: `${receiver.url}/failing` } });
+          const failingEndpoint = (await api.call('POST', '/settings/webhook/endpoints', { body: { url: `${receiver.url}/failing` } })).body;
           await api.call('POST', '/settings/webhook/endpoints', { body: { url: `${receiver.url}/healthy` } });
           let failing = true;
           receiver.setDefault(({ path }) => (path === '/failing' && failing ? { kind: 'status', status: 503 } : { kind: 'ok' }));
@@ -145,8 +150,9 @@ export function defineWebhookEndpointsGroup({ describe, test, makeHost }: HostSp
           expect(sent.length).toBeGreaterThanOrEqual(2);
           expect(answered('/healthy').map(idOf).sort()).toEqual([...sent].sort());
           expect(answered('/failing')).toEqual([]);
-          const status = (await api.call('GET', '/settings/webhook')).body;
-          expect(status.messages.pending).toBeGreaterThanOrEqual(1);
+          // Each endpoint counts its own: the failing one's wait on its resource, the default one has none left.
+          expect((await api.call('GET', `/settings/webhook/endpoints/${failingEndpoint.id}`)).body.messages.pending).toBeGreaterThanOrEqual(1);
+          expect((await api.call('GET', '/settings/webhook')).body.messages.pending).toBe(0);
 
           failing = false;
           host.clock.advance(24 * 3_600_000);
@@ -199,8 +205,9 @@ export function defineWebhookEndpointsGroup({ describe, test, makeHost }: HostSp
           const resumed = receiver.requests.slice(before).filter((r) => r.path === '/paused');
           expect(resumed.map((r) => JSON.parse(r.body).bulkPatientCreate.status)).toEqual(['processing', 'completed']);
           expect(resumed.every((r) => r.answeredStatus === 200)).toBe(true);
-          // Parked: the message the 410 answered; nothing of the deleted endpoint is left.
-          expect((await api.call('GET', '/settings/webhook')).body.messages.parked).toBe(1);
+          // Parked: the message the 410 answered, on the endpoint it answered for; nothing of the deleted endpoint is left.
+          expect((await api.call('GET', `/settings/webhook/endpoints/${gone.id}`)).body.messages.parked).toBe(1);
+          expect((await api.call('GET', '/settings/webhook')).body.messages.parked).toBe(0);
         });
       } finally {
         await receiver.close();
@@ -411,6 +418,233 @@ export function defineWebhookEndpointsGroup({ describe, test, makeHost }: HostSp
           expect(defaultGrace.previousSecretExpiresAt).toBe(new Date(host.clock.now().getTime() + 24 * 3_600_000).toISOString());
           expect((await api.call('POST', `/settings/webhook/endpoints/${endpoint.id}/rotate-secret`, { body: { graceSeconds: 8 * 24 * 3600 } })).status).toBe(400);
           expect((await api.call('POST', '/settings/webhook/endpoints/no-such-endpoint/rotate-secret')).status).toBe(404);
+        });
+      } finally {
+        await receiver.close();
+      }
+    });
+
+    test('an endpoint that fails every attempt for 5 days is disabled once, says why, and the account is told on its other endpoints; a success in between restarts the clock; PATCH enabled:true re-enables it', async () => {
+      const receiver = await startReceiver();
+      try {
+        await withHost(makeHost, async (host) => {
+          const api = await AccountApi.create(host);
+          await api.createFacility();
+          receiver.setDefault({ kind: 'ok', pong: true });
+          await api.call('POST', '/settings', { body: { webhookUrl: `${receiver.url}/default` } });
+          const bulk = { eventTypes: ['medical.bulk-patient-create'] };
+          const create = async (path: string, extra: Record<string, unknown> = {}) =>
+            (await api.call('POST', '/settings/webhook/endpoints', { body: { url: `${receiver.url}${path}`, ...extra } })).body as { id: string; health: string; failingSince: string | null };
+          const dying = await create('/dying', { description: 'EHR bridge', ...bulk });
+          const flaky = await create('/flaky', bulk);
+          const healthy = await create('/healthy');
+          await create('/notices', { eventTypes: ['webhook.*'] });
+          expect(dying).toMatchObject({ health: 'healthy', failingSince: null });
+          let flakyAnswersOnce = false;
+          let dyingFails = true;
+          receiver.setDefault(({ path }) => {
+            if (path === '/dying' && dyingFails) return { kind: 'status', status: 500 };
+            if (path === '/flaky') {
+              if (!flakyAnswersOnce) return { kind: 'status', status: 503 };
+              flakyAnswersOnce = false;
+            }
+            return { kind: 'ok' };
+          });
+          const endpoint = async (id: string) => (await api.call('GET', `/settings/webhook/endpoints/${id}`)).body;
+          const notices = () => receiver.requests.filter((r) => typeOf(r) === 'webhook.endpoint-disabled');
+
+          const start = host.clock.now();
+          await api.importCsv(csvOf([personRow(1)]));
+          expect(await endpoint(dying.id)).toMatchObject({ enabled: true, health: 'failing', failingSince: start.toISOString() });
+          expect(await endpoint(healthy.id)).toMatchObject({ health: 'healthy', failingSince: null });
+
+          // Day 3: the flaky endpoint takes one message, then fails again: its clock starts over.
+          host.clock.advance(3 * DAY);
+          flakyAnswersOnce = true;
+          await host.settle();
+          const restarted = host.clock.now().toISOString();
+          expect(await endpoint(flaky.id)).toMatchObject({ enabled: true, health: 'failing', failingSince: restarted });
+
+          // Just short of 5 days of failure: still on.
+          host.clock.advance(2 * DAY - HOUR);
+          await host.settle();
+          expect(await endpoint(dying.id)).toMatchObject({ enabled: true, health: 'failing' });
+          expect(notices()).toEqual([]);
+
+          // 5 days: the next failed attempt turns it off.
+          host.clock.advance(HOUR);
+          await host.settle();
+          const disabled = await endpoint(dying.id);
+          expect(disabled).toMatchObject({ enabled: false, health: 'disabled', failingSince: start.toISOString() });
+          expect(disabled.statusDetail).toMatch(/^Disabled: no attempt succeeded for 5 days \(failing since /);
+          expect(disabled.statusDetail).toContain('PATCH the endpoint with enabled: true');
+          // The flaky one failed for 2 days only since its success; the healthy one never.
+          expect(await endpoint(flaky.id)).toMatchObject({ enabled: true, health: 'failing', failingSince: restarted });
+          expect(await endpoint(healthy.id)).toMatchObject({ enabled: true, health: 'healthy' });
+
+          // One notice per endpoint that takes it: the default one, the unfiltered and the webhook.* ones; not the
+          // disabled endpoint, not the ones filtered to bulk messages.
+          expect(notices().map((r) => r.path).sort()).toEqual(['/default', '/healthy', '/notices']);
+          const notice = parseWebhookMessage(JSON.parse(notices()[0]!.body));
+          expect(notice).toMatchObject({
+            meta: { type: 'webhook.endpoint-disabled' },
+            endpoint: { endpointId: dying.id, url: `${receiver.url}/dying`, description: 'EHR bridge', reason: 'failing', failingSince: start.toISOString(), statusDetail: disabled.statusDetail },
+          });
+          expect(new Set(notices().map(idOf)).size).toBe(1);
+          expect(notices().every((r) => r.answeredStatus === 200)).toBe(true);
+
+          // Nothing more goes to it, and it is not disabled (nor announced) twice.
+          const before = receiver.requests.length;
+          host.clock.advance(DAY);
+          await host.settle();
+          expect(receiver.requests.slice(before).filter((r) => r.path === '/dying')).toEqual([]);
+          expect(notices()).toHaveLength(3);
+
+          // Turned on again by the account: a fresh clock, and what waited for it is sent.
+          dyingFails = false;
+          const enabled = await api.call('PATCH', `/settings/webhook/endpoints/${dying.id}`, { body: { enabled: true } });
+          expect(enabled.body).toMatchObject({ enabled: true, health: 'healthy', failingSince: null });
+          await host.settle();
+          const resumed = receiver.requests.slice(before).filter((r) => r.path === '/dying' && r.answeredStatus === 200);
+          expect(resumed.map((r) => JSON.parse(r.body).bulkPatientCreate.status)).toEqual(['processing', 'completed']);
+          expect(await endpoint(dying.id)).toMatchObject({ enabled: true, health: 'healthy', failingSince: null });
+        });
+      } finally {
+        await receiver.close();
+      }
+    });
+
+    test('the default endpoint too: failing for 5 days turns webhookUrl off with the reason in /settings/webhook, other endpoints are told, setting the URL again re-enables it', async () => {
+      const receiver = await startReceiver();
+      try {
+        await withHost(makeHost, async (host) => {
+          const api = await AccountApi.create(host);
+          await api.createFacility();
+          receiver.setDefault({ kind: 'ok', pong: true });
+          await api.call('POST', '/settings', { body: { webhookUrl: `${receiver.url}/default` } });
+          await api.call('POST', '/settings/webhook/endpoints', { body: { url: `${receiver.url}/watcher`, eventTypes: ['webhook.endpoint-disabled'] } });
+          let failing = true;
+          receiver.setDefault(({ path }) => (path === '/default' && failing ? { kind: 'status', status: 500 } : { kind: 'ok', pong: true }));
+          const start = host.clock.now().toISOString();
+          await api.importCsv(csvOf([personRow(1)]));
+          expect((await api.call('GET', '/settings/webhook')).body).toMatchObject({ webhookEnabled: true, health: 'failing', failingSince: start });
+
+          host.clock.advance(5 * DAY);
+          await host.settle();
+          const status = (await api.call('GET', '/settings/webhook')).body;
+          expect(status).toMatchObject({ webhookEnabled: false, health: 'disabled', failingSince: start });
+          expect(status.webhookStatusDetail).toMatch(/^Disabled: no attempt succeeded for 5 days .*set the webhook URL again to re-enable$/);
+          const notices = receiver.requests.filter((r) => typeOf(r) === 'webhook.endpoint-disabled');
+          expect(notices.map((r) => r.path)).toEqual(['/watcher']);
+          expect(JSON.parse(notices[0]!.body).endpoint).toMatchObject({ endpointId: 'default', url: `${receiver.url}/default`, reason: 'failing', failingSince: start });
+
+          failing = false;
+          const again = await api.call('POST', '/settings', { body: { webhookUrl: `${receiver.url}/default` } });
+          expect(again.body.webhookEnabled).toBe(true);
+          await host.settle();
+          expect((await api.call('GET', '/settings/webhook')).body).toMatchObject({ webhookEnabled: true, health: 'healthy', failingSince: null, messages: { pending: 0 } });
+        });
+      } finally {
+        await receiver.close();
+      }
+    });
+
+    test('a test event of every type reaches one endpoint at once: a valid sample with meta.test, signed, in the delivery log; the answer says what the receiver did', async () => {
+      const receiver = await startReceiver();
+      try {
+        await withHost(makeHost, async (host) => {
+          const api = await AccountApi.create(host);
+          receiver.setDefault({ kind: 'ok', pong: true });
+          const noUrl = await api.call('POST', '/settings/webhook/endpoints/default/test', { body: { type: 'medical.document-conversion' } });
+          expect(noUrl.status).toBe(409);
+          expect(noUrl.body.code).toBe('WEBHOOK_URL_NOT_SET');
+          const settings = (await api.call('POST', '/settings', { body: { webhookUrl: `${receiver.url}/default` } })).body;
+          // Filtered to one type: a test event of any type goes to it all the same.
+          const endpoint = (await api.call('POST', '/settings/webhook/endpoints', { body: { url: `${receiver.url}/endpoint`, eventTypes: ['network-query.lab'] } })).body;
+          const before = receiver.requests.length;
+
+          for (const type of RECEIVABLE_TYPES) {
+            const sent = await api.call('POST', `/settings/webhook/endpoints/${endpoint.id}/test`, { body: { type } });
+            expect(sent.status, sent.text).toBe(200);
+            expect(sent.body).toMatchObject({ type, endpointId: endpoint.id, status: 'delivered', statusCode: 200, error: null });
+            expect(sent.body.latencyMs).toBeGreaterThanOrEqual(0);
+            const request = receiver.requests.at(-1)!;
+            expect(request.path).toBe('/endpoint');
+            expect(request.headers['webhook-id']).toBe(sent.body.messageId);
+            expect(verifyStandardWebhook(request.body, request.headers, endpoint.signingSecret, { nowSeconds: nowSeconds(host) })).toBe(true);
+            const message = parseWebhookMessage(JSON.parse(request.body));
+            expect(message.meta).toMatchObject({ type, messageId: sent.body.messageId, test: true });
+          }
+          expect(receiver.requests.slice(before)).toHaveLength(RECEIVABLE_TYPES.length);
+          expect(new Set(receiver.requests.slice(before).map(idOf)).size).toBe(RECEIVABLE_TYPES.length);
+
+          const toDefault = await api.call('POST', '/settings/webhook/endpoints/default/test', { body: { type: 'medical.bulk-patient-create' } });
+          expect(toDefault.body).toMatchObject({ endpointId: 'default', status: 'delivered' });
+          const last = receiver.requests.at(-1)!;
+          expect(last.path).toBe('/default');
+          expect(verifyWebhookSignature(last.body, String(last.headers['x-metriport-signature']), settings.webhookKey)).toBe(true);
+
+          // A receiver that fails: the answer says so; the endpoint's health does not move.
+          receiver.setDefault({ kind: 'status', status: 500 });
+          const failed = await api.call('POST', `/settings/webhook/endpoints/${endpoint.id}/test`, { body: { type: 'network-query.hie' } });
+          expect(failed.body).toMatchObject({ status: 'failed', statusCode: 500, error: 'the receiver answered HTTP 500' });
+          expect((await api.call('GET', `/settings/webhook/endpoints/${endpoint.id}`)).body).toMatchObject({ health: 'healthy', failingSince: null });
+
+          // In the delivery log, marked as tests; nothing was stored in the outbox.
+          const log = (await api.call('GET', '/settings/webhook/attempts', { query: { endpointId: endpoint.id, limit: '100' } })).body.attempts as { test: boolean; status: string; messageId: string }[];
+          expect(log).toHaveLength(RECEIVABLE_TYPES.length + 1);
+          expect(log.every((attempt) => attempt.test)).toBe(true);
+          expect(log[0]).toMatchObject({ status: 'failed', messageId: failed.body.messageId });
+          expect((await api.call('GET', `/settings/webhook/endpoints/${endpoint.id}`)).body.messages).toEqual({ pending: 0, failing: 0, delivered: 0, parked: 0 });
+
+          for (const body of [{ type: 'ping' }, { type: 'medical.unknown' }, {}]) {
+            const refused = await api.call('POST', `/settings/webhook/endpoints/${endpoint.id}/test`, { body });
+            expect(refused.status, JSON.stringify(body)).toBe(400);
+          }
+          expect((await api.call('POST', '/settings/webhook/endpoints/no-such-endpoint/test', { body: { type: 'network-query.lab' } })).body.code).toBe('WEBHOOK_ENDPOINT_NOT_FOUND');
+          const other = await AccountApi.create(host, 'Other Clinic');
+          expect((await other.call('POST', `/settings/webhook/endpoints/${endpoint.id}/test`, { body: { type: 'network-query.lab' } })).status).toBe(404);
+        });
+      } finally {
+        await receiver.close();
+      }
+    });
+
+    test('/settings/webhook counts, lists and retries the default endpoint\'s messages only; the other endpoints count theirs on their own', async () => {
+      const receiver = await startReceiver();
+      try {
+        await withHost(makeHost, async (host) => {
+          const api = await AccountApi.create(host);
+          await api.createFacility();
+          receiver.setDefault({ kind: 'ok', pong: true });
+          await api.call('POST', '/settings', { body: { webhookUrl: `${receiver.url}/default` } });
+          const bulk = { eventTypes: ['medical.bulk-patient-create'] };
+          const gone = (await api.call('POST', '/settings/webhook/endpoints', { body: { url: `${receiver.url}/gone`, ...bulk } })).body;
+          const pending = (await api.call('POST', '/settings/webhook/endpoints', { body: { url: `${receiver.url}/pending`, ...bulk } })).body;
+          receiver.setDefault(({ path }) => (path === '/gone' ? { kind: 'status', status: 410 } : path === '/pending' ? { kind: 'status', status: 503 } : { kind: 'ok' }));
+          await api.importCsv(csvOf([personRow(1)]));
+
+          const status = (await api.call('GET', '/settings/webhook')).body;
+          expect(status).toMatchObject({ processing: 0, failed: 0, messages: { pending: 0, parked: 0 } });
+          const delivered = receiver.requests.filter((r) => r.path === '/default' && r.answeredStatus === 200 && typeOf(r) !== 'ping').length;
+          expect(status.messages.delivered).toBe(delivered);
+          expect((await api.call('GET', `/settings/webhook/endpoints/${gone.id}`)).body.messages).toMatchObject({ parked: 1, pending: 1 });
+          expect((await api.call('GET', `/settings/webhook/endpoints/${pending.id}`)).body.messages).toMatchObject({ pending: 2, failing: 1, parked: 0 });
+          expect((await api.call('GET', '/settings/webhook/parked')).body).toEqual({ messages: [] });
+          expect((await api.call('POST', '/settings/webhook/retry')).body).toEqual({ retried: 0 });
+          expect((await api.call('GET', `/settings/webhook/endpoints/${gone.id}`)).body.messages.parked).toBe(1);
+
+          // The default endpoint's own parked message is its to retry.
+          receiver.setDefault(({ path }) => (path === '/default' ? { kind: 'status', status: 410 } : path === '/pending' ? { kind: 'status', status: 503 } : { kind: 'ok' }));
+          const second = await api.createFacility('Second Clinic');
+          await api.importCsv(csvOf([personRow(2)]), { facilityId: second.id });
+          // Every message in flight when the 410 came is parked (requests go out side by side).
+          const parked = (await api.call('GET', '/settings/webhook/parked')).body.messages as { messageId: string; type: string }[];
+          expect(parked.length).toBeGreaterThanOrEqual(1);
+          expect((await api.call('GET', '/settings/webhook')).body).toMatchObject({ webhookEnabled: false, failed: parked.length, messages: { parked: parked.length } });
+          expect((await api.call('POST', '/settings/webhook/retry')).body).toEqual({ retried: parked.length });
+          expect((await api.call('GET', `/settings/webhook/endpoints/${gone.id}`)).body.messages.parked).toBe(1);
+          expect((await api.call('GET', '/settings/webhook')).body).toMatchObject({ failed: 0, messages: { parked: 0 } });
         });
       } finally {
         await receiver.close();

@@ -1196,6 +1196,111 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect(await storage.webhookEndpoints.get(ACCOUNT_A, endpoint.id)).toBeUndefined();
   });
 
+  test('webhook endpoints: the failure clock is set once (the first failure kept), cleared, never written by update, and scoped', async (storage, build) => {
+    const endpoint = build.webhookEndpoint(ACCOUNT_A);
+    await storage.webhookEndpoints.insert(endpoint);
+    expect(await storage.webhookEndpoints.setFailingSince(ACCOUNT_A, endpoint.id, at(5))).toBe(at(5));
+    expect(await storage.webhookEndpoints.setFailingSince(ACCOUNT_A, endpoint.id, at(9))).toBe(at(5));
+    expect((await storage.webhookEndpoints.get(ACCOUNT_A, endpoint.id))!.failingSince).toBe(at(5));
+    // update writes everything but the clock, and answers the endpoint as stored.
+    const renamed = await storage.webhookEndpoints.update({ ...endpoint, description: 'renamed', updatedAt: at(10) });
+    expect(renamed).toEqual({ ...endpoint, description: 'renamed', updatedAt: at(10), failingSince: at(5) });
+    await storage.webhookEndpoints.update({ ...endpoint, description: 'renamed', updatedAt: at(10), failingSince: at(1) });
+    expect((await storage.webhookEndpoints.get(ACCOUNT_A, endpoint.id))!.failingSince).toBe(at(5));
+    expect(await storage.webhookEndpoints.setFailingSince(ACCOUNT_B, endpoint.id, at(1))).toBeUndefined();
+    expect(await storage.webhookEndpoints.setFailingSince(ACCOUNT_A, 'missing', null)).toBeUndefined();
+    expect(await storage.webhookEndpoints.setFailingSince(ACCOUNT_A, endpoint.id, null)).toBeNull();
+    expect(await storage.webhookEndpoints.get(ACCOUNT_A, endpoint.id)).toEqual({ ...endpoint, description: 'renamed', updatedAt: at(10) });
+    expect(await storage.webhookEndpoints.setFailingSince(ACCOUNT_A, endpoint.id, at(20))).toBe(at(20));
+    // Inserted with a clock, it keeps it.
+    const failing = build.webhookEndpoint(ACCOUNT_A, { failingSince: at(3) });
+    await storage.webhookEndpoints.insert(failing);
+    expect(await storage.webhookEndpoints.get(ACCOUNT_A, failing.id)).toEqual(failing);
+  });
+
+  test('webhook endpoints: setStatusDetail writes an enabled endpoint only; disable turns an enabled one off once, with its condition on the failure clock', async (storage, build) => {
+    const endpoint = build.webhookEndpoint(ACCOUNT_A, { statusDetail: 'Ping answered' });
+    await storage.webhookEndpoints.insert(endpoint);
+    expect(await storage.webhookEndpoints.setStatusDetail(ACCOUNT_A, endpoint.id, 'Unhealthy: parked', at(3))).toBe(true);
+    expect(await storage.webhookEndpoints.get(ACCOUNT_A, endpoint.id)).toEqual({ ...endpoint, statusDetail: 'Unhealthy: parked', updatedAt: at(3) });
+    expect(await storage.webhookEndpoints.setStatusDetail(ACCOUNT_B, endpoint.id, 'x', at(4))).toBe(false);
+
+    // Not failing, or not failing long enough: stays on.
+    expect(await storage.webhookEndpoints.disable(ACCOUNT_A, endpoint.id, { statusDetail: 'Disabled: failing', updatedAt: at(6), failingSinceAtMost: at(5) })).toBeUndefined();
+    await storage.webhookEndpoints.setFailingSince(ACCOUNT_A, endpoint.id, at(5));
+    expect(await storage.webhookEndpoints.disable(ACCOUNT_A, endpoint.id, { statusDetail: 'Disabled: failing', updatedAt: at(6), failingSinceAtMost: at(4) })).toBeUndefined();
+    expect(await storage.webhookEndpoints.disable(ACCOUNT_B, endpoint.id, { statusDetail: 'Disabled: failing', updatedAt: at(6) })).toBeUndefined();
+    const off = { ...endpoint, enabled: false, statusDetail: 'Disabled: failing', updatedAt: at(6), failingSince: at(5) };
+    expect(await storage.webhookEndpoints.disable(ACCOUNT_A, endpoint.id, { statusDetail: 'Disabled: failing', updatedAt: at(6), failingSinceAtMost: at(5) })).toEqual(off);
+    // Off already: neither turned off again nor given another detail by the delivery pass.
+    expect(await storage.webhookEndpoints.disable(ACCOUNT_A, endpoint.id, { statusDetail: 'Disabled: gone', updatedAt: at(7) })).toBeUndefined();
+    expect(await storage.webhookEndpoints.setStatusDetail(ACCOUNT_A, endpoint.id, null, at(8))).toBe(false);
+    expect(await storage.webhookEndpoints.get(ACCOUNT_A, endpoint.id)).toEqual(off);
+    // Without a condition, an enabled endpoint is turned off whatever its clock.
+    const other = build.webhookEndpoint(ACCOUNT_A);
+    await storage.webhookEndpoints.insert(other);
+    expect(await storage.webhookEndpoints.disable(ACCOUNT_A, other.id, { statusDetail: 'Disabled: gone', updatedAt: at(9) })).toEqual({ ...other, enabled: false, statusDetail: 'Disabled: gone', updatedAt: at(9) });
+  });
+
+  test('webhook endpoints: of several disables at once, exactly one turns the endpoint off', async (storage, build) => {
+    const endpoint = build.webhookEndpoint(ACCOUNT_A, { failingSince: at(1) });
+    await storage.webhookEndpoints.insert(endpoint);
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, index) => storage.webhookEndpoints.disable(ACCOUNT_A, endpoint.id, { statusDetail: `Disabled by ${index}`, updatedAt: at(10), failingSinceAtMost: at(5) })),
+    );
+    const winners = results.filter((result) => result !== undefined);
+    expect(winners).toHaveLength(1);
+    expect(await storage.webhookEndpoints.get(ACCOUNT_A, endpoint.id)).toEqual(winners[0]);
+  });
+
+  test('webhookSettings: put keeps the stored failure clock; the default endpoint\'s clock, status detail and disable work like an endpoint\'s', async (storage, build) => {
+    expect(await storage.webhookSettings.setFailingSince(ACCOUNT_A, at(1))).toBeUndefined();
+    expect(await storage.webhookSettings.setStatusDetail(ACCOUNT_A, 'x', at(1))).toBe(false);
+    expect(await storage.webhookSettings.disable(ACCOUNT_A, { statusDetail: 'Disabled', updatedAt: at(1) })).toBeUndefined();
+    const settings = build.webhookSettings(ACCOUNT_A);
+    await storage.webhookSettings.put({ ...settings, failingSince: at(2) });
+    expect(await storage.webhookSettings.get(ACCOUNT_A)).toEqual({ ...settings, failingSince: at(2) });
+    expect(await storage.webhookSettings.setFailingSince(ACCOUNT_A, at(4))).toBe(at(2));
+    await storage.webhookSettings.put({ ...settings, webhookStatusDetail: 'Ping answered', updatedAt: at(3) });
+    expect(await storage.webhookSettings.get(ACCOUNT_A)).toEqual({ ...settings, webhookStatusDetail: 'Ping answered', updatedAt: at(3), failingSince: at(2) });
+    expect(await storage.webhookSettings.setFailingSince(ACCOUNT_A, null)).toBeNull();
+    expect(await storage.webhookSettings.get(ACCOUNT_A)).toEqual({ ...settings, webhookStatusDetail: 'Ping answered', updatedAt: at(3) });
+    expect(await storage.webhookSettings.setFailingSince(ACCOUNT_A, at(6))).toBe(at(6));
+
+    expect(await storage.webhookSettings.setStatusDetail(ACCOUNT_A, 'Unhealthy: parked', at(7))).toBe(true);
+    expect(await storage.webhookSettings.disable(ACCOUNT_A, { statusDetail: 'Disabled: failing', updatedAt: at(8), failingSinceAtMost: at(5) })).toBeUndefined();
+    const off = { ...settings, webhookEnabled: false, webhookStatusDetail: 'Disabled: failing', updatedAt: at(8), failingSince: at(6) };
+    const results = await Promise.all([1, 2, 3].map(() => storage.webhookSettings.disable(ACCOUNT_A, { statusDetail: 'Disabled: failing', updatedAt: at(8), failingSinceAtMost: at(6) })));
+    expect(results.filter((result) => result !== undefined)).toEqual([off]);
+    expect(await storage.webhookSettings.setStatusDetail(ACCOUNT_A, null, at(9))).toBe(false);
+    expect(await storage.webhookSettings.get(ACCOUNT_A)).toEqual(off);
+    expect(await storage.webhookSettings.get(ACCOUNT_B)).toBeUndefined();
+  });
+
+  test('outbox: a claim may take one endpoint\'s messages only (null: the default one), and at most so many of each endpoint, the oldest', async (storage, build) => {
+    const rows = [
+      build.outbox(ACCOUNT_A, { createdAt: at(1), nextAttemptAt: at(1) }),
+      build.outbox(ACCOUNT_A, { createdAt: at(2), nextAttemptAt: at(2), endpointId: 'e1', messageId: 'm1' }),
+      build.outbox(ACCOUNT_A, { createdAt: at(3), nextAttemptAt: at(3) }),
+      build.outbox(ACCOUNT_A, { createdAt: at(4), nextAttemptAt: at(4), endpointId: 'e1', messageId: 'm2' }),
+      build.outbox(ACCOUNT_A, { createdAt: at(5), nextAttemptAt: at(5), endpointId: 'e2', messageId: 'm3' }),
+      build.outbox(ACCOUNT_A, { createdAt: at(6), nextAttemptAt: at(6) }),
+      build.outbox(ACCOUNT_B, { createdAt: at(7), nextAttemptAt: at(7) }),
+      build.outbox(ACCOUNT_B, { createdAt: at(8), nextAttemptAt: at(8), endpointId: 'e1', messageId: 'm4' }),
+    ];
+    for (const message of rows) await storage.outbox.add(message);
+    const [a1, e1a, a2, e1b, e2, a3, b1, b1e1] = rows.map((message) => message.id);
+    const lease = (owner: string, extra: { accountId?: string; endpointId?: string | null; perEndpoint?: number } = {}) => ({ owner, leaseMs: 60_000, ...extra });
+    expect(ids(await storage.outbox.claim(at(50), 10, lease('w1', { accountId: ACCOUNT_A, endpointId: 'e1' })))).toEqual([e1a, e1b]);
+    await storage.outbox.releaseClaims('w1');
+    expect(ids(await storage.outbox.claim(at(50), 10, lease('w1', { accountId: ACCOUNT_A, endpointId: null, perEndpoint: 2 })))).toEqual([a1, a2]);
+    await storage.outbox.releaseClaims('w1');
+    // One of each endpoint, the default endpoints of A and B told apart.
+    expect(ids(await storage.outbox.claim(at(50), 10, lease('w2', { perEndpoint: 1 })))).toEqual([a1, e1a, e2, b1, b1e1]);
+    expect(ids(await storage.outbox.claim(at(50), 2, lease('w3', { perEndpoint: 1 })))).toEqual([a2, e1b]);
+    expect(ids(await storage.outbox.claim(at(50), 10, lease('w4', { perEndpoint: 5 })))).toEqual([a3]);
+  });
+
   test('outbox: deliveries keep their endpoint and message id; removeEndpointDeliveries deletes one endpoint\'s only', async (storage, build) => {
     const message = build.outbox(ACCOUNT_A);
     const toE1 = build.outbox(ACCOUNT_A, { id: `${message.id}:e1`, messageId: message.id, endpointId: 'e1', streamKey: `${message.streamKey}@e1` });
@@ -1272,7 +1377,7 @@ export function defineStorageContract(options: StorageContractOptions): void {
       attempt('a1', ACCOUNT_A, { attemptedAt: at(1), patientId: 'p1' }),
       attempt('a2', ACCOUNT_A, { attemptedAt: at(2), endpointId: 'e1', outcome: 'delivered', statusCode: 200, error: undefined }),
       attempt('a3', ACCOUNT_A, { attemptedAt: at(2), type: 'network-query.lab', patientId: 'p2' }),
-      attempt('a4', ACCOUNT_A, { attemptedAt: at(3), endpointId: 'e1', statusCode: undefined, error: 'no answer within 4000 ms', latencyMs: 4000 }),
+      attempt('a4', ACCOUNT_A, { attemptedAt: at(3), endpointId: 'e1', statusCode: undefined, error: 'no answer within 4000 ms', latencyMs: 4000, test: true }),
       attempt('b1', ACCOUNT_B, { attemptedAt: at(2) }),
     ];
     for (const row of rows) if (row.error === undefined) delete row.error;

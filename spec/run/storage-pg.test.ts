@@ -66,7 +66,7 @@ describe.skipIf(!pg.available)('PostgreSQL specifics', () => {
         expect.arrayContaining(['carebridge_storage_migrations', 'patients', 'patient_key_hashes', 'bulk_rows', 'outbox', 'fhir_resources']),
       );
       const applied = await first!.sequelize.query<{ name: string }>(`SELECT name FROM carebridge_storage_migrations`, { type: QueryTypes.SELECT });
-      expect(applied.map((row) => row.name)).toEqual(['0001-initial', '0002-match-key-hashes', '0003-document-query-progress', '0004-outbox-streams', '0005-outbox-leases', '0006-network-queries', '0007-bulk-counts', '0008-rekey-names', '0009-patient-versions', '0010-bulk-pauses', '0011-webhook-endpoints']);
+      expect(applied.map((row) => row.name)).toEqual(['0001-initial', '0002-match-key-hashes', '0003-document-query-progress', '0004-outbox-streams', '0005-outbox-leases', '0006-network-queries', '0007-bulk-counts', '0008-rekey-names', '0009-patient-versions', '0010-bulk-pauses', '0011-webhook-endpoints', '0012-webhook-health']);
     } finally {
       await Promise.all(storages.map((storage) => storage.close()));
       await schema.drop();

@@ -127,7 +127,7 @@ describe('SQLite specifics', () => {
       try {
         expect(await second.patients.get(stored.accountId, stored.id)).toEqual(stored);
         const applied = await second.sequelize.query<{ name: string }>('SELECT name FROM carebridge_storage_migrations', { type: QueryTypes.SELECT });
-        expect(applied.map((row) => row.name)).toEqual(['0001-initial', '0002-match-key-hashes', '0003-document-query-progress', '0004-outbox-streams', '0005-outbox-leases', '0006-network-queries', '0007-bulk-counts', '0008-rekey-names', '0009-patient-versions', '0010-bulk-pauses', '0011-webhook-endpoints']);
+        expect(applied.map((row) => row.name)).toEqual(['0001-initial', '0002-match-key-hashes', '0003-document-query-progress', '0004-outbox-streams', '0005-outbox-leases', '0006-network-queries', '0007-bulk-counts', '0008-rekey-names', '0009-patient-versions', '0010-bulk-pauses', '0011-webhook-endpoints', '0012-webhook-health']);
       } finally {
         await second.close();
       }

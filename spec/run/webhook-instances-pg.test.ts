@@ -1,12 +1,14 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { SystemClock } from '../../adapters/clock/system.clock.js';
 import { Uuid7Ids } from '../../adapters/ids/uuid7.ids.js';
 import { SequelizeStorage } from '../../adapters/storage/sequelize/sequelize.storage.js';
 import { HttpWebhookSender } from '../../adapters/webhook/http.webhook-sender.js';
 import type { OutboxMessage } from '../../core/domain/types.js';
-import { deliverDueMessages } from '../../core/webhooks/deliver.js';
+import { deliverDueMessages, enqueueMessage } from '../../core/webhooks/deliver.js';
+import { bulkPatientCreateMessage } from '../../core/webhooks/envelope.js';
 import { createPgSchema, probePostgres, type PgSchema } from '../support/pg.js';
 
 // Under CI an unreachable PostgreSQL throws here, failing the file; elsewhere the suite is skipped with a printed reason.
@@ -164,6 +166,142 @@ describe.skipIf(!pg.available)('webhook delivery from several instances on one P
       for (const message of abandoned) expect((await first.outbox.get(ACCOUNT, message.id))?.status).toBe('delivered');
     } finally {
       await receiver.close();
+    }
+  }, 60_000);
+
+  test('three endpoints besides webhookUrl, two workers: every message delivered once to each endpoint, none sent to one endpoint twice at the same time, each stream in order', async () => {
+    const ENDPOINTS = ['/default', '/e1', '/e2', '/e3'];
+    const MESSAGES = 240;
+    const STREAMS = 24;
+    // Per endpoint (path): requests in flight by message id, acknowledged ids in order, overlaps.
+    const inFlight = new Map<string, number>();
+    const acknowledged = new Map<string, string[]>(ENDPOINTS.map((path) => [path, []]));
+    const lastOfStream = new Map<string, number>();
+    const tried = new Set<string>();
+    const requests = new Map<string, number>();
+    let concurrentDuplicates = 0;
+    let outOfOrder = 0;
+    const server: Server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const path = req.url ?? '';
+        const id = String(req.headers['webhook-id']);
+        const key = `${path} ${id}`;
+        requests.set(path, (requests.get(path) ?? 0) + 1);
+        if ((inFlight.get(key) ?? 0) > 0) concurrentDuplicates += 1;
+        inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { meta: { data: { seq: string } }; bulkPatientCreate: { requestId: string } };
+        const seq = Number(body.meta.data.seq);
+        // One endpoint fails the first attempt of a fifth of the messages: their retries come from either worker.
+        const fail = path === '/e2' && seq % 5 === 0 && !tried.has(key);
+        tried.add(key);
+        // Answered on a later turn of the event loop, so the two workers' requests overlap; no timer.
+        setImmediate(() => {
+          inFlight.set(key, inFlight.get(key)! - 1);
+          if (fail) return void res.writeHead(503).end();
+          const stream = `${path} ${body.bulkPatientCreate.requestId}`;
+          if ((lastOfStream.get(stream) ?? -1) >= seq) outOfOrder += 1;
+          lastOfStream.set(stream, seq);
+          acknowledged.get(path)!.push(id);
+          res.writeHead(200).end();
+        });
+      });
+    });
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const sender = new HttpWebhookSender({ allowPrivate: true });
+    try {
+      const [first, second] = [await open(), await open()];
+      const clock = new SteppedClock('2026-11-22T09:00:00.000Z');
+      const accountId = 'acct-three-endpoints';
+      await first.webhookSettings.put({ accountId, webhookUrl: `${base}/default`, webhookKey: 'whsec_three', webhookEnabled: true, webhookStatusDetail: null, updatedAt: clock.now().toISOString() });
+      for (const path of ENDPOINTS.slice(1)) {
+        const at = clock.now().toISOString();
+        await first.webhookEndpoints.insert({ id: `endpoint${path.replace('/', '-')}`, accountId, url: `${base}${path}`, description: '', enabled: true, eventTypes: [], secret: 'whsec_dGhyZWUtZW5kcG9pbnRz', statusDetail: null, createdAt: at, updatedAt: at });
+      }
+      const ids: string[] = [];
+      await first.transaction(async (tx) => {
+        for (let index = 0; index < MESSAGES; index += 1) {
+          const requestId = `request-${index % STREAMS}`;
+          const messageId = `message-${String(index).padStart(4, '0')}`;
+          ids.push(messageId);
+          const when = new Date(clock.now().getTime() + index);
+          await enqueueMessage(tx, accountId, bulkPatientCreateMessage({ messageId, requestId, when, data: { seq: String(Math.floor(index / STREAMS)) } }, { requestId, status: 'processing' }));
+        }
+      });
+      clock.advance(MESSAGES);
+
+      // Both workers' passes at once, round after round; between rounds the clock moves to the next retry.
+      const pass = (storage: SequelizeStorage, workerId: string) =>
+        deliverDueMessages({ storage, webhookSender: sender, clock, ids: new Uuid7Ids(), random: () => 0.5, workerId, endpointConcurrency: 8 }, { limit: 60 });
+      for (let round = 0; round < 200; round += 1) {
+        const reports = await Promise.all([pass(first, 'worker-a'), pass(second, 'worker-b')]);
+        const counts = await first.outbox.counts(accountId);
+        if (counts.pending === 0) break;
+        if (reports.every((report) => report.delivered + report.failed + report.parked === 0)) {
+          // The earliest retry; what waits behind it is due already but held back by its stream.
+          const now = clock.now().toISOString();
+          const next = (await first.outbox.list(accountId, 'pending')).map((message) => message.nextAttemptAt).filter((at) => at > now).sort()[0];
+          if (next !== undefined) clock.set(next);
+        }
+      }
+
+      expect(await first.outbox.counts(accountId)).toEqual({ pending: 0, delivered: MESSAGES * ENDPOINTS.length, parked: 0 });
+      for (const path of ENDPOINTS) {
+        const received = acknowledged.get(path)!;
+        expect(received.length, path).toBe(MESSAGES);
+        expect([...received].sort(), path).toEqual([...ids].sort());
+      }
+      expect(concurrentDuplicates).toBe(0);
+      expect(outOfOrder).toBe(0);
+      // The failing endpoint's retries happened: those messages were sent twice there, every other once.
+      const failedFirst = MESSAGES / 5;
+      expect(Object.fromEntries(requests)).toEqual({ '/default': MESSAGES, '/e1': MESSAGES, '/e2': MESSAGES + failedFirst, '/e3': MESSAGES });
+    } finally {
+      await sender.close();
+      await new Promise<void>((done) => server.close(() => done()));
+    }
+  }, 60_000);
+
+  test('an endpoint failing past the disable time while two workers send to it is disabled once, with one notice', async () => {
+    const server: Server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => setImmediate(() => res.writeHead(req.url === '/dead' ? 500 : 200).end()));
+    });
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const sender = new HttpWebhookSender({ allowPrivate: true });
+    try {
+      const [first, second] = [await open(), await open()];
+      const clock = new SteppedClock('2026-11-22T09:00:00.000Z');
+      const accountId = 'acct-disable-once';
+      const start = clock.now().toISOString();
+      await first.webhookSettings.put({ accountId, webhookUrl: `${base}/default`, webhookKey: 'whsec_once', webhookEnabled: true, webhookStatusDetail: null, updatedAt: start });
+      await first.webhookEndpoints.insert({ id: 'dead-endpoint', accountId, url: `${base}/dead`, description: '', enabled: true, eventTypes: ['medical.*'], secret: 'whsec_ZGVhZA==', statusDetail: null, createdAt: start, updatedAt: start });
+      await first.transaction(async (tx) => {
+        for (let index = 0; index < 64; index += 1) {
+          const requestId = `request-${index}`;
+          await enqueueMessage(tx, accountId, bulkPatientCreateMessage({ messageId: `dead-${index}`, requestId, when: clock.now() }, { requestId, status: 'processing' }));
+        }
+      });
+      const pass = (storage: SequelizeStorage, workerId: string) =>
+        deliverDueMessages({ storage, webhookSender: sender, clock, ids: new Uuid7Ids(), random: () => 0.5, workerId, endpointConcurrency: 16, disableAfterMs: 60_000 }, { limit: 16 });
+      // Failing from the first round; at 5 s the retries still fail short of a minute; at 5 min 5 s both workers' lanes find it failing too long.
+      for (const at of [0, 5_000, 305_000]) {
+        clock.set(new Date(Date.parse(start) + at));
+        for (let round = 0; round < 6; round += 1) await Promise.all([pass(first, 'worker-a'), pass(second, 'worker-b')]);
+      }
+      const endpoint = (await first.webhookEndpoints.get(accountId, 'dead-endpoint'))!;
+      expect(endpoint).toMatchObject({ enabled: false, failingSince: start });
+      expect(endpoint.statusDetail).toMatch(/^Disabled: no attempt succeeded for 5 minutes/);
+      const notices = (await first.outbox.list(accountId)).filter((message) => message.type === 'webhook.endpoint-disabled');
+      expect(notices).toHaveLength(1);
+      expect(notices[0]).toMatchObject({ status: 'delivered' });
+      expect(JSON.parse(notices[0]!.body).endpoint).toMatchObject({ endpointId: 'dead-endpoint', reason: 'failing', failingSince: start });
+    } finally {
+      await sender.close();
+      await new Promise<void>((done) => server.close(() => done()));
     }
   }, 60_000);
 });

@@ -115,7 +115,13 @@ const INDEXES = {
     byPatient,
     byState: (row: NetworkQuery) => [networkQueryStatus(row) === 'processing' ? 'processing' : 'finished'],
   } satisfies IndexSpec<NetworkQuery>,
-  outbox: { byAccount, byStatus: (row: OutboxMessage) => [row.status] } satisfies IndexSpec<OutboxMessage>,
+  outbox: {
+    byAccount,
+    byStatus: (row: OutboxMessage) => [row.status],
+    // What a delivery pass claims from: an account's pending messages, and one endpoint's ('' the default one).
+    pendingByAccount: (row: OutboxMessage) => (row.status === 'pending' ? [row.accountId] : []),
+    pendingByEndpoint: (row: OutboxMessage) => (row.status === 'pending' ? [key(row.accountId, row.endpointId ?? '')] : []),
+  } satisfies IndexSpec<OutboxMessage>,
   webhookAttempts: { byAccount, all: () => [''] } satisfies IndexSpec<WebhookAttempt>,
   patientRevisions: {} satisfies IndexSpec<PatientRevision>,
 };
@@ -176,6 +182,17 @@ function owned<T extends { accountId: string }>(view: TableView<T>, accountId: s
 function insertNew<T extends { id: string }>(view: TableView<T>, entity: string, row: T): void {
   if (view.get(row.id) !== undefined) throw alreadyExists(entity, row.id);
   view.set(row.id, copy(row));
+}
+
+/** A copy of `row` with `failingSince` set to `at`, or without it when `at` is undefined. */
+function withFailingSince<T extends { failingSince?: string }>(row: T, at: string | undefined): T {
+  const { failingSince: _dropped, ...rest } = copy(row);
+  return (at === undefined ? rest : { ...rest, failingSince: at }) as T;
+}
+
+/** Whether a failure clock that started at `failingSince` has run since `atMost` (always, without a condition). */
+function failingLongEnough(failingSince: string | undefined, atMost: string | undefined): boolean {
+  return atMost === undefined || (failingSince !== undefined && failingSince <= atMost);
 }
 
 /** Replaces the account's row; undefined when missing or another account's. */
@@ -250,7 +267,28 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
       return row && copy(row);
     },
     async put(settings) {
-      views.webhookSettings.set(settings.accountId, copy(settings));
+      const stored = views.webhookSettings.get(settings.accountId);
+      views.webhookSettings.set(settings.accountId, withFailingSince(settings, stored ? stored.failingSince : settings.failingSince));
+    },
+    async setFailingSince(accountId, at) {
+      const row = views.webhookSettings.get(accountId);
+      if (!row) return undefined;
+      const next = at === null ? undefined : (row.failingSince ?? at);
+      views.webhookSettings.set(accountId, withFailingSince(row, next));
+      return next ?? null;
+    },
+    async setStatusDetail(accountId, statusDetail, updatedAt) {
+      const row = views.webhookSettings.get(accountId);
+      if (!row || !row.webhookEnabled) return false;
+      views.webhookSettings.set(accountId, { ...copy(row), webhookStatusDetail: statusDetail, updatedAt });
+      return true;
+    },
+    async disable(accountId, change) {
+      const row = views.webhookSettings.get(accountId);
+      if (!row || !row.webhookEnabled || !failingLongEnough(row.failingSince, change.failingSinceAtMost)) return undefined;
+      const disabled = { ...copy(row), webhookEnabled: false, webhookStatusDetail: change.statusDetail, updatedAt: change.updatedAt };
+      views.webhookSettings.set(accountId, disabled);
+      return copy(disabled);
     },
   };
 
@@ -269,12 +307,37 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
       return views.webhookEndpoints.countBy('byAccount', accountId);
     },
     async update(endpoint) {
-      return replaceOwned(views.webhookEndpoints, endpoint);
+      const stored = owned(views.webhookEndpoints, endpoint.accountId, endpoint.id);
+      if (stored === undefined) return undefined;
+      // The failure clock is not the caller's to write here (see the port).
+      const row = withFailingSince(endpoint, stored.failingSince);
+      views.webhookEndpoints.set(endpoint.id, row);
+      return copy(row);
     },
     async remove(accountId, id) {
       if (owned(views.webhookEndpoints, accountId, id) === undefined) return false;
       views.webhookEndpoints.delete(id);
       return true;
+    },
+    async setFailingSince(accountId, id, at) {
+      const row = owned(views.webhookEndpoints, accountId, id);
+      if (!row) return undefined;
+      const next = at === null ? undefined : (row.failingSince ?? at);
+      views.webhookEndpoints.set(id, withFailingSince(row, next));
+      return next ?? null;
+    },
+    async setStatusDetail(accountId, id, statusDetail, updatedAt) {
+      const row = owned(views.webhookEndpoints, accountId, id);
+      if (!row || !row.enabled) return false;
+      views.webhookEndpoints.set(id, { ...copy(row), statusDetail, updatedAt });
+      return true;
+    },
+    async disable(accountId, id, change) {
+      const row = owned(views.webhookEndpoints, accountId, id);
+      if (!row || !row.enabled || !failingLongEnough(row.failingSince, change.failingSinceAtMost)) return undefined;
+      const disabled = { ...copy(row), enabled: false, statusDetail: change.statusDetail, updatedAt: change.updatedAt };
+      views.webhookEndpoints.set(id, disabled);
+      return copy(disabled);
     },
   };
 
@@ -610,10 +673,14 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
     },
   };
 
-  const deliverableNow = (now: string, limit: number, accountId: string | undefined): OutboxMessage[] => {
-    const pending = rowsOf(views.outbox, views.outbox.keysBy('byStatus', 'pending')).filter(
-      (row) => accountId === undefined || row.accountId === accountId,
-    );
+  /** `endpointId`: only one endpoint's (null: the default one); a stream is one endpoint's, so its rule holds within. */
+  const pendingRows = (accountId: string | undefined, endpointId?: string | null): OutboxMessage[] => {
+    if (accountId === undefined) return rowsOf(views.outbox, views.outbox.keysBy('byStatus', 'pending'));
+    if (endpointId === undefined) return rowsOf(views.outbox, views.outbox.keysBy('pendingByAccount', accountId));
+    return rowsOf(views.outbox, views.outbox.keysBy('pendingByEndpoint', key(accountId, endpointId ?? '')));
+  };
+  const deliverableNow = (now: string, limit: number, accountId: string | undefined, endpointId?: string | null): OutboxMessage[] => {
+    const pending = pendingRows(accountId, endpointId);
     // The oldest waiting (not yet due) message of each stream: nothing of the stream after it may go.
     const waiting = new Map<string, OutboxMessage>();
     for (const row of pending) {
@@ -652,17 +719,26 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
       return deliverableNow(now, limit, accountId);
     },
     async claim(now, limit, lease) {
-      const pending = rowsOf(views.outbox, views.outbox.keysBy('byStatus', 'pending')).filter(
-        (row) => lease.accountId === undefined || row.accountId === lease.accountId,
-      );
+      // A stream is one endpoint's: the streams of the endpoint claimed from are all that can be held.
+      const endpointId = lease.accountId === undefined ? undefined : lease.endpointId;
+      const pending = pendingRows(lease.accountId, endpointId);
       const claimedStreams = new Set<string>();
       for (const row of pending) {
         const held = leases.get(row.id);
         if (held && held.until > now) claimedStreams.add(key(row.accountId, row.streamKey));
       }
       // No await from here to the leases being set: concurrent claims must not interleave.
-      const available = deliverableNow(now, Number.MAX_SAFE_INTEGER, lease.accountId)
-        .filter((row) => !claimedStreams.has(key(row.accountId, row.streamKey)))
+      const perEndpoint = new Map<string, number>();
+      const available = deliverableNow(now, Number.MAX_SAFE_INTEGER, lease.accountId, endpointId)
+        .filter((row) => {
+          if (claimedStreams.has(key(row.accountId, row.streamKey))) return false;
+          if (lease.perEndpoint === undefined) return true;
+          const endpoint = key(row.accountId, row.endpointId ?? '');
+          const taken = perEndpoint.get(endpoint) ?? 0;
+          if (taken >= lease.perEndpoint) return false;
+          perEndpoint.set(endpoint, taken + 1);
+          return true;
+        })
         .slice(0, limit);
       const until = new Date(Date.parse(now) + lease.leaseMs).toISOString();
       for (const row of available) leases.set(row.id, { owner: lease.owner, until });

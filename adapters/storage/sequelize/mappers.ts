@@ -87,18 +87,22 @@ export class RowMapper {
       webhook_enabled: settings.webhookEnabled,
       webhook_status_detail: settings.webhookStatusDetail,
       updated_at: settings.updatedAt,
+      failing_since: settings.failingSince ?? null,
     };
   }
 
   webhookSettings(row: Row): WebhookSettings {
-    return {
-      accountId: str(row.account_id),
-      webhookUrl: nullable(row.webhook_url),
-      webhookKey: str(row.webhook_key),
-      webhookEnabled: bool(row.webhook_enabled),
-      webhookStatusDetail: nullable(row.webhook_status_detail),
-      updatedAt: str(row.updated_at),
-    };
+    return optional<WebhookSettings>(
+      {
+        accountId: str(row.account_id),
+        webhookUrl: nullable(row.webhook_url),
+        webhookKey: str(row.webhook_key),
+        webhookEnabled: bool(row.webhook_enabled),
+        webhookStatusDetail: nullable(row.webhook_status_detail),
+        updatedAt: str(row.updated_at),
+      },
+      { failingSince: row.failing_since },
+    );
   }
 
   webhookAttemptRow(attempt: WebhookAttempt): Row {
@@ -115,6 +119,7 @@ export class RowMapper {
       status_code: attempt.statusCode ?? null,
       latency_ms: attempt.latencyMs,
       error: attempt.error ?? null,
+      test: attempt.test ? true : null,
     };
   }
 
@@ -135,6 +140,7 @@ export class RowMapper {
         patientId: row.patient_id,
         statusCode: row.status_code === null || row.status_code === undefined ? undefined : Number(row.status_code),
         error: row.error,
+        test: row.test === null || row.test === undefined ? undefined : bool(row.test) || undefined,
       },
     );
   }
@@ -153,6 +159,7 @@ export class RowMapper {
       status_detail: endpoint.statusDetail,
       created_at: endpoint.createdAt,
       updated_at: endpoint.updatedAt,
+      failing_since: endpoint.failingSince ?? null,
     };
   }
 
@@ -170,7 +177,7 @@ export class RowMapper {
       createdAt: str(row.created_at),
       updatedAt: str(row.updated_at),
       },
-      { previousSecret: row.previous_secret, previousSecretUntil: row.previous_secret_until },
+      { previousSecret: row.previous_secret, previousSecretUntil: row.previous_secret_until, failingSince: row.failing_since },
     );
   }
 

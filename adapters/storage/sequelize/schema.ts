@@ -27,6 +27,7 @@ export const TABLES = {
     webhook_enabled: 'boolean',
     webhook_status_detail: 'text?',
     updated_at: 'text',
+    failing_since: 'text?',
   },
   webhook_endpoints: {
     id: 'text key',
@@ -41,6 +42,7 @@ export const TABLES = {
     status_detail: 'text?',
     created_at: 'text',
     updated_at: 'text',
+    failing_since: 'text?',
   },
   organizations: {
     id: 'text key',
@@ -215,6 +217,7 @@ export const TABLES = {
     status_code: 'integer?',
     latency_ms: 'integer',
     error: 'text?',
+    test: 'boolean?',
   },
   patient_key_hashes: {
     key_hash: 'bigint key',

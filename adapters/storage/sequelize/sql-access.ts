@@ -250,11 +250,19 @@ export class SqlAccess {
     else await this.atomic(write);
   }
 
-  /** Inserts or replaces by primary key: `INSERT ... ON CONFLICT (key) DO UPDATE` on the driver. */
-  async upsertRows(model: StorageModel, rows: readonly Row[], transaction = this.transaction): Promise<void> {
+  /**
+   * Inserts or replaces by primary key: `INSERT ... ON CONFLICT (key) DO UPDATE` on the driver. `unchanged`
+   * columns are written when the row is new and left as stored when it is replaced.
+   */
+  async upsertRows(model: StorageModel, rows: readonly Row[], transaction = this.transaction, unchanged: readonly string[] = []): Promise<void> {
     const names = Object.keys(model.getAttributes());
-    const suffix = upsertClause(model.primaryKeyAttributes, names.map((name) => [name, 'text'] as const));
+    const suffix = upsertClause(model.primaryKeyAttributes, names.map((name) => [name, 'text'] as const), unchanged);
     await this.writeRows(model, rows, suffix, transaction, model.name);
+  }
+
+  /** `work` in the caller's transaction when there is one, else in a transaction of its own (see `writeRows`). */
+  async writing<T>(work: (transaction: Transaction) => Promise<T>): Promise<T> {
+    return this.transaction ? work(this.transaction) : this.atomic(work);
   }
 
   /** A row value as the driver binds it: PostgreSQL's driver would turn an array into an array literal, not JSON. */

@@ -6,9 +6,17 @@ import type { WebhookEndpoint } from '../../domain/types.js';
 import { createEndpoint, endpointToWire, FILTERABLE_EVENT_TYPES, getEndpoint, removeEndpoint, rotateEndpointSecret, updateEndpoint } from '../../webhooks/endpoints.js';
 import { countsOf, listAttempts, MAX_ATTEMPTS_PAGE } from '../../webhooks/log.js';
 import { replayMessages, type ReplayRequest } from '../../webhooks/replay.js';
+import { sendTestEvent } from '../../webhooks/test-event.js';
 import { CoreError } from '../../errors.js';
 import { defineRoute, json, noContent } from '../router.js';
-import { settingsUpdateSchema, webhookEndpointCreateSchema, webhookEndpointUpdateSchema, webhookReplaySchema, webhookSecretRotationSchema } from '../schemas.js';
+import {
+  settingsUpdateSchema,
+  webhookEndpointCreateSchema,
+  webhookEndpointUpdateSchema,
+  webhookReplaySchema,
+  webhookSecretRotationSchema,
+  webhookTestEventSchema,
+} from '../schemas.js';
 import {
   apiKeyRotationResponse,
   parkedMessagesResponse,
@@ -19,6 +27,7 @@ import {
   webhookReplayResponse,
   webhookRetryResponse,
   webhookStatusResponse,
+  webhookTestEventResponse,
 } from '../../../contract/responses.js';
 
 /** Parked messages listed at once, at most: support needs the oldest first, not all of them. */
@@ -84,7 +93,7 @@ export const settingsRoutes = [
     path: '/settings/webhook',
     auth: 'apiKey',
     tag: 'Settings',
-    summary: 'Webhook delivery status: enabled, detail, and the account\'s messages by state (pending, delivered, parked)',
+    summary: 'The default endpoint (webhookUrl): enabled, detail, health, and its messages by state (pending, delivered, parked)',
     success: { status: 200, schema: webhookStatusResponse },
     async handle({ deps, account }) {
       return json(200, await getWebhookStatus(deps, account.id));
@@ -95,11 +104,11 @@ export const settingsRoutes = [
     path: '/settings/webhook/parked',
     auth: 'apiKey',
     tag: 'Settings',
-    summary: 'Parked webhook messages (every attempt failed), oldest first, with their last error',
+    summary: 'Parked messages of the default endpoint (every attempt failed), oldest first, with their last error',
     query: z.object({ limit: z.coerce.number().int().min(1).max(PARKED_PAGE_MAX).optional() }),
     success: { status: 200, schema: parkedMessagesResponse },
     async handle({ deps, account, query }) {
-      const parked = await deps.storage.outbox.list(account.id, 'parked', query.limit ?? PARKED_PAGE_MAX);
+      const parked = await deps.storage.outbox.listForEndpoint(account.id, null, { status: 'parked' }, query.limit ?? PARKED_PAGE_MAX);
       return json(200, {
         messages: parked.map((message) => ({
           messageId: message.id,
@@ -116,7 +125,7 @@ export const settingsRoutes = [
     path: '/settings/webhook/retry',
     auth: 'apiKey',
     tag: 'Settings',
-    summary: 'Redeliver every parked webhook message (same messageId)',
+    summary: 'Redeliver every parked message of the default endpoint (same messageId); other endpoints replay theirs',
     success: { status: 200, schema: webhookRetryResponse },
     async handle({ deps, account }) {
       return json(200, await retryWebhookMessages(deps, account.id));
@@ -211,6 +220,18 @@ export const settingsRoutes = [
     success: { status: 200, schema: webhookReplayResponse },
     async handle({ deps, account, params, body }) {
       return json(200, await replayMessages(deps, account.id, params.id, replayRequestOf(body)));
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/settings/webhook/endpoints/:id/test',
+    auth: 'apiKey',
+    tag: 'Settings',
+    summary: 'Send a sample message of any type to one endpoint (`default`: webhookUrl) now, signed, with meta.test: true; answers what the receiver did',
+    body: webhookTestEventSchema,
+    success: { status: 200, schema: webhookTestEventResponse },
+    async handle({ deps, account, params, body }) {
+      return json(200, await sendTestEvent(deps, account.id, params.id!, body.type));
     },
   }),
   defineRoute({

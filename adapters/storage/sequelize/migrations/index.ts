@@ -12,6 +12,7 @@ import * as rekeyNames from './0008-rekey-names.js';
 import * as patientVersions from './0009-patient-versions.js';
 import * as bulkPauses from './0010-bulk-pauses.js';
 import * as webhookEndpoints from './0011-webhook-endpoints.js';
+import * as webhookHealth from './0012-webhook-health.js';
 
 /** What every storage migration receives: DDL goes through `queryInterface` with `{ transaction }`. */
 export interface MigrationContext {
@@ -32,6 +33,7 @@ const MIGRATIONS: { name: string; up: (params: { context: MigrationContext }) =>
   patientVersions,
   bulkPauses,
   webhookEndpoints,
+  webhookHealth,
 ];
 
 /** Where applied migrations are recorded; other adapters on the same database keep their own table. */

@@ -29,6 +29,17 @@ export function accountsRepository(db: SqlAccess): AccountRepository {
   };
 }
 
+/*
+ * An endpoint's failure clock and status are single UPDATE statements with their condition in the WHERE
+ * (see the port): on PostgreSQL a concurrent one waits for the row and evaluates its WHERE again on the
+ * row as the other left it, so of two `disable`s one changes the row and the other finds it off.
+ */
+
+/** The UPDATE of the failure clock: keeps a set clock (COALESCE) or clears it; returns the row's value, none when no row matched. */
+function failingSinceUpdate(table: string, keyCondition: string): string {
+  return `UPDATE ${table} SET failing_since = CASE WHEN :at IS NULL THEN NULL ELSE COALESCE(failing_since, :at) END WHERE ${keyCondition} RETURNING failing_since`;
+}
+
 export function webhookSettingsRepository(db: SqlAccess): WebhookSettingsRepository {
   const { webhookSettings: model } = db.models;
   return {
@@ -36,22 +47,77 @@ export function webhookSettingsRepository(db: SqlAccess): WebhookSettingsReposit
       const row = await db.findOne(model, { account_id: accountId });
       return row && db.map.webhookSettings(row);
     },
-    put: (settings) => db.upsertRows(model, [db.map.webhookSettingsRow(settings)]),
+    put: (settings) => db.upsertRows(model, [db.map.webhookSettingsRow(settings)], db.transaction, ['failing_since']),
+    setFailingSince: (accountId, at) =>
+      db.writing(async (transaction) => {
+        const [row] = await db.select(failingSinceUpdate('webhook_settings', 'account_id = :accountId'), { accountId, at }, transaction);
+        return row === undefined ? undefined : ((row.failing_since as string | null | undefined) ?? null);
+      }),
+    setStatusDetail: (accountId, statusDetail, updatedAt) =>
+      db.writing(async (transaction) => {
+        const rows = await db.select(
+          'UPDATE webhook_settings SET webhook_status_detail = :statusDetail, updated_at = :updatedAt WHERE account_id = :accountId AND webhook_enabled = :on RETURNING account_id',
+          { accountId, statusDetail, updatedAt, on: true },
+          transaction,
+        );
+        return rows.length > 0;
+      }),
+    disable: (accountId, change) =>
+      db.writing(async (transaction) => {
+        const [row] = await db.select(
+          `UPDATE webhook_settings SET webhook_enabled = :off, webhook_status_detail = :statusDetail, updated_at = :updatedAt
+           WHERE account_id = :accountId AND webhook_enabled = :on${change.failingSinceAtMost === undefined ? '' : ' AND failing_since IS NOT NULL AND failing_since <= :atMost'}
+           RETURNING *`,
+          { accountId, statusDetail: change.statusDetail, updatedAt: change.updatedAt, atMost: change.failingSinceAtMost ?? null, on: true, off: false },
+          transaction,
+        );
+        return row && db.map.webhookSettings(row);
+      }),
   };
 }
 
 export function webhookEndpointsRepository(db: SqlAccess): WebhookEndpointRepository {
   const { webhookEndpoints: model } = db.models;
+  const get = async (accountId: string, id: string) => {
+    const row = await db.findOne(model, { account_id: accountId, id });
+    return row && db.map.webhookEndpoint(row);
+  };
   return {
     insert: (endpoint) => db.insertRows(model, [db.map.webhookEndpointRow(endpoint)], `webhook endpoint ${endpoint.id}`),
-    get: async (accountId, id) => {
-      const row = await db.findOne(model, { account_id: accountId, id });
-      return row && db.map.webhookEndpoint(row);
-    },
+    get,
     list: async (accountId) => (await db.findAll(model, { account_id: accountId }, OLDEST_FIRST)).map((row) => db.map.webhookEndpoint(row)),
     count: (accountId) => model.count({ where: { account_id: accountId }, transaction: db.transaction }),
-    update: async (endpoint) => ((await db.replace(model, db.map.webhookEndpointRow(endpoint))) ? copy(endpoint) : undefined),
+    update: async (endpoint) => {
+      // Everything but the failure clock, which has its own method.
+      const { failing_since: _clock, ...row } = db.map.webhookEndpointRow(endpoint);
+      return (await db.replace(model, row)) ? get(endpoint.accountId, endpoint.id) : undefined;
+    },
     remove: async (accountId, id) => (await db.destroy(model, { account_id: accountId, id })) > 0,
+    setFailingSince: (accountId, id, at) =>
+      db.writing(async (transaction) => {
+        const [row] = await db.select(failingSinceUpdate('webhook_endpoints', 'account_id = :accountId AND id = :id'), { accountId, id, at }, transaction);
+        return row === undefined ? undefined : ((row.failing_since as string | null | undefined) ?? null);
+      }),
+    setStatusDetail: (accountId, id, statusDetail, updatedAt) =>
+      db.writing(async (transaction) => {
+        const rows = await db.select(
+          'UPDATE webhook_endpoints SET status_detail = :statusDetail, updated_at = :updatedAt WHERE account_id = :accountId AND id = :id AND enabled = :on RETURNING id',
+          { accountId, id, statusDetail, updatedAt, on: true },
+          transaction,
+        );
+        return rows.length > 0;
+      }),
+    disable: (accountId, id, change) =>
+      db.writing(async (transaction) => {
+        const [row] = await db.select(
+          `UPDATE webhook_endpoints SET enabled = :off, status_detail = :statusDetail, updated_at = :updatedAt
+           WHERE account_id = :accountId AND id = :id AND enabled = :on${change.failingSinceAtMost === undefined ? '' : ' AND failing_since IS NOT NULL AND failing_since <= :atMost'}
+           RETURNING *`,
+          { accountId, id, statusDetail: change.statusDetail, updatedAt: change.updatedAt, atMost: change.failingSinceAtMost ?? null, on: true, off: false },
+          transaction,
+        );
+        return row && db.map.webhookEndpoint(row);
+      }),
   };
 }
 

@@ -40,20 +40,42 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
         // Claims queue up behind one lock: a claim must see the streams the previous one took, which row
         // locks alone (SKIP LOCKED) would hide from it until that claim commits. Claims are short.
         if (db.context.postgres) await db.select('SELECT pg_advisory_xact_lock(:key)', { key: OUTBOX_CLAIM_LOCK }, transaction);
-        const rows = await db.select(
-          `UPDATE outbox SET lease_until = :leaseUntil, lease_owner = :owner
-           WHERE id IN (
-             SELECT o.id FROM outbox o
-             WHERE o.status = 'pending' AND o.next_attempt_at <= :now${lease.accountId === undefined ? '' : ' AND o.account_id = :accountId'}
+        let scope = '';
+        if (lease.accountId !== undefined) {
+          scope = ' AND o.account_id = :accountId';
+          if (lease.endpointId === null) scope += ' AND o.endpoint_id IS NULL';
+          else if (lease.endpointId !== undefined) scope += ' AND o.endpoint_id = :endpointId';
+        }
+        const columns = lease.perEndpoint === undefined ? 'o.id' : 'o.id, o.account_id, o.endpoint_id, o.created_at';
+        const claimable = `SELECT ${columns} FROM outbox o
+             WHERE o.status = 'pending' AND o.next_attempt_at <= :now${scope}
                AND NOT EXISTS (
                  SELECT 1 FROM outbox w
                  WHERE w.account_id = o.account_id AND w.stream_key = o.stream_key AND w.status = 'pending'
                    AND ((w.next_attempt_at > :now AND (w.created_at < o.created_at OR (w.created_at = o.created_at AND w.id < o.id)))
-                     OR w.lease_until > :now))
-             ORDER BY o.created_at, o.id
-             LIMIT :limit)
+                     OR w.lease_until > :now))`;
+        // With a cap per endpoint, each endpoint's oldest are numbered and the rest left out (NULLs, the
+        // default endpoints, partition by account).
+        const chosen =
+          lease.perEndpoint === undefined
+            ? `${claimable} ORDER BY o.created_at, o.id LIMIT :limit`
+            : `SELECT c.id FROM (
+                 SELECT m.id, m.created_at, ROW_NUMBER() OVER (PARTITION BY m.account_id, m.endpoint_id ORDER BY m.created_at, m.id) AS n
+                 FROM (${claimable}) m) c
+               WHERE c.n <= :perEndpoint ORDER BY c.created_at, c.id LIMIT :limit`;
+        const rows = await db.select(
+          `UPDATE outbox SET lease_until = :leaseUntil, lease_owner = :owner
+           WHERE id IN (${chosen})
            RETURNING *`,
-          { now, limit, accountId: lease.accountId ?? null, owner: lease.owner, leaseUntil: new Date(Date.parse(now) + lease.leaseMs).toISOString() },
+          {
+            now,
+            limit,
+            accountId: lease.accountId ?? null,
+            endpointId: lease.endpointId ?? null,
+            perEndpoint: lease.perEndpoint ?? null,
+            owner: lease.owner,
+            leaseUntil: new Date(Date.parse(now) + lease.leaseMs).toISOString(),
+          },
           transaction,
         );
         return rows.map(toMessage).sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
