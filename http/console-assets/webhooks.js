@@ -40,7 +40,9 @@ export async function renderWebhooks(ctx, container) {
   };
 
   const replayParked = (endpointId) => act('Parked messages queued again', () => api.call('POST', `/settings/webhook/endpoints/${encodeURIComponent(endpointId)}/replay`, { body: { parked: true } }));
-  const sendTest = (endpointId) => act('Test event sent', () => api.call('POST', `/settings/webhook/endpoints/${encodeURIComponent(endpointId)}/test`));
+  // A sample of the type most receivers handle first: a document's conversion finished.
+  const sendTest = (endpointId) =>
+    act('Test event sent', () => api.call('POST', `/settings/webhook/endpoints/${encodeURIComponent(endpointId)}/test`, { body: { type: 'medical.document-conversion' } }));
 
   // --- The default endpoint ---
   const url = h('input', { type: 'url', name: 'webhookUrl', value: settings.webhookUrl ?? '', size: 50, placeholder: 'your receiver URL' });
@@ -92,8 +94,9 @@ export async function renderWebhooks(ctx, container) {
         [h('code', {}, e.url), e.description ? h('div', { class: 'muted' }, e.description) : null],
         [
           e.enabled ? badge('enabled', 'ok') : badge('disabled', 'bad'),
-          // Services that report an endpoint's health say so in `health.status`; older ones have only the detail.
-          typeof e.health?.status === 'string' ? [' ', badge(e.health.status, e.health.status === 'healthy' ? 'ok' : 'warn')] : null,
+          // healthy, failing (every attempt since failingSince failed) or disabled; older services have only the detail.
+          typeof e.health === 'string' ? [' ', badge(e.health, e.health === 'healthy' ? 'ok' : 'warn')] : null,
+          e.failingSince ? h('div', { class: 'muted' }, `failing since ${e.failingSince}`) : null,
           e.statusDetail ? h('div', { class: 'muted' }, e.statusDetail) : null,
         ],
         `${e.messages.pending} pending (${e.messages.failing} failing), ${e.messages.delivered} delivered, ${e.messages.parked} parked`,

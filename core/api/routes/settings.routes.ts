@@ -231,7 +231,7 @@ export const settingsRoutes = [
     body: webhookTestEventSchema,
     success: { status: 200, schema: webhookTestEventResponse },
     async handle({ deps, account, params, body }) {
-      return json(200, await sendTestEvent(deps, account.id, params.id!, body.type));
+      return json(200, await sendTestEvent(deps, account.id, params.id, body.type));
     },
   }),
   defineRoute({
