@@ -79,6 +79,7 @@ describe('settings from the environment', () => {
         JOB_CONCURRENCY: '12',
         CCDA_WORKERS: '3',
         WEBHOOK_CONCURRENCY: '4',
+        WEBHOOK_DISABLE_AFTER_DAYS: '0.5',
       }),
     ).toEqual({
       port: 0,
@@ -93,6 +94,7 @@ describe('settings from the environment', () => {
       jobConcurrency: 12,
       ccdaWorkers: 3,
       webhookConcurrency: 4,
+      webhookDisableAfterDays: 0.5,
       retentionDays: 7,
       rateLimits: DEFAULT_RATE_LIMITS,
       failedAuthPerMinute: 20,
