@@ -128,3 +128,23 @@ test('sqlite: a queue write while a storage transaction holds the writer waits f
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('sqlite: a claim takes the one writer once, whatever it finds (its statements share one transaction)', async () => {
+  const statements: string[] = [];
+  const clock = new SteppedClock('2026-03-01T09:00:00.000Z');
+  const sequelize = new Sequelize({ dialect: 'sqlite', storage: ':memory:', logging: (sql) => statements.push(sql) });
+  try {
+    const queue = await SqlQueue.open({ sequelize, clock, ids: new SequentialIds() });
+    await queue.enqueue({ type: 'work', payload: 1 });
+    const begins = () => statements.filter((sql) => /BEGIN/i.test(sql)).length;
+
+    let before = begins();
+    expect(await queue.claim({ workerId: 'w', limit: 5, leaseMs: 60_000 })).toHaveLength(1);
+    expect(begins() - before).toBe(1);
+    before = begins();
+    expect(await queue.claim({ workerId: 'w', limit: 5, leaseMs: 60_000 })).toEqual([]);
+    expect(begins() - before).toBe(1);
+  } finally {
+    await sequelize.close();
+  }
+});

@@ -59,8 +59,9 @@ class SerialLock {
  *   in-process as well. A write is never left to autocommit on the shared connection: meeting a storage
  *   transaction's write lock there, it waited in SQLite's busy handler and held up every read of that
  *   connection meanwhile (the API's too), up to the busy timeout and then failed, more often the more
- *   jobs ran at once. Each transaction is one statement, so none is long-lived (on an in-memory database
- *   Sequelize shares one connection, and a long one there would swallow the storage's concurrent queries).
+ *   jobs ran at once. Each transaction is one statement, or a claim's three, so none is long-lived (on an
+ *   in-memory database Sequelize shares one connection, and a long one there would swallow the storage's
+ *   concurrent queries).
  *
  * Times are stored as epoch milliseconds (BIGINT) from the clock port, never the database's clock, so a
  * stepped clock drives leases and retries in tests exactly as in the memory queue.
@@ -146,12 +147,25 @@ export class SqlQueue implements QueuePort {
     return this.dialect === 'sqlite' ? this.claimLock.run(claimOnce) : claimOnce();
   }
 
-  private async claimNow(options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[]; lanes?: readonly JobLane[] }): Promise<ClaimedJob[]> {
+  /**
+   * On SQLite the claim's statements share one transaction of the writer: a claim then costs the writer
+   * one turn, not three, and claims are the queue's most frequent write (every idle slot asks).
+   */
+  private claimNow(options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[]; lanes?: readonly JobLane[] }): Promise<ClaimedJob[]> {
+    return this.dialect === 'sqlite' ? runTransaction(this.sequelize, (transaction) => this.claimIn(options, transaction)) : this.claimIn(options, undefined);
+  }
+
+  private async claimIn(
+    options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[]; lanes?: readonly JobLane[] },
+    transaction: Transaction | undefined,
+  ): Promise<ClaimedJob[]> {
     const nowMs = this.nowMs();
     // Both multi-row statements skip rows another worker has locked, so concurrent claims never wait on
     // each other and can never deadlock; a skipped row is picked up by a later claim.
     const lock = this.dialect === 'postgres' ? 'FOR UPDATE SKIP LOCKED' : '';
-    await this.run(
+    await this.statement(
+      transaction,
+      QueryTypes.UPDATE,
       `UPDATE ${this.table}
        SET status = 'dead', locked_by = NULL, lease_until = NULL, last_error = :error, updated_at = :now
        WHERE id IN (
@@ -171,7 +185,9 @@ export class SqlQueue implements QueuePort {
       lanes: options.lanes ? options.lanes.map((lane) => LANE_RANK[lane]) : null,
     };
     const take = (where: string, limit: number) =>
-      this.writeReturning(
+      this.statement<Row[]>(
+        transaction,
+        QueryTypes.SELECT,
         `UPDATE ${this.table}
          SET status = 'running', locked_by = :worker, lease_until = :leaseUntil, attempts = attempts + 1, updated_at = :now
          WHERE id IN (
@@ -323,6 +339,11 @@ export class SqlQueue implements QueuePort {
   }
 
   /** A statement whose rows come back (SELECT, or a write with RETURNING). */
+  /** One statement in `transaction` (a claim's), or on its own where there is none (PostgreSQL). */
+  private async statement<T = unknown>(transaction: Transaction | undefined, type: QueryTypes.SELECT | QueryTypes.UPDATE, sql: string, replacements: Record<string, unknown>): Promise<T> {
+    return (await this.sequelize.query(sql, { type, replacements, logging: false, ...(transaction ? { transaction } : {}) })) as T;
+  }
+
   private async select(sql: string, replacements: Record<string, unknown>): Promise<Row[]> {
     return this.sequelize.query<Row>(sql, { type: QueryTypes.SELECT, replacements, logging: false });
   }
