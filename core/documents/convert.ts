@@ -2,6 +2,7 @@ import { DEFAULT_MAX_CONVERSION_BYTES, type CoreConfig, type CoreDeps } from '..
 import type { DocumentRecord, FhirResourceRecord } from '../domain/types.js';
 import { CoreError, isCoreError } from '../errors.js';
 import type { FhirBundle, FhirResource } from '../ports/ccda.port.js';
+import type { StoragePort } from '../ports/storage.port.js';
 import { needsTextRepair, repairText } from '../text.js';
 import { nowIso } from '../time.js';
 import { ConsolidatedRecord } from './consolidate.js';
@@ -74,14 +75,21 @@ export async function convertDocument(deps: ConvertDeps, document: DocumentRecor
  * transaction writes the net change with every document's new status; the search index gets one change.
  * Returns the documents as they are afterwards, in the given order. `ready` holds conversions made
  * already, by document id (those made as the documents landed); the others are converted here.
+ * `alongside` is more of the caller's writes, made in the same transaction with the documents as they are
+ * afterwards (a query's progress and its webhook commit with its conversions); with nothing to convert,
+ * in a transaction of its own.
  */
 export async function convertDocuments(
   deps: ConvertDeps,
   documents: readonly DocumentRecord[],
   ready: ReadonlyMap<string, ReadyConversion> = new Map(),
+  alongside?: (tx: StoragePort, documents: DocumentRecord[]) => Promise<void>,
 ): Promise<DocumentRecord[]> {
   const pending = documents.filter((document) => document.conversionStatus === 'processing');
-  if (pending.length === 0) return [...documents];
+  if (pending.length === 0) {
+    if (alongside) await deps.storage.transaction((tx) => alongside(tx, [...documents]));
+    return [...documents];
+  }
   const { accountId, patientId } = pending[0]!;
   if (pending.some((document) => document.accountId !== accountId || document.patientId !== patientId)) {
     throw new CoreError('INTERNAL', 'convertDocuments takes the documents of one patient');
@@ -122,10 +130,12 @@ export async function convertDocuments(
     else if (!after && before) removed.push({ resourceType: before.resourceType, id: before.id });
   }
 
+  const after = documents.map((document) => updated.get(document.id) ?? document);
   await deps.storage.transaction(async (tx) => {
     if (removed.length > 0) await tx.fhirResources.removeMany(accountId, patientId, removed);
     if (changed.length > 0) await tx.fhirResources.putMany(changed);
     for (const document of updated.values()) await tx.documents.update(document);
+    await alongside?.(tx, after);
   });
   await applyIndexChange(deps, accountId, patientId, {
     before: dataStamp(documentsBefore),
@@ -137,5 +147,5 @@ export async function convertDocuments(
     resources: changed.map((record) => record.resource as FhirResource),
     remove: removed.map(({ resourceType, id }) => `${resourceType}/${id}`),
   });
-  return documents.map((document) => updated.get(document.id) ?? document);
+  return after;
 }

@@ -243,19 +243,21 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<{ que
   const ready = new Map<string, ReadyConversion>();
   let readyBytes = 0;
   const landing: Landing[] = [];
-  // Recorded together in the order fetched, once their readings are done (each text goes in with its record).
-  const recordLanded = async () => {
+  // Recorded together in the order fetched, once their readings are done (each text goes in with its record);
+  // the last of them with the end of the step (`alongside`).
+  const recordLanded = async <A>(alongside?: (tx: StoragePort) => Promise<A>): Promise<A | undefined> => {
     const batch = landing.splice(0);
     const reads = await Promise.all(batch.map(({ reading }) => reading));
-    const ids = await recordFetchedDocuments(deps, query, batch.map((landed, i) => ({ ...landed, text: reads[i]?.text })));
-    ids.forEach((id, i) => {
+    const recorded = await recordFetchedDocuments(deps, query, batch.map((landed, i) => ({ ...landed, text: reads[i]?.text })), alongside);
+    recorded.ids.forEach((id, i) => {
       const read = reads[i];
       if (read) ready.set(id, read.conversion);
     });
+    return recorded.alongside;
   };
   let errors = 0;
   try {
-    for (const ref of refs) {
+    for (const [i, ref] of refs.entries()) {
       const fileName = networkFileName(patient.id, ref.networkDocumentId, ref.fileName);
       // Held already: fetched by this query before a retry, or by an earlier query (not sent again).
       if (await deps.storage.documents.getByFileName(query.accountId, fileName)) continue;
@@ -276,7 +278,8 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<{ que
       // Awaited in its turn; this keeps a failure of one not yet awaited from counting as unhandled meanwhile.
       reading.catch(() => undefined);
       landing.push({ ref, fileName, bytes: fetched, reading });
-      if (landing.length >= READ_AHEAD) await recordLanded();
+      // The last batch waits for the end of the step, to commit with it.
+      if (landing.length >= READ_AHEAD && i < refs.length - 1) await recordLanded();
     }
   } catch (error) {
     // What landed before the failure is recorded, as if fetched one at a time: a retry does not fetch it again.
@@ -284,36 +287,36 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<{ que
     throw error;
   }
 
-  await recordLanded();
-
-  const documents = await documentsOfQuery(deps.storage, query);
-  const download: ProgressCounts = {
-    // Nothing could be fetched of what the network offered: the download failed.
-    status: errors > 0 && documents.length === 0 ? 'failed' : 'completed',
-    total: documents.length + errors,
-    successful: documents.length,
-    errors,
-  };
-  const updated: DocumentQuery = {
-    ...query,
-    download,
-    convert: { ...query.convert, total: documents.filter((d) => isCcdaMediaType(d.mimeType)).length },
-    updatedAt: nowIso(deps.clock),
-  };
-  const stepEnded = await deps.storage.transaction(async (tx) => {
+  const downloaded = patient;
+  // The step ends in the commit of its last documents: its progress and its message with them.
+  const ended = await recordLanded(async (tx): Promise<DocumentQuery | undefined> => {
     // A second worker that took the job over (lost lease) may have ended the step already: one message.
-    if ((await tx.documentQueries.get(query.accountId, query.id))?.download.status !== 'processing') return false;
+    if ((await tx.documentQueries.get(query.accountId, query.id))?.download.status !== 'processing') return undefined;
+    const documents = await documentsOfQuery(tx, query);
+    const download: ProgressCounts = {
+      // Nothing could be fetched of what the network offered: the download failed.
+      status: errors > 0 && documents.length === 0 ? 'failed' : 'completed',
+      total: documents.length + errors,
+      successful: documents.length,
+      errors,
+    };
+    const updated: DocumentQuery = {
+      ...query,
+      download,
+      convert: { ...query.convert, total: documents.filter((d) => isCcdaMediaType(d.mimeType)).length },
+      updatedAt: nowIso(deps.clock),
+    };
     await tx.documentQueries.update(updated);
     await enqueueMessage(
       tx,
       query.accountId,
       documentDownloadMessage(metaOf(deps, query), [
-        { ...patientEntryBase(query, patient), type: 'document-download', status: download.status === 'failed' ? 'failed' : 'completed', documents: documents.map(toWebhookDocument) },
+        { ...patientEntryBase(query, downloaded), type: 'document-download', status: download.status === 'failed' ? 'failed' : 'completed', documents: documents.map(toWebhookDocument) },
       ]),
     );
-    return true;
+    return updated;
   });
-  return stepEnded ? { query: updated, ready } : undefined;
+  return ended ? { query: ended, ready } : undefined;
 }
 
 /** The bytes of one document, or undefined when the network no longer has it (counted as an error). */
@@ -327,12 +330,12 @@ async function fetchDocument(deps: Pick<CoreDeps, 'hie'>, ref: HieDocumentRef): 
 }
 
 /** Stores fetched documents of the query (each with its search text when it was read already); returns their ids. */
-async function recordFetchedDocuments(
+async function recordFetchedDocuments<A>(
   deps: CoreDeps,
   query: DocumentQuery,
   fetched: readonly { ref: HieDocumentRef; fileName: string; bytes: Uint8Array; text: string | undefined }[],
-): Promise<string[]> {
-  if (fetched.length === 0) return [];
+  alongside?: (tx: StoragePort) => Promise<A>,
+): Promise<{ ids: string[]; alongside: A | undefined }> {
   const items: { document: DocumentRecord; options: StoreDocumentOptions }[] = [];
   for (const { ref, fileName, bytes, text } of fetched) {
     const id = deps.ids.next();
@@ -362,21 +365,22 @@ async function recordFetchedDocuments(
       options: { mode: 'insert', ...(ccda ? { ccda: bytes } : {}), ...(text !== undefined ? { ccdaText: text } : {}) },
     });
   }
-  await storeDocuments(deps, items);
-  return items.map(({ document }) => document.id);
+  const stored = await storeDocuments(deps, items, alongside);
+  return { ids: items.map(({ document }) => document.id), alongside: stored.alongside };
 }
 
+/** Converts the query's documents and ends the step in the same commit: its progress, and its message. */
 async function conversionStep(deps: CoreDeps, query: DocumentQuery, ready: ReadonlyMap<string, ReadyConversion> | undefined): Promise<void> {
-  const documents = (await convertDocuments(deps, await documentsOfQuery(deps.storage, query), ready)).filter((d) => isCcdaMediaType(d.mimeType));
-  const successful = documents.filter((d) => d.conversionStatus === 'completed').length;
-  const errors = documents.filter((d) => d.conversionStatus === 'failed').length;
-  const updated: DocumentQuery = {
-    ...query,
-    convert: { status: 'completed', total: documents.length, successful, errors },
-    updatedAt: nowIso(deps.clock),
-  };
   const patient = await deps.storage.patients.get(query.accountId, query.patientId);
-  await deps.storage.transaction(async (tx) => {
+  await convertDocuments(deps, await documentsOfQuery(deps.storage, query), ready, async (tx, converted) => {
+    const documents = converted.filter((d) => isCcdaMediaType(d.mimeType));
+    const successful = documents.filter((d) => d.conversionStatus === 'completed').length;
+    const errors = documents.filter((d) => d.conversionStatus === 'failed').length;
+    const updated: DocumentQuery = {
+      ...query,
+      convert: { status: 'completed', total: documents.length, successful, errors },
+      updatedAt: nowIso(deps.clock),
+    };
     if ((await tx.documentQueries.get(query.accountId, query.id))?.convert.status !== 'processing') return;
     await tx.documentQueries.update(updated);
     // A network query whose hie source runs as this query ends that source with it.

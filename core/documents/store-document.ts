@@ -2,6 +2,7 @@ import type { CoreDeps } from '../deps.js';
 import type { DocumentRecord, FhirResourceRecord } from '../domain/types.js';
 import { CoreError } from '../errors.js';
 import type { FhirResource } from '../ports/ccda.port.js';
+import type { StoragePort } from '../ports/storage.port.js';
 import { nowIso } from '../time.js';
 import { documentReferenceOf } from './document-reference.js';
 import { applyIndexChange, dataStamp, documentText, searchDocumentOf, type DocumentTextDeps } from './patient-index.js';
@@ -29,16 +30,22 @@ export interface StoreDocumentOptions {
  * included in search). From here on it is listed, downloadable and searchable.
  */
 export async function storeDocument(deps: StoreDeps, document: DocumentRecord, options: StoreDocumentOptions): Promise<FhirResourceRecord> {
-  const [record] = await storeDocuments(deps, [{ document, options }]);
+  const [record] = (await storeDocuments(deps, [{ document, options }])).records;
   return record!;
 }
 
 /**
  * `storeDocument` for several documents of ONE patient, with the same outcome as storing them one after
  * the other in the given order: one transaction records them all, and the index gets one change.
+ * `alongside` is more of the caller's writes, made in the same transaction after the documents (with none
+ * to store, in a transaction of its own); its answer is returned with the records.
  */
-export async function storeDocuments(deps: StoreDeps, items: readonly { document: DocumentRecord; options: StoreDocumentOptions }[]): Promise<FhirResourceRecord[]> {
-  if (items.length === 0) return [];
+export async function storeDocuments<A = undefined>(
+  deps: StoreDeps,
+  items: readonly { document: DocumentRecord; options: StoreDocumentOptions }[],
+  alongside?: (tx: StoragePort) => Promise<A>,
+): Promise<{ records: FhirResourceRecord[]; alongside: A | undefined }> {
+  if (items.length === 0) return { records: [], alongside: alongside ? await deps.storage.transaction(alongside) : undefined };
   const { accountId, patientId } = items[0]!.document;
   if (items.some(({ document }) => document.accountId !== accountId || document.patientId !== patientId)) {
     throw new CoreError('INTERNAL', 'storeDocuments takes the documents of one patient');
@@ -59,12 +66,13 @@ export async function storeDocuments(deps: StoreDeps, items: readonly { document
     sourceDocumentIds: [document.id],
     updatedAt,
   }));
-  await deps.storage.transaction(async (tx) => {
+  const answer = await deps.storage.transaction(async (tx) => {
     for (const { document, options } of items) {
       if (options.mode === 'insert') await tx.documents.insert(document);
       else await tx.documents.update(document);
     }
     await tx.fhirResources.putMany(records);
+    return alongside?.(tx);
   });
   await applyIndexChange(deps, accountId, patientId, {
     before,
@@ -73,5 +81,5 @@ export async function storeDocuments(deps: StoreDeps, items: readonly { document
     resources: records.map((record) => record.resource as FhirResource),
     remove: [],
   });
-  return records;
+  return { records, alongside: answer };
 }

@@ -248,6 +248,48 @@ describe('document query use case', () => {
     expect(messages[0].patients[0].documents).toHaveLength(documents.length);
   });
 
+  test("a query's last fetched documents and its conversions commit together with the end of their step: its progress and its message", async () => {
+    const world = await makeWorld();
+    const patient = await patientWhere(world, (files) => files.length >= 2);
+    // Each transaction's writes, by repository and method, so a test can see which commit together.
+    const commits: string[][] = [];
+    const storage = world.deps.storage;
+    const recording = <T extends object>(target: T, writes: string[], name: string): T =>
+      new Proxy(target, {
+        get(object, key, receiver) {
+          const value = Reflect.get(object, key, receiver);
+          if (typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            if (/^(insert|update|put|remove|add|replace)/.test(String(key))) writes.push(`${name}.${String(key)}`);
+            return value.apply(object, args);
+          };
+        },
+      });
+    world.deps.storage = new Proxy(storage, {
+      get(object, key, receiver) {
+        if (key !== 'transaction') return Reflect.get(object, key, receiver);
+        return <T>(work: (tx: typeof storage) => Promise<T>) =>
+          object.transaction((tx) => {
+            const writes: string[] = [];
+            commits.push(writes);
+            const wrapped = new Proxy(tx, { get: (inner, name) => recording(Reflect.get(inner, name) as object, writes, String(name)) });
+            return work(wrapped);
+          });
+      },
+    });
+    await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    await world.runner.drain();
+
+    const storing = commits.filter((writes) => writes.includes('documents.insert'));
+    expect(storing.length).toBeGreaterThan(0);
+    expect(storing.at(-1)).toEqual(expect.arrayContaining(['documents.insert', 'documentQueries.update', 'outbox.add']));
+    expect(storing.slice(0, -1).flat()).not.toContain('documentQueries.update');
+    const converting = commits.filter((writes) => writes.includes('documents.update'));
+    expect(converting).toHaveLength(1);
+    expect(converting[0]).toEqual(expect.arrayContaining(['fhirResources.putMany', 'documentQueries.update', 'outbox.add']));
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ convert: { status: 'completed', errors: 0 } });
+  });
+
   test('on its last attempt a failing query ends failed, with both messages; earlier attempts leave it running', async () => {
     const world = await makeWorld();
     const patient = await patientWhere(world, (files) => files.length >= 1);
