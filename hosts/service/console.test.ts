@@ -158,8 +158,20 @@ describe.skipIf(!available)('the console in a browser', () => {
       // --- The patient ---
       await page.getByRole('link', { name: 'Patients', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'Patients' }).waitFor();
-      await page.getByLabel('Name').fill('betterhalf');
+      // The search is the service's: the name travels to it, folded there (case and accents aside), and
+      // the page reads no patient the search did not find.
+      const patientReads: URLSearchParams[] = [];
+      const noteRead = (request: { url(): string }) => {
+        const url = new URL(request.url());
+        if (url.pathname === '/medical/v1/patient') patientReads.push(url.searchParams);
+      };
+      page.on('request', noteRead);
+      await page.getByLabel('Name').fill('BÉTTERHALF');
       await page.getByRole('button', { name: 'Search', exact: true }).click();
+      await page.getByRole('link', { name: 'Eve Betterhalf' }).waitFor();
+      page.off('request', noteRead);
+      expect(patientReads.at(-1)?.get('name')).toBe('BÉTTERHALF');
+      expect(patientReads.every((query) => Number(query.get('count')) <= 50)).toBe(true);
       await checkView(page, 'patients');
       await page.getByRole('link', { name: 'Eve Betterhalf' }).click();
       await page.getByRole('heading', { level: 1, name: /Eve Betterhalf/ }).waitFor();
