@@ -95,6 +95,9 @@ export async function renderPatient(ctx, container, patientId) {
   const id = encodeURIComponent(patientId);
   let alive = true;
   let timer;
+  // The record asked for with the rest, not after it: it is the largest answer, and the view waits for it.
+  const bundle = api.call('GET', `/medical/v1/patient/${id}/consolidated`);
+  bundle.catch(() => undefined);
   const [patient, facilities, cohorts, documents, query] = await Promise.all([
     api.call('GET', `/medical/v1/patient/${id}`),
     api.call('GET', `/medical/v1/patient/${id}/facility`),
@@ -249,7 +252,7 @@ export async function renderPatient(ctx, container, patientId) {
     record,
     documentsSection,
   );
-  await renderRecord(ctx, record, patientId, { documentsById, openDocument });
+  await renderRecord(ctx, record, patientId, { documentsById, openDocument, bundle });
   return () => {
     alive = false;
     clearTimeout(timer);
