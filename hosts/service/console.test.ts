@@ -241,6 +241,26 @@ describe.skipIf(!available)('the console in a browser', () => {
       await page.getByRole('link', { name: 'Settings', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'Settings' }).waitFor();
       await checkView(page, 'settings');
+      // The organization edited from its form: what the service refuses is said beside the form, and
+      // what it accepts is stored and named in the header.
+      const orgForm = page.locator('form[aria-labelledby="org-form-title"]');
+      await orgForm.getByLabel('Organization name').fill('Console Care');
+      await orgForm.getByLabel('Type').selectOption('hospital');
+      await orgForm.getByLabel('Street address').fill('2 Oak St');
+      await orgForm.getByLabel('City').fill('Portland');
+      await orgForm.getByLabel('State').fill('or');
+      await orgForm.getByLabel('ZIP').fill('123');
+      await orgForm.getByRole('button', { name: /the organization$/ }).click();
+      await page.getByRole('alert').getByText(/zip/i).waitFor();
+      expect(problems.splice(0)).toEqual([expect.stringMatching(/^400 \/medical\/v1\/organization/)]);
+      await orgForm.getByLabel('ZIP').fill('97201');
+      await orgForm.getByRole('button', { name: /the organization$/ }).click();
+      await page.locator('header.top .org').getByText('Console Care').waitFor();
+      await page.getByRole('heading', { level: 1, name: 'Settings' }).waitFor();
+      const stored = (await api('GET', '/medical/v1/organization')).body;
+      expect(stored).toMatchObject({ name: 'Console Care', type: 'hospital', location: { addressLine1: '2 Oak St', city: 'Portland', state: 'OR', zip: '97201' } });
+      await page.locator('section[aria-labelledby="org-title"] dl.facts').getByText('Hospital', { exact: true }).waitFor();
+      await expectAccessible(page, 'settings after the organization was saved');
       await page.getByRole('button', { name: 'Rotate the API key' }).click();
       await page.getByRole('dialog', { name: 'Rotate the API key?' }).getByRole('button', { name: 'Rotate the key' }).click();
       const shown = page.getByRole('dialog', { name: 'New API key' });
