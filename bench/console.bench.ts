@@ -88,19 +88,23 @@ try {
     const api = resources.filter((r) => path(r).startsWith('/medical/') || path(r).startsWith('/settings'));
     const modules = resources.filter((r) => path(r).startsWith('/console/'));
     const last = (list) => Math.round(Math.max(0, ...list.map((r) => r.responseEnd)));
-    return { drawnMs: Math.round(performance.now()), lastModuleMs: last(modules), lastApiAnswerMs: last(api), apiRequests: api.length, apiKB: Math.round(api.reduce((n, r) => n + r.encodedBodySize, 0) / 1024), elements: document.getElementsByTagName('*').length };
+    const byTime = [...api].sort((a, b) => b.responseEnd - a.responseEnd);
+    const shape = (r) => path(r).replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, ':id');
+    // The API answers that ended last, with when each was asked and answered: what the view waited for.
+    const lastAnswers = byTime.slice(0, 3).map((r) => shape(r) + ' ' + Math.round(r.startTime) + '-' + Math.round(r.responseEnd));
+    return { lastAnswers, drawnMs: Math.round(performance.now()), lastModuleMs: last(modules), lastApiAnswerMs: last(api), apiRequests: api.length, apiKB: Math.round(api.reduce((n, r) => n + r.encodedBodySize, 0) / 1024), elements: document.getElementsByTagName('*').length };
   })()`;
 
   async function time(measure: string, hash: string, drawn: (page: Page) => Promise<unknown>, extra: Record<string, unknown> = {}, within = context) {
     const times: number[] = [];
-    const breakdowns: Record<string, number>[] = [];
+    const breakdowns: Record<string, unknown>[] = [];
     for (let round = 0; round < ROUNDS + 1; round++) {
       const page = await within.newPage();
       const started = performance.now();
       await page.goto(`${service.url}/console${hash}`);
       await drawn(page);
       const ms = performance.now() - started;
-      const breakdown = await page.evaluate<Record<string, number>>(BREAKDOWN);
+      const breakdown = await page.evaluate<Record<string, unknown>>(BREAKDOWN);
       await page.close();
       // The first round warms the service's caches and Chromium's; it is not counted.
       if (round > 0) {
@@ -110,7 +114,9 @@ try {
     }
     times.sort((a, b) => a - b);
     // The median of each part on its own: the parts of one round need not add up to another's total.
-    const median = Object.fromEntries(Object.keys(breakdowns[0]!).map((key) => [key, percentile(breakdowns.map((b) => b[key]!).sort((a, b) => a - b), 50)]));
+    const numeric = Object.keys(breakdowns[0]!).filter((key) => typeof breakdowns[0]![key] === 'number');
+    const median: Record<string, unknown> = Object.fromEntries(numeric.map((key) => [key, percentile(breakdowns.map((b) => b[key] as number).sort((a, b) => a - b), 50)]));
+    median.lastAnswersOfLastRound = breakdowns.at(-1)!.lastAnswers;
     emit({ bench: 'console', measure, rounds: ROUNDS, p50Ms: Math.round(percentile(times, 50)), p90Ms: Math.round(percentile(times, 90)), maxMs: Math.round(times.at(-1)!), inPageP50: median, ...extra });
   }
 
