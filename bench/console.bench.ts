@@ -78,20 +78,46 @@ try {
 
   const anonymous = await browser.newContext({ viewport: { width: 1280, height: 900 } });
 
+  /**
+   * Where a view's time goes, read in the page once it is drawn (times from the navigation's start): when
+   * the last API answer arrived, when the last module arrived, how many requests and elements it took.
+   */
+  const BREAKDOWN = `(() => {
+    const resources = performance.getEntriesByType('resource');
+    const path = (r) => new URL(r.name).pathname;
+    const api = resources.filter((r) => path(r).startsWith('/medical/') || path(r).startsWith('/settings'));
+    const modules = resources.filter((r) => path(r).startsWith('/console/'));
+    const last = (list) => Math.round(Math.max(0, ...list.map((r) => r.responseEnd)));
+    const byTime = [...api].sort((a, b) => b.responseEnd - a.responseEnd);
+    const shape = (r) => path(r).replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, ':id');
+    // The API answers that ended last, with when each was asked and answered: what the view waited for.
+    const lastAnswers = byTime.slice(0, 3).map((r) => shape(r) + ' ' + Math.round(r.startTime) + '-' + Math.round(r.responseEnd));
+    return { lastAnswers, drawnMs: Math.round(performance.now()), lastModuleMs: last(modules), lastApiAnswerMs: last(api), apiRequests: api.length, apiKB: Math.round(api.reduce((n, r) => n + r.encodedBodySize, 0) / 1024), elements: document.getElementsByTagName('*').length };
+  })()`;
+
   async function time(measure: string, hash: string, drawn: (page: Page) => Promise<unknown>, extra: Record<string, unknown> = {}, within = context) {
     const times: number[] = [];
+    const breakdowns: Record<string, unknown>[] = [];
     for (let round = 0; round < ROUNDS + 1; round++) {
       const page = await within.newPage();
       const started = performance.now();
       await page.goto(`${service.url}/console${hash}`);
       await drawn(page);
       const ms = performance.now() - started;
+      const breakdown = await page.evaluate<Record<string, unknown>>(BREAKDOWN);
       await page.close();
       // The first round warms the service's caches and Chromium's; it is not counted.
-      if (round > 0) times.push(ms);
+      if (round > 0) {
+        times.push(ms);
+        breakdowns.push(breakdown);
+      }
     }
     times.sort((a, b) => a - b);
-    emit({ bench: 'console', measure, rounds: ROUNDS, p50Ms: Math.round(percentile(times, 50)), p90Ms: Math.round(percentile(times, 90)), maxMs: Math.round(times.at(-1)!), ...extra });
+    // The median of each part on its own: the parts of one round need not add up to another's total.
+    const numeric = Object.keys(breakdowns[0]!).filter((key) => typeof breakdowns[0]![key] === 'number');
+    const median: Record<string, unknown> = Object.fromEntries(numeric.map((key) => [key, percentile(breakdowns.map((b) => b[key] as number).sort((a, b) => a - b), 50)]));
+    median.lastAnswersOfLastRound = breakdowns.at(-1)!.lastAnswers;
+    emit({ bench: 'console', measure, rounds: ROUNDS, p50Ms: Math.round(percentile(times, 50)), p90Ms: Math.round(percentile(times, 90)), maxMs: Math.round(times.at(-1)!), inPageP50: median, ...extra });
   }
 
   await time('sign-in form (no API call)', '', (page) => page.getByLabel('API key').waitFor(), {}, anonymous);

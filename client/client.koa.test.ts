@@ -130,6 +130,9 @@ describe('patients', () => {
     const all: Patient[] = [];
     for await (const patient of client.listAllPatients({ count: 1, facilityId: facility.id })) all.push(patient);
     expect(all.map((p) => p.id)).toEqual([created.id, ...others.map((p) => p.id)]);
+    // Filters reach the service: only the renamed patient is an Anna (the others kept the input's first name).
+    expect((await client.listPatients({ name: 'ANNA', dob: updated.dob })).patients.map((p) => p.id)).toEqual([created.id]);
+    expect((await client.listPatients({ name: 'anna', externalId: 'no-such-id' })).patients).toEqual([]);
 
     expect(await client.getPatientHieOptOut(created.id)).toEqual({ id: created.id, hieOptOut: false });
     expect(await client.updatePatientHieOptOut(created.id, true)).toMatchObject({ id: created.id, hieOptOut: true, message: expect.any(String) });

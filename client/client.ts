@@ -254,7 +254,7 @@ export class CarebridgeClient {
   }
 
   /** One page of the cohort's patients, oldest first; `nextCursor` as for `listPatients`. */
-  async listCohortPatients(cohortId: string, options: Omit<ListPatientsOptions, 'facilityId'> = {}): Promise<PatientPage & { nextCursor?: string }> {
+  async listCohortPatients(cohortId: string, options: Pick<ListPatientsOptions, 'count' | 'cursor'> = {}): Promise<PatientPage & { nextCursor?: string }> {
     const page = await this.call<PatientPage>('GET', `${V1}/cohort/${id(cohortId)}/patient`, { query: { count: options.count, cursor: options.cursor } });
     const nextCursor = page.meta.nextPage ? (new URL(page.meta.nextPage).searchParams.get('cursor') ?? undefined) : undefined;
     return nextCursor ? { ...page, nextCursor } : page;
@@ -269,10 +269,13 @@ export class CarebridgeClient {
 
   /**
    * One page of patients, oldest first. `nextCursor` (absent on the last page) is the `cursor` of the
-   * next one; `meta.nextPage` is the same page as a URL.
+   * next one; `meta.nextPage` is the same page as a URL. With `name`, `dob` or `externalId`, a page may
+   * hold fewer patients than `count`, even none, and still have a `nextCursor` (the service scans a bounded
+   * number of patients per request).
    */
   async listPatients(options: ListPatientsOptions = {}): Promise<PatientPage & { nextCursor?: string }> {
-    const page = await this.call<PatientPage>('GET', `${V1}/patient`, { query: { facilityId: options.facilityId, count: options.count, cursor: options.cursor } });
+    const { facilityId, count, cursor, name, dob, externalId } = options;
+    const page = await this.call<PatientPage>('GET', `${V1}/patient`, { query: { facilityId, count, cursor, name, dob, externalId } });
     const nextCursor = page.meta.nextPage ? (new URL(page.meta.nextPage).searchParams.get('cursor') ?? undefined) : undefined;
     return nextCursor ? { ...page, nextCursor } : page;
   }

@@ -132,4 +132,10 @@ export interface ListPatientsOptions {
   count?: number;
   /** From `nextCursor` of the previous page. */
   cursor?: string;
+  /** Words of a first or last name, each beginning one of the patient's names, case and accents aside. */
+  name?: string;
+  /** Date of birth, YYYY-MM-DD. */
+  dob?: string;
+  /** The patient ID in your system, exactly. */
+  externalId?: string;
 }

@@ -2,9 +2,10 @@ import type { PatientCreate } from '../api/schemas.js';
 import { DOB_IN_FUTURE } from '../csv/dates.js';
 import type { CoreDeps } from '../deps.js';
 import type { Patient } from '../domain/types.js';
-import type { StoragePort } from '../ports/storage.port.js';
+import type { PatientSearch, StoragePort } from '../ports/storage.port.js';
 import { CoreError } from '../errors.js';
 import { facilityToWire, resolveFacility } from './facilities.js';
+import { matchesPatientSearch, nameSearchTerms } from './patient-search.js';
 import { matchKeysFor } from '../matching/block.js';
 import { decideMatch, demographicsOfPatient } from '../matching/decide.js';
 import { nowIso, todayIso } from '../time.js';
@@ -260,27 +261,62 @@ export async function removePatient(deps: Pick<CoreDeps, 'storage'>, accountId: 
   if (!removed) throw new CoreError('PATIENT_NOT_FOUND', 'No patient with this id in your account');
 }
 
+/**
+ * Patients examined by one call of a filtered list, at most: what one request may cost whatever the
+ * account's size. A page of a search may so hold fewer patients than asked, or none, and still have a next.
+ */
+export const PATIENT_SEARCH_SCAN = 10_000;
+
+/** The filters of the patient list: a name (words, each beginning one of the patient's names), a date of birth, an externalId. */
+export interface PatientListFilters {
+  name?: string | undefined;
+  dob?: string | undefined;
+  externalId?: string | undefined;
+}
+
 export async function listPatients(
   deps: Pick<CoreDeps, 'storage'>,
   accountId: string,
-  options: { facilityId?: string; cohortId?: string; after?: string; fromItem?: string; limit: number },
+  options: { facilityId?: string; cohortId?: string; after?: string; fromItem?: string; limit: number; filters?: PatientListFilters },
 ): Promise<{ patients: Patient[]; next?: string }> {
   if (options.facilityId && !(await deps.storage.facilities.get(accountId, options.facilityId))) {
     throw new CoreError('FACILITY_NOT_FOUND', 'No facility with this id in your account');
   }
+  const search = patientSearchOf(options.filters, options.facilityId);
   // `fromItem` (the public API's paging) starts at that id, inclusive; ids are ordered, so that is the
   // patient itself when it is on the list, then every patient after it.
   let first: Patient[] = [];
   if (options.fromItem !== undefined) {
     const from = await deps.storage.patients.get(accountId, options.fromItem);
-    if (from && (!options.facilityId || from.facilityIds.includes(options.facilityId)) && (!options.cohortId || from.cohortIds.includes(options.cohortId))) first = [from];
+    const listed = search ? from !== undefined && matchesPatientSearch(search, from) : from && (!options.facilityId || from.facilityIds.includes(options.facilityId));
+    if (from && listed && (!options.cohortId || from.cohortIds.includes(options.cohortId))) first = [from];
   }
   const after = options.fromItem ?? options.after;
+  if (search) {
+    if (first.length === options.limit) return { patients: first, next: first[0]!.id };
+    const page = await deps.storage.patients.search(accountId, search, { ...(after !== undefined ? { after } : {}), limit: options.limit - first.length, scan: PATIENT_SEARCH_SCAN });
+    return page.next !== undefined ? { patients: [...first, ...page.patients], next: page.next } : { patients: [...first, ...page.patients] };
+  }
   // One extra tells whether another page exists without a count query.
   const rest = await deps.storage.patients.list(accountId, { facilityId: options.facilityId, cohortId: options.cohortId, ...(after !== undefined ? { after } : {}), limit: options.limit + 1 - first.length });
   const page = [...first, ...rest];
   const patients = page.slice(0, options.limit);
   return page.length > options.limit ? { patients, next: patients[patients.length - 1]!.id } : { patients };
+}
+
+/** The storage search for these filters, or `undefined` when none is given (the plain list then). */
+function patientSearchOf(filters: PatientListFilters | undefined, facilityId: string | undefined): PatientSearch | undefined {
+  if (!filters || (filters.name === undefined && filters.dob === undefined && filters.externalId === undefined)) return undefined;
+  const search: PatientSearch = {};
+  if (filters.name !== undefined) {
+    const nameTerms = nameSearchTerms(filters.name);
+    if (nameTerms.length === 0) throw new CoreError('VALIDATION_FAILED', 'name: give at least one letter or digit of a first or last name', { details: { field: 'name' } });
+    search.nameTerms = nameTerms;
+  }
+  if (filters.dob !== undefined) search.dob = filters.dob;
+  if (filters.externalId !== undefined) search.externalId = filters.externalId;
+  if (facilityId !== undefined) search.facilityId = facilityId;
+  return search;
 }
 
 /**

@@ -201,6 +201,35 @@ export interface PatientListOptions {
   limit?: number;
 }
 
+/** What `PatientRepository.search` looks for: a patient must meet every criterion given. */
+export interface PatientSearch {
+  /** Folded name words (`nameSearchTerms`): each must begin one of the patient's names (`matchesPatientSearch`). */
+  nameTerms?: readonly string[];
+  /** Date of birth, `YYYY-MM-DD`, equal. */
+  dob?: string;
+  /** Equal to the patient's `externalId`. */
+  externalId?: string;
+  /** One of the patient's facilities. */
+  facilityId?: string;
+}
+
+/** Where a search resumes and how much one call may do. */
+export interface PatientSearchWindow {
+  /** The `next` of the previous call: examine patients after this id only. */
+  after?: string;
+  /** At most this many patients are returned. */
+  limit: number;
+  /** At most this many patients are examined, matching or not: what bounds the cost of one call. */
+  scan: number;
+}
+
+/** One call's findings: the patients found, by id ascending, and where to resume when the scan stopped early. */
+export interface PatientSearchPage {
+  patients: Patient[];
+  /** The id of the last patient examined, when patients after it were left unexamined; absent when none were. */
+  next?: string;
+}
+
 /**
  * Patients, with two guarantees for writers that run at once (requests, imports, several instances on one
  * database), so that no accepted write is lost and no person is created twice:
@@ -230,6 +259,15 @@ export interface PatientRepository {
   /** Ordered by id ascending (ids are time-ordered), paged with `after`. */
   list(accountId: string, options?: PatientListOptions): Promise<Patient[]>;
   count(accountId: string): Promise<number>;
+  /**
+   * Patients of the account meeting `search` (as `matchesPatientSearch` decides, the one rule every adapter
+   * applies), found by a bounded scan in id order after `window.after`: at most `window.scan` patients are
+   * examined and at most `window.limit` returned, so one call costs the same whatever the account's size.
+   * With `externalId`, only the patients holding it are examined (an index look-up). A page may hold fewer
+   * than `limit` patients, even none, and still have a `next`; following `next` until it is absent finds
+   * every match exactly once, by id ascending.
+   */
+  search(accountId: string, search: PatientSearch, window: PatientSearchWindow): Promise<PatientSearchPage>;
   /**
    * Compare-and-set on the version: replaces the whole patient (blocking keys included) when the stored one
    * still has `patient.version`, the version the caller read; what is stored then has `version + 1` and is

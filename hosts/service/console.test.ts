@@ -39,6 +39,15 @@ async function api(method: string, route: string, body?: unknown) {
   return { status: response.status, body: response.status === 204 ? undefined : ((await response.json()) as any) }; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
+/** The account's facility, created the first time. */
+async function facilityId(): Promise<string> {
+  const facilities = await api('GET', '/medical/v1/facility');
+  if (facilities.body.facilities.length > 0) return facilities.body.facilities[0].id;
+  const created = await api('POST', '/medical/v1/facility', { name: 'Main Clinic', npi: '1234567893', address: { addressLine1: '1 Main St', city: 'Beaverton', state: 'OR', zip: '97005', country: 'USA' } });
+  expect(created.status).toBe(201);
+  return created.body.id;
+}
+
 beforeAll(async () => {
   if (!available) return;
   dataDir = mkdtempSync(path.join(tmpdir(), 'carebridge-console-'));
@@ -93,11 +102,7 @@ const CSV = [
 describe.skipIf(!available)('the console in a browser', () => {
   test('sign in, import, read a patient record, opt out, replay a webhook, rotate the key; accessible and saved at two widths', async () => {
     // What a new account has to set up first, through the API: a facility and the webhook URL.
-    const facilities = await api('GET', '/medical/v1/facility');
-    if (facilities.body.facilities.length === 0) {
-      const created = await api('POST', '/medical/v1/facility', { name: 'Main Clinic', npi: '1234567893', address: { addressLine1: '1 Main St', city: 'Beaverton', state: 'OR', zip: '97005', country: 'USA' } });
-      expect(created.status).toBe(201);
-    }
+    await facilityId();
     const settings = await api('POST', '/settings', { webhookUrl: `${receiver.url}/hooks` });
     expect(settings.body.webhookEnabled).toBe(true);
 
@@ -158,8 +163,20 @@ describe.skipIf(!available)('the console in a browser', () => {
       // --- The patient ---
       await page.getByRole('link', { name: 'Patients', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'Patients' }).waitFor();
-      await page.getByLabel('Name').fill('betterhalf');
+      // The search is the service's: the name travels to it, folded there (case and accents aside), and
+      // the page reads no patient the search did not find.
+      const patientReads: URLSearchParams[] = [];
+      const noteRead = (request: { url(): string }) => {
+        const url = new URL(request.url());
+        if (url.pathname === '/medical/v1/patient') patientReads.push(url.searchParams);
+      };
+      page.on('request', noteRead);
+      await page.getByLabel('Name').fill('BÉTTERHALF');
       await page.getByRole('button', { name: 'Search', exact: true }).click();
+      await page.getByRole('link', { name: 'Eve Betterhalf' }).waitFor();
+      page.off('request', noteRead);
+      expect(patientReads.at(-1)?.get('name')).toBe('BÉTTERHALF');
+      expect(patientReads.every((query) => Number(query.get('count')) <= 50)).toBe(true);
       await checkView(page, 'patients');
       await page.getByRole('link', { name: 'Eve Betterhalf' }).click();
       await page.getByRole('heading', { level: 1, name: /Eve Betterhalf/ }).waitFor();
@@ -224,6 +241,26 @@ describe.skipIf(!available)('the console in a browser', () => {
       await page.getByRole('link', { name: 'Settings', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'Settings' }).waitFor();
       await checkView(page, 'settings');
+      // The organization edited from its form: what the service refuses is said beside the form, and
+      // what it accepts is stored and named in the header.
+      const orgForm = page.locator('form[aria-labelledby="org-form-title"]');
+      await orgForm.getByLabel('Organization name').fill('Console Care');
+      await orgForm.getByLabel('Type').selectOption('hospital');
+      await orgForm.getByLabel('Street address').fill('2 Oak St');
+      await orgForm.getByLabel('City').fill('Portland');
+      await orgForm.getByLabel('State').fill('or');
+      await orgForm.getByLabel('ZIP').fill('123');
+      await orgForm.getByRole('button', { name: /the organization$/ }).click();
+      await page.getByRole('alert').getByText(/zip/i).waitFor();
+      expect(problems.splice(0)).toEqual([expect.stringMatching(/^400 \/medical\/v1\/organization/)]);
+      await orgForm.getByLabel('ZIP').fill('97201');
+      await orgForm.getByRole('button', { name: /the organization$/ }).click();
+      await page.locator('header.top .org').getByText('Console Care').waitFor();
+      await page.getByRole('heading', { level: 1, name: 'Settings' }).waitFor();
+      const stored = (await api('GET', '/medical/v1/organization')).body;
+      expect(stored).toMatchObject({ name: 'Console Care', type: 'hospital', location: { addressLine1: '2 Oak St', city: 'Portland', state: 'OR', zip: '97201' } });
+      await page.locator('section[aria-labelledby="org-title"] dl.facts').getByText('Hospital', { exact: true }).waitFor();
+      await expectAccessible(page, 'settings after the organization was saved');
       await page.getByRole('button', { name: 'Rotate the API key' }).click();
       await page.getByRole('dialog', { name: 'Rotate the API key?' }).getByRole('button', { name: 'Rotate the key' }).click();
       const shown = page.getByRole('dialog', { name: 'New API key' });
@@ -241,6 +278,72 @@ describe.skipIf(!available)('the console in a browser', () => {
       await context.close();
     }
   }, 300_000);
+
+  test('a large record opens with the first facts of each kind drawn and the rest on demand, asked for with the patient', async () => {
+    const facility = await facilityId();
+    const created = await api('POST', `/medical/v1/patient?facilityId=${facility}`, {
+      firstName: 'Large',
+      lastName: 'Record',
+      dob: '1960-01-01',
+      genderAtBirth: 'M',
+      address: [{ addressLine1: '1 Main St', city: 'Beaverton', state: 'OR', zip: '97005', country: 'USA' }],
+    });
+    expect(created.status).toBe(201);
+    const patientId = created.body.id as string;
+    const day = (i: number) => new Date(Date.UTC(2000, 0, 1) + i * 86_400_000).toISOString().slice(0, 10);
+    const lab = (code: string, i: number) => ({
+      resourceType: 'Observation',
+      status: 'final',
+      category: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/observation-category', code: 'laboratory' }] }],
+      code: { coding: [{ system: 'http://loinc.org', code, display: `Measure ${code}` }], text: `Measure ${code}` },
+      valueQuantity: { value: 50 + (i % 40), unit: 'mg/dL' },
+      effectiveDateTime: day(i),
+    });
+    const resources = [
+      ...Array.from({ length: 70 }, (_, i) => lab('1001', i)),
+      ...Array.from({ length: 60 }, (_, i) => lab('1002', i)),
+      ...Array.from({ length: 30 }, (_, i) => ({ resourceType: 'Condition', clinicalStatus: { coding: [{ code: 'active' }] }, code: { text: `Condition ${i}` }, onsetDateTime: day(i) })),
+    ];
+    const put = await api('PUT', `/medical/v1/patient/${patientId}/consolidated`, { resourceType: 'Bundle', type: 'transaction', entry: resources.map((resource) => ({ resource })) });
+    expect(put.status, JSON.stringify(put.body)).toBeLessThan(300);
+
+    const context = await browser.newContext({ viewport: WIDE });
+    await context.addInitScript(`sessionStorage.setItem('carebridge.console.apiKey', ${JSON.stringify(apiKey)})`);
+    const page = await context.newPage();
+    // The order the page asks and hears: the record must be asked for before the patient's answer is read.
+    const events: string[] = [];
+    const route = (url: string) => new URL(url).pathname.replace(patientId, ':id');
+    page.on('request', (request) => events.push(`ask ${route(request.url())}`));
+    page.on('response', (response) => events.push(`hear ${route(response.url())}`));
+    try {
+      await page.goto(`${service.url}/console#/patients/${encodeURIComponent(patientId)}`);
+      await page.getByRole('img', { name: /^Measure 1001: 70 readings/ }).waitFor();
+      expect(events.indexOf('ask /medical/v1/patient/:id/consolidated')).toBeGreaterThan(-1);
+      expect(events.indexOf('ask /medical/v1/patient/:id/consolidated')).toBeLessThan(events.indexOf('hear /medical/v1/patient/:id'));
+
+      // A long series is a line with its latest reading marked; a short one keeps a dot per reading.
+      expect(await page.getByRole('img', { name: /^Measure 1001/ }).locator('circle').count()).toBe(1);
+      expect(await page.getByRole('img', { name: /^Measure 1002/ }).locator('circle').count()).toBe(60);
+
+      // Results: the newest 50, then more on demand.
+      const rows = page.locator('table.results tbody tr');
+      expect(await rows.count()).toBe(50);
+      await page.getByRole('button', { name: 'Show 80 older results (80 not shown)' }).click();
+      await expect.poll(() => rows.count()).toBe(130);
+      expect(await page.getByRole('button', { name: /older results/ }).count()).toBe(0);
+
+      // Problems: the first 25 of each group; the others drawn on demand, focus on the first of them.
+      const active = page.locator('#problems-title-section .group', { has: page.getByRole('heading', { name: /^Active/ }) });
+      expect(await active.locator('li.fact').count()).toBe(25);
+      expect(await active.getByRole('heading').innerText()).toContain('(30)');
+      await active.getByRole('button', { name: 'Active: show the other 5' }).click();
+      expect(await active.locator('li.fact').count()).toBe(30);
+      expect(await page.evaluate<string | null>('document.activeElement?.getAttribute("data-resource")')).toMatch(/^Condition\//);
+      await expectAccessible(page, 'large record');
+    } finally {
+      await context.close();
+    }
+  }, 120_000);
 
   test('only the listed files are served, with a content security policy on the page', async () => {
     const page = await fetch(`${service.url}/console`);

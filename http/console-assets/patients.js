@@ -4,21 +4,30 @@ import { sameOrigin } from './api.js';
 import { renderRecord } from './record.js';
 import { announce, badge, confirmDialog, errorBox, facts, field, h, mount, table, when } from './ui.js';
 
-/** Patients read for a search, at most: the list is paged by the API, the search runs here over what was read. */
-const SEARCH_LIMIT = 5000;
-const PAGE = 500;
+/** Patients shown per page of the list or of a search. */
+const PAGE = 50;
+/**
+ * Requests one press of Search or More may make: each examines a bounded number of patients on the
+ * service, so a rare name in a large account takes several before a page fills.
+ */
+const REQUESTS_PER_PAGE = 20;
 
 const fullName = (p) => `${p.firstName} ${p.lastName}`;
+const cursorOf = (page) => (page.meta.nextPage ? (new URL(page.meta.nextPage, location.href).searchParams.get('cursor') ?? undefined) : undefined);
 
-async function readPatients(api, limit) {
+/**
+ * The next patients of a search, asked of the service (name, date of birth and externalId are filtered
+ * there, names folded as the import matches them): up to a page of them, and the cursor to go on from.
+ */
+async function readPatients(api, filters, cursor) {
   const patients = [];
-  let cursor;
-  do {
-    const page = await api.call('GET', '/medical/v1/patient', { query: { count: PAGE, cursor } });
+  for (let requests = 0; requests < REQUESTS_PER_PAGE && patients.length < PAGE; requests++) {
+    const page = await api.call('GET', '/medical/v1/patient', { query: { ...filters, count: PAGE - patients.length, cursor } });
     patients.push(...page.patients);
-    cursor = page.meta.nextPage ? new URL(page.meta.nextPage, location.href).searchParams.get('cursor') ?? undefined : undefined;
-  } while (cursor && patients.length < limit);
-  return { patients, more: Boolean(cursor) };
+    cursor = cursorOf(page);
+    if (!cursor) break;
+  }
+  return { patients, cursor };
 }
 
 export async function renderPatients(ctx, container) {
@@ -27,35 +36,40 @@ export async function renderPatients(ctx, container) {
   const dob = h('input', { type: 'date', name: 'dob' });
   const externalId = h('input', { type: 'search', name: 'externalId', autocomplete: 'off' });
   const results = h('div', { 'aria-live': 'polite' });
-  const loaded = await readPatients(api, SEARCH_LIMIT);
+  let shown = [];
+  let filters = {};
+  let cursor;
 
-  async function search() {
-    const needle = name.value.trim().toLowerCase();
-    let list = loaded.patients;
-    if (externalId.value.trim()) {
-      try {
-        list = [await api.call('GET', '/medical/v1/patient/external-id', { query: { externalId: externalId.value.trim() } })];
-      } catch (error) {
-        if (error.status !== 404) return mount(results, errorBox(error));
-        list = [];
-      }
-    }
-    list = list.filter((p) => (!needle || fullName(p).toLowerCase().includes(needle)) && (!dob.value || p.dob === dob.value));
+  function draw() {
+    const rows = shown.map((p) => [
+      h('a', { href: `#/patients/${encodeURIComponent(p.id)}` }, fullName(p)),
+      p.dob,
+      p.genderAtBirth,
+      p.externalId ?? '',
+      p.hieOptOut ? badge('opted out', 'warn') : badge('shared', 'ok'),
+    ]);
     mount(
       results,
-      table(
-        `Patients (${list.length}${loaded.more ? `, of the first ${loaded.patients.length}` : ''})`,
-        ['Name', 'Date of birth', 'Gender', 'externalId', 'HIE'],
-        list.slice(0, 500).map((p) => [
-          h('a', { href: `#/patients/${encodeURIComponent(p.id)}` }, fullName(p)),
-          p.dob,
-          p.genderAtBirth,
-          p.externalId ?? '',
-          p.hieOptOut ? badge('opted out', 'warn') : badge('shared', 'ok'),
-        ]),
-        { empty: 'No patient matches.' },
-      ),
+      table(`Patients (${shown.length}${cursor ? ', more to come' : ''})`, ['Name', 'Date of birth', 'Gender', 'externalId', 'HIE'], rows, { empty: 'No patient matches.' }),
+      cursor ? h('button', { type: 'button', onclick: () => void more() }, 'More patients') : null,
     );
+  }
+  async function more() {
+    try {
+      const next = await readPatients(api, filters, cursor);
+      shown = [...shown, ...next.patients];
+      cursor = next.cursor;
+      draw();
+    } catch (error) {
+      draw();
+      results.append(errorBox(error));
+    }
+  }
+  async function search() {
+    filters = { name: name.value.trim() || undefined, dob: dob.value || undefined, externalId: externalId.value.trim() || undefined };
+    shown = [];
+    cursor = undefined;
+    await more();
   }
   const form = h(
     'form',
@@ -81,6 +95,9 @@ export async function renderPatient(ctx, container, patientId) {
   const id = encodeURIComponent(patientId);
   let alive = true;
   let timer;
+  // The record asked for with the rest, not after it: it is the largest answer, and the view waits for it.
+  const bundle = api.call('GET', `/medical/v1/patient/${id}/consolidated`);
+  bundle.catch(() => undefined);
   const [patient, facilities, cohorts, documents, query] = await Promise.all([
     api.call('GET', `/medical/v1/patient/${id}`),
     api.call('GET', `/medical/v1/patient/${id}/facility`),
@@ -235,7 +252,7 @@ export async function renderPatient(ctx, container, patientId) {
     record,
     documentsSection,
   );
-  await renderRecord(ctx, record, patientId, { documentsById, openDocument });
+  await renderRecord(ctx, record, patientId, { documentsById, openDocument, bundle });
   return () => {
     alive = false;
     clearTimeout(timer);

@@ -73,11 +73,22 @@ function medicationName(statement) {
   return statement.medicationReference?.display ?? '';
 }
 
-export async function renderRecord(ctx, container, patientId, { documentsById, openDocument }) {
+/** Facts drawn at first in each list, rows in the results table; the rest on demand, so a large record opens as fast as a small one. */
+const FIRST_FACTS = 25;
+const FIRST_ROWS = 50;
+const MORE_ROWS = 200;
+/** Series with more readings than this are drawn as a line with the latest reading marked, not a dot per reading. */
+const DOTS_AT_MOST = 60;
+
+/**
+ * `bundle`: the consolidated record's request, when the caller started it already (beside its own), else
+ * it is asked for here.
+ */
+export async function renderRecord(ctx, container, patientId, { documentsById, openDocument, bundle: pending }) {
   const { api } = ctx;
   let bundle;
   try {
-    bundle = await api.call('GET', `/medical/v1/patient/${encodeURIComponent(patientId)}/consolidated`);
+    bundle = await (pending ?? api.call('GET', `/medical/v1/patient/${encodeURIComponent(patientId)}/consolidated`));
   } catch (error) {
     return mount(container, errorBox(error));
   }
@@ -108,7 +119,13 @@ export async function renderRecord(ctx, container, patientId, { documentsById, o
 
   const item = (title, detail, resource, extra) =>
     h('li', { class: 'fact', 'data-resource': `${resource.resourceType}/${resource.id}` }, h('span', { class: 'title' }, title), extra ?? null, detail ? h('span', { class: 'detail' }, detail) : null, sources(resource));
-  const list = (label, items, empty = 'None recorded.') => h('div', { class: 'group' }, h('h3', {}, label, ' ', h('span', { class: 'count' }, `(${items.length})`)), items.length ? h('ul', { class: 'facts-list' }, items) : h('p', { class: 'muted' }, empty));
+  /** A titled list of facts, `draw` making each one's item: the first few drawn, the others behind a button. */
+  const list = (label, facts, draw, empty = 'None recorded.') => {
+    const group = h('div', { class: 'group' }, h('h3', {}, label, ' ', h('span', { class: 'count' }, `(${facts.length})`)));
+    if (facts.length === 0) return append(group, h('p', { class: 'muted' }, empty));
+    const ul = h('ul', { class: 'facts-list' }, facts.slice(0, FIRST_FACTS).map(draw));
+    return append(group, ul, showRest(facts.length - FIRST_FACTS, `${label}: show the other`, () => appendAll(ul, facts.slice(FIRST_FACTS).map(draw))));
+  };
   const section = (id, title, ...children) => h('section', { class: 'card', 'aria-labelledby': id, id: `${id}-section` }, h('h2', { id }, title), children);
 
   // Problems
@@ -123,9 +140,9 @@ export async function renderRecord(ctx, container, patientId, { documentsById, o
     'problems-title',
     'Problems',
     h('div', { class: 'columns' }, [
-      list('Active', conditions.filter((c) => problemGroup(c) === 'active').map(problem)),
-      list('Resolved', conditions.filter((c) => problemGroup(c) === 'resolved').map(problem)),
-      list('Refuted (ruled out)', conditions.filter((c) => problemGroup(c) === 'refuted').map(problem), 'None ruled out.'),
+      list('Active', conditions.filter((c) => problemGroup(c) === 'active'), problem),
+      list('Resolved', conditions.filter((c) => problemGroup(c) === 'resolved'), problem),
+      list('Refuted (ruled out)', conditions.filter((c) => problemGroup(c) === 'refuted'), problem, 'None ruled out.'),
     ]),
   );
 
@@ -135,9 +152,8 @@ export async function renderRecord(ctx, container, patientId, { documentsById, o
     'Medications',
     list(
       'Medications',
-      newestFirst(of('MedicationStatement', 'MedicationRequest')).map((m) =>
-        item(medicationName(m), [m.status, m.effectivePeriod?.start ? `since ${when(m.effectivePeriod.start)}` : '', m.dosage?.[0]?.text ?? '', m.reasonCode?.[0] ? `for ${textOf(m.reasonCode[0])}` : ''].filter(Boolean).join(' · '), m),
-      ),
+      newestFirst(of('MedicationStatement', 'MedicationRequest')),
+      (m) => item(medicationName(m), [m.status, m.effectivePeriod?.start ? `since ${when(m.effectivePeriod.start)}` : '', m.dosage?.[0]?.text ?? '', m.reasonCode?.[0] ? `for ${textOf(m.reasonCode[0])}` : ''].filter(Boolean).join(' · '), m),
     ),
   );
 
@@ -147,11 +163,12 @@ export async function renderRecord(ctx, container, patientId, { documentsById, o
     'Allergies',
     list(
       'Allergies and intolerances',
-      of('AllergyIntolerance').map((a) => {
+      of('AllergyIntolerance'),
+      (a) => {
         const reactions = (a.reaction ?? []).map((r) => [(r.manifestation ?? []).map(textOf).join(', '), r.severity].filter(Boolean).join(' — ')).filter(Boolean).join('; ');
         const refuted = codeOf(a.verificationStatus) === 'refuted';
         return item(textOf(a.code) || 'Unnamed substance', [reactions, codeOf(a.clinicalStatus)].filter(Boolean).join(' · '), a, refuted ? badge('refuted', 'warn') : a.criticality === 'high' ? badge('high criticality', 'bad') : null);
-      }),
+      },
       'No allergies recorded.',
     ),
   );
@@ -162,35 +179,73 @@ export async function renderRecord(ctx, container, patientId, { documentsById, o
     'Immunizations',
     list(
       'Immunizations',
-      newestFirst(of('Immunization')).map((i) => item(textOf(i.vaccineCode), [when(i.occurrenceDateTime), i.status === 'not-done' ? 'not given' : i.status].filter(Boolean).join(' · '), i)),
+      newestFirst(of('Immunization')),
+      (i) => item(textOf(i.vaccineCode), [when(i.occurrenceDateTime), i.status === 'not-done' ? 'not given' : i.status].filter(Boolean).join(' · '), i),
     ),
   );
 
   // Encounters, on a timeline
+  const visits = newestFirst(of('Encounter'));
+  const visit = (e) =>
+    h(
+      'li',
+      { 'data-resource': `Encounter/${e.id}` },
+      h('time', { datetime: e.period?.start ?? '' }, when(e.period?.start) || 'date unknown'),
+      h('span', { class: 'title' }, textOf(e.type?.[0]) || e.class?.display || 'Encounter'),
+      h('span', { class: 'detail' }, [e.class?.display, e.status, (e.reasonCode ?? []).map(textOf).join(', ')].filter(Boolean).join(' · ')),
+      sources(e),
+    );
+  const timeline = h('ol', { class: 'timeline', 'aria-label': 'Encounters, newest first' }, visits.slice(0, FIRST_FACTS).map(visit));
   const encounters = section(
     'encounters-title',
     'Encounters',
-    h(
-      'ol',
-      { class: 'timeline', 'aria-label': 'Encounters, newest first' },
-      newestFirst(of('Encounter')).map((e) =>
-        h(
-          'li',
-          { 'data-resource': `Encounter/${e.id}` },
-          h('time', { datetime: e.period?.start ?? '' }, when(e.period?.start) || 'date unknown'),
-          h('span', { class: 'title' }, textOf(e.type?.[0]) || e.class?.display || 'Encounter'),
-          h('span', { class: 'detail' }, [e.class?.display, e.status, (e.reasonCode ?? []).map(textOf).join(', ')].filter(Boolean).join(' · ')),
-          sources(e),
-        ),
-      ),
-    ),
-    of('Encounter').length === 0 ? h('p', { class: 'muted' }, 'No encounters recorded.') : null,
+    timeline,
+    showRest(visits.length - FIRST_FACTS, 'Encounters: show the other', () => appendAll(timeline, visits.slice(FIRST_FACTS).map(visit))),
+    visits.length === 0 ? h('p', { class: 'muted' }, 'No encounters recorded.') : null,
   );
 
   // Results with their reference ranges
   const observations = of('Observation');
   const category = (o) => (o.category ?? []).flatMap((c) => c.coding ?? []).map((c) => c.code);
   const labs = newestFirst(observations.filter((o) => category(o).includes('laboratory') && (o.valueQuantity || o.valueString || o.valueCodeableConcept)));
+  const resultRow = (o) => {
+    const flag = flagOf(o);
+    return h(
+      'tr',
+      { 'data-resource': `Observation/${o.id}` },
+      h('td', {}, textOf(o.code)),
+      h('td', {}, quantity(o.valueQuantity) || o.valueString || textOf(o.valueCodeableConcept)),
+      h('td', {}, rangeText(o.referenceRange?.[0])),
+      h('td', {}, flag ? badge(flag, 'bad') : ''),
+      h('td', {}, when(dateOf(o))),
+      h('td', {}, sources(o)),
+    );
+  };
+  const resultRows = h('tbody', {}, labs.length === 0 ? h('tr', {}, h('td', { colspan: 6 }, 'No results recorded.')) : labs.slice(0, FIRST_ROWS).map(resultRow));
+  // Older results a few hundred at a time: the table grows, the rows already read stay where they are.
+  let resultsShown = Math.min(FIRST_ROWS, labs.length);
+  const moreResults = h('p', {});
+  const offerMoreResults = () => {
+    const left = labs.length - resultsShown;
+    mount(
+      moreResults,
+      left > 0
+        ? h(
+            'button',
+            {
+              type: 'button',
+              onclick: () => {
+                resultRows.append(...labs.slice(resultsShown, resultsShown + MORE_ROWS).map(resultRow));
+                resultsShown = Math.min(labs.length, resultsShown + MORE_ROWS);
+                offerMoreResults();
+              },
+            },
+            `Show ${Math.min(left, MORE_ROWS)} older results (${left} not shown)`,
+          )
+        : null,
+    );
+  };
+  offerMoreResults();
   const results = section(
     'results-title',
     'Results',
@@ -202,27 +257,10 @@ export async function renderRecord(ctx, container, patientId, { documentsById, o
         { class: 'results' },
         h('caption', { class: 'visually-hidden' }, 'Laboratory results, newest first'),
         h('thead', {}, h('tr', {}, ['Test', 'Value', 'Reference range', 'Flag', 'Date', 'Source'].map((t) => h('th', { scope: 'col' }, t)))),
-        h(
-          'tbody',
-          {},
-          labs.length === 0
-            ? h('tr', {}, h('td', { colspan: 6 }, 'No results recorded.'))
-            : labs.map((o) => {
-                const flag = flagOf(o);
-                return h(
-                  'tr',
-                  { 'data-resource': `Observation/${o.id}` },
-                  h('td', {}, textOf(o.code)),
-                  h('td', {}, quantity(o.valueQuantity) || o.valueString || textOf(o.valueCodeableConcept)),
-                  h('td', {}, rangeText(o.referenceRange?.[0])),
-                  h('td', {}, flag ? badge(flag, 'bad') : ''),
-                  h('td', {}, when(dateOf(o))),
-                  h('td', {}, sources(o)),
-                );
-              }),
-        ),
+        resultRows,
       ),
     ),
+    moreResults,
   );
 
   // Charts of vitals and numeric labs over time
@@ -277,9 +315,44 @@ export async function renderRecord(ctx, container, patientId, { documentsById, o
   const search = section('search-title', 'Search the record', searchForm, found);
 
   const other = newestFirst(of('Procedure'));
-  const procedures = section('procedures-title', 'Procedures', list('Procedures', other.map((p) => item(textOf(p.code), [when(dateOf(p)), p.status].filter(Boolean).join(' · '), p))));
+  const procedures = section('procedures-title', 'Procedures', list('Procedures', other, (p) => item(textOf(p.code), [when(dateOf(p)), p.status].filter(Boolean).join(' · '), p)));
 
   mount(container, search, problems, h('div', { class: 'grid' }, allergies, medications), chartsSection, results, encounters, h('div', { class: 'grid' }, immunizations, procedures));
+}
+
+/** Appends children to an element and returns it. */
+function append(element, ...children) {
+  for (const child of children) if (child) element.append(child);
+  return element;
+}
+
+/** Appends the nodes; returns the first. */
+function appendAll(parent, nodes) {
+  parent.append(...nodes);
+  return nodes[0];
+}
+
+/** A button that draws the `count` facts not drawn yet (`draw` returns the first), then goes away; nothing when there are none. */
+function showRest(count, label, draw) {
+  if (count <= 0) return null;
+  const button = h(
+    'button',
+    {
+      type: 'button',
+      class: 'link show-rest',
+      onclick: () => {
+        // Focus goes to the first fact drawn, where reading goes on, not back to the top of the page.
+        const first = draw();
+        button.remove();
+        if (first) {
+          first.setAttribute('tabindex', '-1');
+          first.focus();
+        }
+      },
+    },
+    `${label} ${count}`,
+  );
+  return button;
 }
 
 /** One series drawn as an inline SVG line chart, its reference range as a band, each point titled. */
@@ -318,7 +391,7 @@ function chart(s) {
       h('svg:text', { x: x(t0), y: H - 8, 'text-anchor': t1 === t0 ? 'middle' : 'start', class: 'tick' }, year(t0)),
       t1 !== t0 ? h('svg:text', { x: x(t1), y: H - 8, 'text-anchor': 'end', class: 'tick' }, year(t1)) : null,
       points.length > 1 ? h('svg:polyline', { points: points.map((p) => `${x(p.at).toFixed(1)},${y(p.value).toFixed(1)}`).join(' '), class: 'line' }) : null,
-      points.map((p) => h('svg:circle', { cx: x(p.at).toFixed(1), cy: y(p.value).toFixed(1), r: 4, class: 'point' }, h('svg:title', {}, `${when(p.date)}: ${p.value} ${s.unit}`))),
+      (points.length <= DOTS_AT_MOST ? points : [latest]).map((p) => h('svg:circle', { cx: x(p.at).toFixed(1), cy: y(p.value).toFixed(1), r: 4, class: 'point' }, h('svg:title', {}, `${when(p.date)}: ${p.value} ${s.unit}`))),
     ),
     h('figcaption', {}, h('strong', {}, s.label), ` (${s.unit || 'no unit'}) — latest ${latest.value} on ${when(latest.date)}`),
   );

@@ -3,6 +3,71 @@ import { announce, badge, confirmDialog, errorBox, facts, field, h, mount, secre
 
 const STATES = /^[A-Z]{2}$/;
 
+/** The organization types the API knows, as people read them. */
+const TYPES = {
+  acuteCare: 'Acute care',
+  ambulatory: 'Ambulatory',
+  hospital: 'Hospital',
+  labSystems: 'Lab systems',
+  pharmacy: 'Pharmacy',
+  postAcuteCare: 'Post-acute care',
+};
+
+/**
+ * The organization's form, filled with what is stored: saving updates it (PUT), or creates it when the
+ * account has none yet (POST). The service checks every field and its answer says which one is wrong.
+ */
+function organizationForm(ctx, organization, status, saved) {
+  const { api } = ctx;
+  const location = organization?.location ?? {};
+  const input = (name, value, attributes = {}) => h('input', { type: 'text', name, required: true, value: value ?? '', ...attributes });
+  const controls = {
+    name: input('name', organization?.name),
+    type: h(
+      'select',
+      { name: 'type', required: true },
+      Object.entries(TYPES).map(([value, label]) => h('option', { value, selected: value === (organization?.type ?? 'ambulatory') }, label)),
+    ),
+    addressLine1: input('addressLine1', location.addressLine1),
+    city: input('city', location.city),
+    state: input('state', location.state, { size: 3, maxlength: 2 }),
+    zip: input('zip', location.zip, { size: 6, inputmode: 'numeric' }),
+  };
+  return h(
+    'form',
+    {
+      class: 'grid-form',
+      'aria-labelledby': 'org-form-title',
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const state = controls.state.value.trim().toUpperCase();
+        if (!STATES.test(state)) return mount(status, errorBox({ message: 'State: two letters, e.g. OR' }));
+        const body = {
+          name: controls.name.value.trim(),
+          type: controls.type.value,
+          location: { addressLine1: controls.addressLine1.value.trim(), city: controls.city.value.trim(), state, zip: controls.zip.value.trim(), country: 'USA' },
+        };
+        try {
+          const answer = organization
+            ? await api.call('PUT', `/medical/v1/organization/${encodeURIComponent(organization.id)}`, { body })
+            : await api.call('POST', '/medical/v1/organization', { body });
+          await saved(answer);
+        } catch (error) {
+          mount(status, errorBox(error));
+        }
+      },
+    },
+    h('h3', { id: 'org-form-title' }, organization ? 'Edit the organization' : 'Create the organization'),
+    field('Organization name', controls.name),
+    field('Type', controls.type),
+    field('Street address', controls.addressLine1),
+    field('City', controls.city),
+    field('State', controls.state),
+    field('ZIP', controls.zip),
+    h('button', { type: 'submit' }, organization ? 'Save the organization' : 'Create the organization'),
+  );
+}
+
 export async function renderSettings(ctx, container, { signOut, rekey }) {
   const { api } = ctx;
   const [organization, facilities] = await Promise.all([
@@ -18,11 +83,18 @@ export async function renderSettings(ctx, container, { signOut, rekey }) {
     organization
       ? facts([
           ['Name', organization.name],
-          ['Type', organization.type],
+          ['Type', TYPES[organization.type] ?? organization.type],
           ['OID', organization.oid],
           ['Location', `${organization.location.addressLine1}, ${organization.location.city}, ${organization.location.state} ${organization.location.zip}`],
         ])
-      : h('p', {}, 'No organization yet: create it through the API (POST /medical/v1/organization).'),
+      : h('p', {}, 'No organization yet: the account has one, named here.'),
+    organizationForm(ctx, organization, status, async (saved) => {
+      ctx.organization = saved;
+      const shown = document.querySelector('header.top .org');
+      if (shown) shown.textContent = saved.name;
+      announce('Organization saved');
+      await renderSettings(ctx, container, { signOut, rekey });
+    }),
   );
 
   const input = (name, attributes = {}) => h('input', { type: 'text', name, required: true, ...attributes });

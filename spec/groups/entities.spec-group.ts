@@ -120,6 +120,54 @@ export function defineEntitiesGroup({ describe, test, makeHost }: HostSpecOption
       });
     });
 
+    test('the patient list searches by name (case and accents aside), date of birth and externalId, and pages the search', async () => {
+      await withHost(makeHost, async (host) => {
+        const api = await AccountApi.create(host);
+        await api.createFacility();
+        const people = [
+          { firstName: 'José', lastName: 'García-López', dob: '1980-02-29', externalId: 'emr-1' },
+          { firstName: 'Ana', lastName: 'Núñez', dob: '1975-03-09', externalId: 'emr-2' },
+          { firstName: 'JOSE', lastName: 'Pérez', dob: '1980-02-29', externalId: 'emr-3' },
+          { firstName: 'Zoë', lastName: 'garcia', dob: '1990-01-01', externalId: 'emr-4' },
+        ];
+        const ids: string[] = [];
+        for (const person of people) {
+          const created = await api.call('POST', '/medical/v1/patient', { body: { ...PATIENT, ...person } });
+          expect(created.status, created.text).toBe(201);
+          ids.push(created.body.id);
+        }
+        const search = async (query: Record<string, string>) => {
+          const response = await api.call('GET', '/medical/v1/patient', { query });
+          expect(response.status, response.text).toBe(200);
+          return (response.body.patients as { id: string }[]).map((patient) => ids.indexOf(patient.id));
+        };
+        expect(await search({ name: 'GARCIA' })).toEqual([0, 3]);
+        expect(await search({ name: 'josé gar' })).toEqual([0]);
+        expect(await search({ name: 'jose' })).toEqual([0, 2]);
+        expect(await search({ name: 'lopez' })).toEqual([0]);
+        expect(await search({ name: 'zoe' })).toEqual([3]);
+        expect(await search({ dob: '1980-02-29' })).toEqual([0, 2]);
+        expect(await search({ externalId: 'emr-2' })).toEqual([1]);
+        expect(await search({ name: 'jose', dob: '1980-02-29', externalId: 'emr-3' })).toEqual([2]);
+        expect(await search({ name: 'nobody' })).toEqual([]);
+
+        // A search pages like the list, its filters carried in meta.nextPage.
+        const first = await api.call('GET', '/medical/v1/patient', { query: { name: 'garcia', count: '1' } });
+        expect(first.body.patients.map((p: { id: string }) => p.id)).toEqual([ids[0]]);
+        const next = new URL(first.body.meta.nextPage);
+        expect(next.searchParams.get('name')).toBe('garcia');
+        const second = await api.call('GET', '/medical/v1/patient', { query: Object.fromEntries(next.searchParams) });
+        expect(second.body.patients.map((p: { id: string }) => p.id)).toEqual([ids[3]]);
+        expect(second.body.meta.nextPage).toBeUndefined();
+
+        for (const query of [{ name: '!!!' }, { dob: '29/02/1980' }, { name: 'x'.repeat(201) }]) {
+          const bad = await api.call('GET', '/medical/v1/patient', { query });
+          expect(bad.status, JSON.stringify(query)).toBe(400);
+          expect(bad.body.code).toBe('VALIDATION_FAILED');
+        }
+      });
+    });
+
     test('cohorts CRUD', async () => {
       await withHost(makeHost, async (host) => {
         const api = await AccountApi.create(host);

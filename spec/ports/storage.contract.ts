@@ -672,6 +672,70 @@ export function defineStorageContract(options: StorageContractOptions): void {
     expect(await storage.patients.count(ACCOUNT_B)).toBe(1);
   });
 
+  test('patients: search by name (folded, word prefixes), dob, externalId and facility; bounded scan, paged by next', async (storage, build) => {
+    const facility = 'f0000000-0000-7000-8000-0000000000ff';
+    const people: [string, string, string, string | undefined, string[]][] = [
+      ['José María', 'García-López', '1980-02-29', 'emr-1', [facility]],
+      ['Ana', 'Núñez', '1975-03-09', 'emr-2', ['f-other']],
+      ['JOSE', 'Pérez', '1980-02-29', undefined, [facility]],
+      ['Zoë', 'garcia', '1990-01-01', 'emr-1', ['f-other', facility]],
+      ['Łukasz', "O'Brien", '1980-02-29', 'emr-5', [facility]],
+      ['Anaïs', 'Garçon', '1975-03-09', 'emr-6', [facility]],
+    ];
+    const patients = people.map(([firstName, lastName, dob, externalId, facilityIds], i) => {
+      const { externalId: _omitted, ...base } = build.patient(ACCOUNT_A, { firstName, lastName, dob, facilityIds, createdAt: at(100 - i) });
+      return externalId === undefined ? base : { ...base, externalId };
+    });
+    await storage.patients.insertMany([...patients].reverse());
+    await storage.patients.insert(build.patient(ACCOUNT_B, { firstName: 'José', lastName: 'García', dob: '1980-02-29', externalId: 'emr-1' }));
+    const all = { limit: 50, scan: 1_000 };
+    const found = async (search: Parameters<StoragePort['patients']['search']>[1], window = all) => {
+      const page = await storage.patients.search(ACCOUNT_A, search, window);
+      expect(page.next, 'a whole scan leaves nothing to resume').toBeUndefined();
+      return page.patients.map((patient) => patients.indexOf(patients.find((p) => p.id === patient.id)!));
+    };
+    // Folded words, each beginning one of the names (a hyphen parts a name, punctuation is dropped).
+    expect(await found({ nameTerms: ['garcia'] })).toEqual([0, 3]);
+    expect(await found({ nameTerms: ['lopez'] })).toEqual([0]);
+    expect(await found({ nameTerms: ['garcialo'] })).toEqual([0]);
+    expect(await found({ nameTerms: ['jose', 'gar'] })).toEqual([0]);
+    expect(await found({ nameTerms: ['jose'] })).toEqual([0, 2]);
+    expect(await found({ nameTerms: ['zoe'] })).toEqual([3]);
+    expect(await found({ nameTerms: ['lukasz', 'obr'] })).toEqual([4]);
+    expect(await found({ nameTerms: ['ana'] })).toEqual([1, 5]);
+    expect(await found({ nameTerms: ['arcia'] }), 'a word begins a name, it does not sit inside one').toEqual([]);
+    expect(await found({ dob: '1980-02-29' })).toEqual([0, 2, 4]);
+    expect(await found({ externalId: 'emr-1' })).toEqual([0, 3]);
+    expect(await found({ nameTerms: ['gar'], dob: '1975-03-09' })).toEqual([5]);
+    expect(await found({ dob: '1980-02-29', facilityId: facility, externalId: 'emr-5' })).toEqual([4]);
+    expect(await found({ facilityId: 'f-other' })).toEqual([1, 3]);
+    expect(await found({ nameTerms: ['nobody'] })).toEqual([]);
+    expect((await storage.patients.search('no-such-account', { nameTerms: ['jose'] }, all)).patients).toEqual([]);
+    // Whole records come back, as stored.
+    expect((await storage.patients.search(ACCOUNT_A, { nameTerms: ['zoe'] }, all)).patients).toEqual([patients[3]]);
+
+    // The limit stops at a match; the scan bound stops after that many examined, matching or not.
+    expect(await storage.patients.search(ACCOUNT_A, { nameTerms: ['garcia'] }, { limit: 1, scan: 1_000 })).toEqual({ patients: [patients[0]], next: patients[0]!.id });
+    expect(await storage.patients.search(ACCOUNT_A, { nameTerms: ['garcia'] }, { limit: 50, scan: 3 })).toEqual({ patients: [patients[0]], next: patients[2]!.id });
+    expect(await storage.patients.search(ACCOUNT_A, { nameTerms: ['nobody'] }, { limit: 50, scan: 2 })).toEqual({ patients: [], next: patients[1]!.id });
+    expect(await storage.patients.search(ACCOUNT_A, { nameTerms: ['garcia'] }, { after: patients[2]!.id, limit: 50, scan: 2 })).toEqual({ patients: [patients[3]], next: patients[4]!.id });
+    expect(await storage.patients.search(ACCOUNT_A, { nameTerms: ['garcia'] }, { after: patients[2]!.id, limit: 50, scan: 3 }), 'the last patient examined: nothing left').toEqual({ patients: [patients[3]] });
+    expect(await storage.patients.search(ACCOUNT_A, { nameTerms: ['ana'] }, { after: patients[1]!.id, limit: 1, scan: 1_000 }), 'the last patient found: nothing left').toEqual({ patients: [patients[5]] });
+    // Following next, whatever the bounds, finds every match once, in id order.
+    for (const [limit, scan] of [[1, 1], [1, 2], [2, 1], [2, 5], [3, 2]] as const) {
+      const seen: string[] = [];
+      let after: string | undefined;
+      for (let calls = 0; calls < 20; calls++) {
+        const page = await storage.patients.search(ACCOUNT_A, { dob: '1980-02-29' }, { ...(after !== undefined ? { after } : {}), limit, scan });
+        expect(page.patients.length).toBeLessThanOrEqual(limit);
+        seen.push(...page.patients.map((patient) => patient.id));
+        after = page.next;
+        if (after === undefined) break;
+      }
+      expect(seen, `limit ${limit}, scan ${scan}`).toEqual([patients[0]!.id, patients[2]!.id, patients[4]!.id]);
+    }
+  });
+
   test('patients: update replaces the whole record, blocking keys included', async (storage, build) => {
     const patient = build.patient(ACCOUNT_A, { matchKeys: ['old', 'kept'] });
     await storage.patients.insert(patient);

@@ -1,5 +1,6 @@
 import { documentQueryState, networkQueryStatus } from '../../../core/domain/types.js';
 import { CoreError } from '../../../core/errors.js';
+import { matchesPatientSearch } from '../../../core/entities/patient-search.js';
 import type {
   BulkQueriesProgress,
   Account,
@@ -222,6 +223,12 @@ function smallestIds(ids: Iterable<string>, after: string | undefined, limit: nu
     if (page.length > limit) page.pop();
   }
   return page;
+}
+
+/** Whether no id of `ids` comes after `id`. */
+function isLast(ids: Iterable<string>, id: string): boolean {
+  for (const other of ids) if (other > id) return false;
+  return true;
 }
 
 /** Live outbox claims by message id; a lease is not transactional data, so it sits beside the tables. */
@@ -461,6 +468,19 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
     },
     async count(accountId) {
       return views.patients.countBy('byAccount', accountId);
+    },
+    async search(accountId, search, { after, limit, scan }) {
+      const candidates = search.externalId !== undefined ? views.patients.keysBy('byExternalId', key(accountId, search.externalId)) : views.patients.keysBy('byAccount', accountId);
+      const examined = smallestIds(candidates, after, scan);
+      const patients: Patient[] = [];
+      for (let i = 0; i < examined.length; i++) {
+        const patient = views.patients.get(examined[i]!)!;
+        if (!matchesPatientSearch(search, patient)) continue;
+        patients.push(copy(patient));
+        if (patients.length === limit) return { patients, ...(isLast(candidates, patient.id) ? {} : { next: patient.id }) };
+      }
+      const last = examined.at(-1);
+      return last === undefined || isLast(candidates, last) ? { patients } : { patients, next: last };
     },
     async update(patient) {
       lockAccount(patient.accountId);

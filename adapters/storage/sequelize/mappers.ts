@@ -323,6 +323,11 @@ export class RowMapper {
     for (const hash of hashes) into.push([hash, patientId]);
   }
 
+  /** The facility ids of a patient row, read alone. */
+  patientFacilityIds(row: Row): string[] {
+    return this.parse<string[]>(row.facility_ids);
+  }
+
   patient(row: Row): Patient {
     return optional<Patient>(
       {

@@ -61,12 +61,35 @@ function checkPageQuery(query: { toItem?: string | undefined; filters?: string |
   }
 }
 
-/** `meta.nextPage`: the URL of the page after the one whose last id is `next`. */
-function nextPageUrl(publicUrl: string, path: string, next: string | undefined, count: number, facilityId?: string): string | undefined {
+/** `meta.nextPage`: the URL of the page after the one whose last id is `next`, with the same filters. */
+function nextPageUrl(publicUrl: string, path: string, next: string | undefined, count: number, filters: Record<string, string | undefined> = {}): string | undefined {
   if (!next) return undefined;
-  const query = new URLSearchParams({ ...(facilityId ? { facilityId } : {}), cursor: next, count: String(count) });
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(filters)) if (value !== undefined) query.set(name, value);
+  query.set('cursor', next);
+  query.set('count', String(count));
   return `${publicUrl}${path}?${query.toString()}`;
 }
+
+/**
+ * Filters of the patient list, answered by a bounded scan (see `PATIENT_SEARCH_SCAN`): a filtered page may
+ * hold fewer patients than `count`, even none, and still have a `meta.nextPage`.
+ */
+const patientFilterQuery = z.object({
+  name: z
+    .string()
+    .trim()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('Words of a first or last name, each beginning one of the names of the patient, case and accents aside (`jose gar` finds José García)'),
+  dob: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}$/, 'a date as YYYY-MM-DD')
+    .optional()
+    .describe('Date of birth, YYYY-MM-DD'),
+  externalId: z.string().trim().min(1).max(200).optional().describe('The patient ID in your system, exactly'),
+});
 
 const cohortMembersBody = z.object({
   patientIds: z.array(z.string().trim().min(1).max(100)).max(10_000).optional(),
@@ -315,13 +338,14 @@ export const patientRoutes = [
     path: `${V1}/patient`,
     auth: 'apiKey',
     tag: 'Patient',
-    summary: 'List patients, optionally of one facility, oldest first, paged by cursor',
-    query: facilityQuery.merge(pageQuery),
+    summary: 'List patients, optionally of one facility and filtered by name, date of birth or externalId, oldest first, paged by cursor',
+    query: facilityQuery.merge(pageQuery).merge(patientFilterQuery),
     success: { status: 200, schema: patientPageResponse },
     async handle({ deps, account, query, request }) {
       checkPageQuery(query);
-      const page = await listPatients(deps, account.id, { facilityId: query.facilityId, after: query.cursor, fromItem: query.fromItem, limit: query.count });
-      return json(200, patientPageToWire(page.patients, nextPageUrl(deps.config.publicUrl, request.path, page.next, query.count, query.facilityId)));
+      const filters = { name: query.name, dob: query.dob, externalId: query.externalId };
+      const page = await listPatients(deps, account.id, { facilityId: query.facilityId, after: query.cursor, fromItem: query.fromItem, limit: query.count, filters });
+      return json(200, patientPageToWire(page.patients, nextPageUrl(deps.config.publicUrl, request.path, page.next, query.count, { facilityId: query.facilityId, ...filters })));
     },
   }),
   defineRoute({

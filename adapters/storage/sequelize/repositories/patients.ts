@@ -2,6 +2,7 @@ import { Op, literal, type Transaction, type WhereOptions } from 'sequelize';
 import { CoreError } from '../../../../core/errors.js';
 import { settleAll } from '../../../../core/settle.js';
 import type { Patient } from '../../../../core/domain/types.js';
+import { matchesPatientSearch } from '../../../../core/entities/patient-search.js';
 import type { PatientRepository } from '../../../../core/ports/storage.port.js';
 import { KEY_HASH_COLUMNS } from '../mappers.js';
 import type { Row } from '../models.js';
@@ -95,6 +96,16 @@ export function patientsRepository(db: SqlAccess): PatientRepository {
       ? literal(`CAST(${column} AS jsonb) @> CAST(${db.sequelize.escape(JSON.stringify([value]))} AS jsonb)`)
       : literal(`EXISTS (SELECT 1 FROM json_each(${column}) WHERE json_each.value = ${db.sequelize.escape(value)})`);
 
+  /** These patients of any account, whole, by id ascending. */
+  const patientsById = async (ids: readonly string[]) => {
+    const found: Patient[] = [];
+    for (const chunk of chunks(ids, IDS_PER_STATEMENT)) {
+      const rows = await db.raw.all(db.transaction, `SELECT * FROM patients WHERE id IN (${db.raw.list(chunk.length)}) ORDER BY id ASC`, chunk);
+      found.push(...rows.map(toPatient));
+    }
+    return found;
+  };
+
   return {
     insert: (patient) => insertOne(patient),
     insertMany: async (batch) => {
@@ -130,6 +141,27 @@ export function patientsRepository(db: SqlAccess): PatientRepository {
       return (await db.findAll(model, { [Op.and]: conditions }, [['id', 'ASC']], options.limit)).map(toPatient);
     },
     count: (accountId) => model.count({ where: { account_id: accountId }, transaction: db.transaction }),
+    search: async (accountId, search, { after, limit, scan }) => {
+      const found: string[] = [];
+      let examined = 0;
+      let last = after;
+      // Narrow rows, a chunk at a time, along the (account_id, id) index (or (account_id, external_id)):
+      // the rule is applied here, in one place for every adapter, and only the patients found are read whole.
+      while (examined < scan && found.length < limit) {
+        const chunk = Math.min(SEARCH_CHUNK, scan - examined);
+        const rows = await searchWindow(db, accountId, search.externalId, last, chunk);
+        for (const row of rows) {
+          last = String(row.id);
+          examined++;
+          const candidate = { firstName: String(row.first_name), lastName: String(row.last_name), dob: String(row.dob), externalId: row.external_id === null ? undefined : String(row.external_id), facilityIds: db.map.patientFacilityIds(row) };
+          if (matchesPatientSearch(search, candidate) && found.push(last) === limit) break;
+        }
+        // A short window is the end of the account's patients, unless the limit stopped the examination inside it.
+        if (rows.length < chunk && (rows.length === 0 || last === String(rows[rows.length - 1]!.id))) return { patients: await patientsById(found) };
+      }
+      const more = last !== undefined && (await searchWindow(db, accountId, search.externalId, last, 1)).length > 0;
+      return more ? { patients: await patientsById(found), next: last! } : { patients: await patientsById(found) };
+    },
     update: (patient) =>
       db.atomic(async (transaction) => {
         await holdAccount(db, patient.accountId, transaction);
@@ -188,6 +220,24 @@ export function patientsRepository(db: SqlAccess): PatientRepository {
       return holdAccount(db, accountId, db.transaction);
     },
   };
+}
+
+/** Patients examined per statement of a search: a few hundred KB of narrow rows. */
+const SEARCH_CHUNK = 2_000;
+
+/** The next `count` patients of the account after `after` (of those holding `externalId`, when given), narrow rows by id. */
+function searchWindow(db: SqlAccess, accountId: string, externalId: string | undefined, after: string | undefined, count: number): Promise<Row[]> {
+  const params: unknown[] = [accountId];
+  let where = `account_id = ${db.raw.list(1, 1)}`;
+  if (externalId !== undefined) {
+    params.push(externalId);
+    where += ` AND external_id = ${db.raw.list(1, params.length)}`;
+  }
+  if (after !== undefined) {
+    params.push(after);
+    where += ` AND id > ${db.raw.list(1, params.length)}`;
+  }
+  return db.raw.all(db.transaction, `SELECT id, first_name, last_name, dob, external_id, facility_ids FROM patients WHERE ${where} ORDER BY id ASC LIMIT ${Math.trunc(count)}`, params);
 }
 
 /** Adds the patients' entries to the blocking-key index. */
