@@ -1,7 +1,5 @@
 import { createHash } from 'node:crypto';
 
-const UUID_PATTERN = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
-
 export function sha256Hex(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
 }
@@ -22,8 +20,42 @@ export function isUuid(text: string): boolean {
   return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(text);
 }
 
+/**
+ * Where each UUID-shaped run of `text` starts, as a global, case-insensitive match of
+ * `[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}` finds them (leftmost first, none
+ * overlapping), but hopping from hyphen to hyphen: a regular expression without a literal to anchor on
+ * tries every position of a document, and every document is scanned this way twice (its XML, and the
+ * converter's output). stable-ids.test.ts holds the two equal.
+ */
+export function uuidStarts(text: string): number[] {
+  const starts: number[] = [];
+  let from = 0;
+  for (let hyphen = text.indexOf('-', 8); hyphen !== -1; hyphen = text.indexOf('-', Math.max(hyphen + 1, from + 8))) {
+    const start = hyphen - 8;
+    if (start >= from && isUuidAt(text, start)) {
+      starts.push(start);
+      from = start + 36;
+    }
+  }
+  return starts;
+}
+
+/** Hexadecimal digit, either case. */
+function isHex(code: number): boolean {
+  return (code >= 48 && code <= 57) || (code >= 97 && code <= 102) || (code >= 65 && code <= 70);
+}
+
+function isUuidAt(text: string, start: number): boolean {
+  if (start + 36 > text.length) return false;
+  for (let i = 0; i < 36; i++) {
+    const code = text.charCodeAt(start + i);
+    if (i === 8 || i === 13 || i === 18 || i === 23 ? code !== 45 : !isHex(code)) return false;
+  }
+  return true;
+}
+
 export function uuidsIn(text: string): Set<string> {
-  return new Set(Array.from(text.matchAll(UUID_PATTERN), (match) => match[0].toLowerCase()));
+  return new Set(uuidStarts(text).map((start) => text.slice(start, start + 36).toLowerCase()));
 }
 
 /**
@@ -34,14 +66,20 @@ export function uuidsIn(text: string): Set<string> {
  */
 export function replaceRandomUuids(json: string, keep: ReadonlySet<string>, seedPrefix: string): string {
   const replacements = new Map<string, string>();
-  return json.replace(UUID_PATTERN, (uuid) => {
-    const lower = uuid.toLowerCase();
-    if (keep.has(lower)) return uuid;
+  const parts: string[] = [];
+  let copied = 0;
+  for (const start of uuidStarts(json)) {
+    const lower = json.slice(start, start + 36).toLowerCase();
+    if (keep.has(lower)) continue;
     let replacement = replacements.get(lower);
     if (!replacement) {
       replacement = uuidFromSeed(`${seedPrefix}:generated:${replacements.size}`);
       replacements.set(lower, replacement);
     }
-    return replacement;
-  });
+    parts.push(json.slice(copied, start), replacement);
+    copied = start + 36;
+  }
+  if (copied === 0) return json;
+  parts.push(json.slice(copied));
+  return parts.join('');
 }
