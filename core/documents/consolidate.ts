@@ -108,13 +108,16 @@ function consolidateAdopted(input: ConsolidationInput, adopted: readonly FhirRes
   const sources = new Map<string, string[]>();
   const stored = new Map<string, FhirResourceRecord>();
   const candidates = new Map<string, FhirResource>();
+  const storedBare = new Map<string, FhirResource>();
 
   for (const record of input.existing) {
     const key = `${record.resourceType}/${record.id}`;
     stored.set(key, record);
     sources.set(key, [...record.sourceDocumentIds]);
     // Deduplication sees resources as documents gave them: provenance is the store's, written back below.
-    candidates.set(key, withoutProvenance(record.resource as FhirResource));
+    const bare = withoutProvenance(record.resource as FhirResource);
+    storedBare.set(key, bare);
+    candidates.set(key, bare);
   }
   for (const resource of adopted) {
     const key = resourceKey(resource);
@@ -125,7 +128,8 @@ function consolidateAdopted(input: ConsolidationInput, adopted: readonly FhirRes
     candidates.set(key, before ? completeWith(resource, before) : resource);
   }
 
-  const { resources, replaced } = dedupeResources([...candidates.values()], onPass);
+  // Nothing here changes a resource in place (provenance is added to a copy), so the deduplication need not copy.
+  const { resources, replaced } = dedupeResources([...candidates.values()], onPass, { copies: false });
   for (const [from, to] of replaced) sources.set(to, union(sources.get(to) ?? [], sources.get(from) ?? []));
 
   const records: FhirResourceRecord[] = [];
@@ -137,10 +141,11 @@ function consolidateAdopted(input: ConsolidationInput, adopted: readonly FhirRes
     const sourceDocumentIds = union([], sources.get(key) ?? []);
     const resource = withProvenance(deduplicated, sourceDocumentIds);
     const before = stored.get(key);
-    const same =
-      before !== undefined &&
-      canonicalJson(before.resource) === canonicalJson(resource) &&
-      canonicalJson(union([], before.sourceDocumentIds)) === canonicalJson(sourceDocumentIds);
+    const sameSources = before !== undefined && canonicalJson(union([], before.sourceDocumentIds)) === canonicalJson(sourceDocumentIds);
+    // A stored resource the deduplication passed on as it was, naming exactly the same sources, is unchanged:
+    // known without writing both out.
+    const untouched = sameSources && deduplicated === storedBare.get(key) && namesItsSources(before);
+    const same = untouched || (sameSources && canonicalJson(before.resource) === canonicalJson(resource));
     const record: FhirResourceRecord = same
       ? before
       : { accountId, patientId, resourceType: resource.resourceType, id: resource.id!, resource, sourceDocumentIds, updatedAt: now };

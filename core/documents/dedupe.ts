@@ -548,7 +548,11 @@ function mergePass(resources: readonly FhirResource[], byKey: ReadonlyMap<string
  * `onPass` sees what each merge pass compares (the resources, references rewritten by the passes before):
  * what a caller deduplicating part of a set checks its part against (consolidate.ts).
  */
-export function dedupeResources(resources: readonly FhirResource[], onPass?: (resources: readonly FhirResource[], byKey: ReadonlyMap<string, FhirResource>) => void): DedupeResult {
+export function dedupeResources(
+  resources: readonly FhirResource[],
+  onPass?: (resources: readonly FhirResource[], byKey: ReadonlyMap<string, FhirResource>) => void,
+  options: { copies?: boolean } = {},
+): DedupeResult {
   // One resource per key first, so lookups and the outcome do not depend on input order.
   const byKey = new Map<string, FhirResource>();
   for (const resource of resources) {
@@ -569,8 +573,12 @@ export function dedupeResources(resources: readonly FhirResource[], onPass?: (re
     for (const [from, to] of pass.replaced) replaced.set(from, to);
     current = pass.resources;
   }
-  // Copies, whether merged or not: callers may change the result without touching their input.
-  current = current.map((resource) => rewriteReferences(resource, replaced));
+  // Copies, whether merged or not, so callers may change the result without touching their input; a caller
+  // that never changes either (`copies: false`) gets its own objects back where nothing named a merged one,
+  // and can tell by identity what the deduplication left as it was.
+  current = current.map((resource) =>
+    options.copies === false && (replaced.size === 0 || !referencesIn(resource).some((reference) => replaced.has(reference))) ? resource : rewriteReferences(resource, replaced),
+  );
   const sortedReplaced = new Map([...replaced].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   return { resources: current.sort(byTypeThenId), replaced: sortedReplaced };
 }
