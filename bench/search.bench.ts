@@ -33,7 +33,8 @@ import { MemoryStorage } from '../adapters/storage/memory/memory.storage.js';
 import { HttpWebhookSender } from '../adapters/webhook/http.webhook-sender.js';
 import { createAccount } from '../core/accounts.js';
 import { adoptDocumentResources } from '../core/documents/consolidate.js';
-import { resourceKey, rewriteReferences } from '../core/documents/dedupe.js';
+import { resourceKey } from '../core/documents/dedupe.js';
+import { withReferencesReplaced } from '../core/documents/references.js';
 import { documentBlobKey, documentReferenceOf } from '../core/documents/document-reference.js';
 import { searchPatientData } from '../core/documents/search.js';
 import { storeDocument } from '../core/documents/store-document.js';
@@ -61,7 +62,7 @@ interface Fixture {
 function replicate(resources: readonly FhirResource[], r: number): FhirResource[] {
   const renamed = new Map(resources.map((resource) => [resourceKey(resource), `${resource.resourceType}/${resource.id}-r${r}`]));
   return resources.map((resource) => {
-    const copy = rewriteReferences(resource, renamed);
+    const copy = withReferencesReplaced(resource, renamed);
     copy.id = `${resource.id}-r${r}`;
     // Distinct codes keep every copy through deduplication: a patient with this many distinct facts.
     return JSON.parse(JSON.stringify(copy).replace(/"code":"([^"]+)"/g, `"code":"$1.${r}"`)) as FhirResource;

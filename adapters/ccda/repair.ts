@@ -1,4 +1,5 @@
 import type { FhirResource } from '../../core/ports/ccda.port.js';
+import { mapReferencesInPlace } from '../../core/documents/references.js';
 import { rewriteDates } from './date-slots.js';
 import { dateRule, type DateRepairRule, type RepairContext, type RepairRule } from './repair-rule.js';
 import {
@@ -332,23 +333,7 @@ export function repairConvertedResources(
     }
     changed[rule.name] = count;
   }
-  if (retyped.size > 0) for (const resource of resources) retarget(resource, retyped);
+  if (retyped.size > 0) for (const resource of resources) mapReferencesInPlace(resource, (reference) => retyped.get(reference));
   return changed;
 }
 
-/** Rewrites, in place, each `reference` (at any depth) found in `map`. */
-function retarget(value: unknown, map: ReadonlyMap<string, string>): void {
-  if (Array.isArray(value)) {
-    for (const item of value) if (typeof item === 'object' && item !== null) retarget(item, map);
-    return;
-  }
-  const record = value as Record<string, unknown>;
-  for (const key in record) {
-    const child = record[key];
-    if (typeof child === 'object' && child !== null) retarget(child, map);
-    else if (key === 'reference' && typeof child === 'string') {
-      const target = map.get(child);
-      if (target !== undefined) record[key] = target;
-    }
-  }
-}

@@ -7,7 +7,8 @@ import { patientResourcesArb } from '../../spec/arbitraries/fhir.js';
 import type { FhirResourceRecord } from '../domain/types.js';
 import type { FhirResource } from '../ports/ccda.port.js';
 import { adoptDocumentResources, consolidate, ConsolidatedRecord, SOURCE_DOCUMENT_EXTENSION, withoutProvenance } from './consolidate.js';
-import { dedupeResources, referencesIn, resourceKey, rewriteReferences } from './dedupe.js';
+import { dedupeResources, resourceKey } from './dedupe.js';
+import { referencesIn, withReferencesReplaced } from './references.js';
 
 const ACCOUNT = 'acct-1';
 const PATIENT = 'our-patient';
@@ -23,7 +24,7 @@ function asDocument(resources: FhirResource[], index: number): Doc {
   const renamed = new Map(resources.map((r) => [resourceKey(r), `${r.resourceType}/${prefix}${r.id}`]));
   return {
     documentId: `doc-${index}`,
-    resources: resources.map((r) => ({ ...rewriteReferences(r, renamed), id: `${prefix}${r.id}` })),
+    resources: resources.map((r) => ({ ...withReferencesReplaced(r, renamed), id: `${prefix}${r.id}` })),
   };
 }
 

@@ -19,7 +19,8 @@
  */
 import type { FhirResourceRecord } from '../domain/types.js';
 import type { FhirResource } from '../ports/ccda.port.js';
-import { canonicalJson, completeWith, dedupeResources, matchKeysOf, referencesIn, resourceKey, rewriteReferences, type ResourceLookup } from './dedupe.js';
+import { canonicalJson, completeWith, dedupeResources, matchKeysOf, resourceKey, type ResourceLookup } from './dedupe.js';
+import { referencesIn, withReferencesMapped } from './references.js';
 import { patientReference } from './patient-resource.js';
 
 export interface ConsolidationInput {
@@ -50,25 +51,12 @@ export interface ConsolidationResult {
  */
 export function adoptDocumentResources(resources: readonly FhirResource[], patientId: string): FhirResource[] {
   const ours = patientReference(patientId);
-  const patientKeys = new Map<string, string>();
-  for (const resource of resources) {
-    if (resource.resourceType === 'Patient' && resource.id) patientKeys.set(resourceKey(resource), ours);
-  }
+  // The document's own Patient resources and any other `Patient/...` it names (one it did not carry) alike.
+  const toOurs = (reference: string) => (reference.startsWith('Patient/') ? ours : undefined);
   return resources
     .filter((resource) => typeof resource.resourceType === 'string' && typeof resource.id === 'string' && resource.id !== '')
     .filter((resource) => resource.resourceType !== 'Patient')
-    .map((resource) => pointPatientReferencesTo(rewriteReferences(resource, patientKeys), ours));
-}
-
-/** Any `Patient/...` reference left (to a Patient the document did not carry) also means our patient. */
-function pointPatientReferencesTo<T>(value: T, ours: string): T {
-  if (Array.isArray(value)) return value.map((item) => pointPatientReferencesTo(item, ours)) as T;
-  if (typeof value !== 'object' || value === null) return value;
-  const copy: Record<string, unknown> = {};
-  for (const [key, child] of Object.entries(value)) {
-    copy[key] = key === 'reference' && typeof child === 'string' && child.startsWith('Patient/') ? ours : pointPatientReferencesTo(child, ours);
-  }
-  return copy as T;
+    .map((resource) => withReferencesMapped(resource, toOurs));
 }
 
 /** The extension naming a document a consolidated resource came from (`valueString`: the document's id). */

@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { patientResourcesArb, shuffled } from '../../spec/arbitraries/fhir.js';
 import type { FhirResource } from '../ports/ccda.port.js';
-import { dedupeResources, primaryCode, referencesIn, resourceKey } from './dedupe.js';
+import { dedupeResources, primaryCode, resourceKey } from './dedupe.js';
+import { referencesIn } from './references.js';
 
 const numRuns = 150;
 

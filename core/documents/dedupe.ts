@@ -50,6 +50,7 @@
  * one repeats, only the richest copy is kept (by the same rule, then by content).
  */
 import type { FhirResource } from '../ports/ccda.port.js';
+import { referencesIn, withReferencesReplaced } from './references.js';
 
 export interface DedupeResult {
   /** One resource per identity, references rewritten, sorted by resourceType then id. */
@@ -78,30 +79,6 @@ export function primaryCode(concept: unknown): string | undefined {
     if (system && code) return `${system}|${code}`;
   }
   return undefined;
-}
-
-/** Every `reference` string at any depth, in document order. */
-export function referencesIn(value: unknown, out: string[] = []): string[] {
-  if (Array.isArray(value)) {
-    for (const item of value) referencesIn(item, out);
-  } else if (isObject(value)) {
-    for (const [key, child] of Object.entries(value)) {
-      if (key === 'reference' && typeof child === 'string') out.push(child);
-      else referencesIn(child, out);
-    }
-  }
-  return out;
-}
-
-/** A deep copy of `value` where each `reference` found in `map` is replaced by its target. */
-export function rewriteReferences<T>(value: T, map: ReadonlyMap<string, string>): T {
-  if (Array.isArray(value)) return value.map((item) => rewriteReferences(item, map)) as T;
-  if (!isObject(value)) return value;
-  const copy: Json = {};
-  for (const [key, child] of Object.entries(value)) {
-    copy[key] = key === 'reference' && typeof child === 'string' ? (map.get(child) ?? child) : rewriteReferences(child, map);
-  }
-  return copy as T;
 }
 
 /** JSON.stringify's replacer that writes each object's keys in sorted order. */
@@ -540,7 +517,7 @@ function mergePass(resources: readonly FhirResource[], byKey: ReadonlyMap<string
     for (const other of members.slice(1)) replaced.set(resourceKey(other), resourceKey(members[0]!));
   }
   // Only what names a merged resource is rewritten (a copy); the rest is passed on as it is.
-  const rewritten = replaced.size === 0 ? kept : kept.map((resource) => (referencesIn(resource).some((reference) => replaced.has(reference)) ? rewriteReferences(resource, replaced) : resource));
+  const rewritten = replaced.size === 0 ? kept : kept.map((resource) => (referencesIn(resource).some((reference) => replaced.has(reference)) ? withReferencesReplaced(resource, replaced) : resource));
   return { resources: rewritten, replaced };
 }
 
@@ -577,7 +554,7 @@ export function dedupeResources(
   // that never changes either (`copies: false`) gets its own objects back where nothing named a merged one,
   // and can tell by identity what the deduplication left as it was.
   current = current.map((resource) =>
-    options.copies === false && (replaced.size === 0 || !referencesIn(resource).some((reference) => replaced.has(reference))) ? resource : rewriteReferences(resource, replaced),
+    options.copies === false && (replaced.size === 0 || !referencesIn(resource).some((reference) => replaced.has(reference))) ? resource : withReferencesReplaced(resource, replaced),
   );
   const sortedReplaced = new Map([...replaced].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   return { resources: current.sort(byTypeThenId), replaced: sortedReplaced };

@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { patientResourcesArb } from '../../spec/arbitraries/fhir.js';
 import type { FhirResource } from '../ports/ccda.port.js';
-import { referencesIn, resourceKey } from './dedupe.js';
+import { resourceKey } from './dedupe.js';
+import { referencesIn } from './references.js';
 import { byKey, RELATED_TYPES, relatedKeys } from './related.js';
 
 describe('relatedKeys', () => {

@@ -6,7 +6,8 @@
  * convert to such panels rather than to DiagnosticReports).
  */
 import type { FhirResource } from '../ports/ccda.port.js';
-import { referencesIn, resourceKey } from './dedupe.js';
+import { resourceKey } from './dedupe.js';
+import { referencesIn } from './references.js';
 
 /** Resource types that a matching resource brings along when it references them. */
 export const RELATED_TYPES: ReadonlySet<string> = new Set(['Patient', 'Practitioner', 'Organization', 'Encounter', 'Medication', 'Location']);
