@@ -74,16 +74,16 @@ export type RuntimeProfile =
  */
 export const MEMORY_PROFILE_DEFAULTS = { jobConcurrency: 1, webhooks: { allowPrivate: true } } as const satisfies Tunables;
 
-/**
- * The limits and work settings (`Tunables`: rate limits, renders, conversion limits, job concurrency,
- * search cache, retention, webhook delivery) are declared with their documentation and defaults in
- * runtime/settings-table.ts; the memory profile's own defaults are `MEMORY_PROFILE_DEFAULTS`.
- */
 /** The limits and work settings a runtime runs with: the options given, else its profile's defaults, else the table's. */
 export function runtimeTunables(options: RuntimeOptions): ResolvedTunables {
   return resolveTunables(options, options.profile.kind === 'memory' ? MEMORY_PROFILE_DEFAULTS : {});
 }
 
+/**
+ * The limits and work settings (`Tunables`: rate limits, renders, conversion limits, job concurrency,
+ * search cache, retention, webhook delivery) are declared with their documentation and defaults in
+ * runtime/settings-table.ts; the memory profile's own defaults are `MEMORY_PROFILE_DEFAULTS`.
+ */
 export interface RuntimeOptions extends Omit<Tunables, 'webhooks'> {
   profile: RuntimeProfile;
   /** Base of every URL the service hands out, mount prefix included. */

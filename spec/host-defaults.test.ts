@@ -66,6 +66,6 @@ describe('every host runs with the settings table defaults', () => {
     // A host cannot take a setting in another type than the table's.
     // @ts-expect-error WEBHOOK_LEASE_SECONDS becomes a number of ms, not a text
     const leaseAsText: CarebridgeOptions = { publicUrl: 'https://app.example.com', webhooks: { leaseMs: '20s' } };
-    expect(leaseAsText.webhooks).toBeDefined();
+    void leaseAsText;
   });
 });
