@@ -1,4 +1,3 @@
-import type { RateLimits } from '../core/api/rate-limit.js';
 import { classifyStorageError } from '../adapters/storage/storage-full.js';
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
@@ -11,9 +10,9 @@ import type { CoreConfig, CoreDeps } from '../core/deps.js';
 import { describeError } from '../core/error-facts.js';
 import { NotedPauses } from '../core/bulk/pause.js';
 import { coreJobHandlers, resumeInterruptedWork } from '../core/jobs.js';
-import { DEFAULT_RENDER_CONCURRENCY, DEFAULT_RENDER_QUEUE, RenderSlots } from '../core/documents/render-slots.js';
+import { RenderSlots } from '../core/documents/render-slots.js';
 import type { BlobPort, ClockPort, IdsPort, StoragePort, WebhookSenderPort } from '../core/ports/index.js';
-import { DEFAULT_RETENTION_DAYS, pruneFinishedWork } from '../core/retention.js';
+import { pruneFinishedWork } from '../core/retention.js';
 import { deliverDueMessages, type EndpointPauses } from '../core/webhooks/deliver.js';
 import { replacePorts, resolveCoreDeps } from '../adapters/container/core-deps.js';
 import { documentsModule } from '../adapters/container/documents.module.js';
@@ -31,6 +30,7 @@ import { joinInstances, newInstanceId } from './instances.js';
 import { openDatabase } from './database.js';
 import { sandboxDocumentsDir } from './sandbox-documents.js';
 import { urlSigningSecret } from './settings.js';
+import { resolveTunables, type ResolvedTunables, type Tunables } from './settings-table.js';
 import { PatientSnapshots } from '../core/documents/patient-snapshots.js';
 
 /**
@@ -68,7 +68,23 @@ export type RuntimeProfile =
       registerInstance?: boolean;
     };
 
-export interface RuntimeOptions {
+/**
+ * How the sandbox differs from the settings' defaults: it serves one developer, so one job at a time, and
+ * their webhook receiver is usually on their own machine.
+ */
+export const MEMORY_PROFILE_DEFAULTS = { jobConcurrency: 1, webhooks: { allowPrivate: true } } as const satisfies Tunables;
+
+/** The limits and work settings a runtime runs with: the options given, else its profile's defaults, else the table's. */
+export function runtimeTunables(options: RuntimeOptions): ResolvedTunables {
+  return resolveTunables(options, options.profile.kind === 'memory' ? MEMORY_PROFILE_DEFAULTS : {});
+}
+
+/**
+ * The limits and work settings (`Tunables`: rate limits, renders, conversion limits, job concurrency,
+ * search cache, retention, webhook delivery) are declared with their documentation and defaults in
+ * runtime/settings-table.ts; the memory profile's own defaults are `MEMORY_PROFILE_DEFAULTS`.
+ */
+export interface RuntimeOptions extends Omit<Tunables, 'webhooks'> {
   profile: RuntimeProfile;
   /** Base of every URL the service hands out, mount prefix included. */
   publicUrl: string;
@@ -76,49 +92,18 @@ export interface RuntimeOptions {
   blob?: BlobPort;
   /** Secret of the pre-signed URLs. Memory: random per runtime. SQL: generated once and kept in `dataDir`. */
   urlSigningSecret?: string;
-  webhooks?: {
-    /** Accept webhook URLs on loopback/private networks. Default: true in memory, false in SQL. */
-    allowPrivate?: boolean;
-    /** Replaces the HTTP sender (HMAC-signed, with timeouts). */
-    sender?: WebhookSenderPort;
-    /** Requests in flight at once per webhook endpoint. Default 16. */
-    endpointConcurrency?: number;
-    /** At most this many messages a second to each endpoint. Default: no limit. */
-    rateLimitPerSecond?: number;
-    /** How long a delivery pass's claim on its messages lasts (a dead instance holds them this long). Default 5 minutes. */
-    leaseMs?: number;
-    /**
-     * An endpoint whose every attempt failed this long is disabled at its next failed attempt, and the
-     * account told (`webhook.endpoint-disabled`). Default 5 days; 0 never disables.
-     */
-    disableAfterMs?: number;
-  };
+  /** Webhook delivery (see `TUNABLES.webhooks`), and a sender in place of the HTTP one (HMAC-signed, with timeouts). */
+  webhooks?: Tunables['webhooks'] & { sender?: WebhookSenderPort };
   /**
-   * Where C-CDA documents are converted. Default: in process in memory (a sandbox serves one developer and
-   * threads would each load the converter again), a pool of threads in SQL.
+   * Where C-CDA documents are converted: on the calling thread, or in a pool of `ccdaWorkers` threads.
+   * Default: in process in memory (a sandbox serves one developer and threads would each load the converter
+   * again), a pool in SQL.
    */
-  ccda?: { kind: 'in-process' } | { kind: 'pooled'; maxThreads?: number };
-  /** Requests per minute per account by route class (429 with Retry-After past them). Default: no limits. */
-  rateLimits?: RateLimits;
-  /** Wrong API keys allowed per client address and minute (429 TOO_MANY_FAILED_ATTEMPTS past them). Default: not limited. */
-  failedAuthPerMinute?: number;
-  /**
-   * Renders (HTML, PDF) run at once in this process, every account together, and how many more may wait
-   * for a slot; one more request answers 503 BUSY with Retry-After. Default 2 and 8.
-   */
-  renders?: { concurrency?: number; queue?: number };
-  /** Largest C-CDA document converted, bytes; larger ones are stored, their conversion fails with the reason. Default 32 MB. */
-  ccdaMaxBytes?: number;
+  ccda?: 'in-process' | 'pooled';
   /** The C-CDA documents the sandbox HIE network serves. Default `SANDBOX_DOCUMENTS_DIR`, else the repository's. */
   sandboxDocumentsDir?: string;
-  /** Estimated bytes of per-patient search indexes kept in memory. Default 64 MB. */
-  searchCacheBytes?: number;
-  /** Queued jobs run at once. Default 1 in memory, 4 in SQL; background work takes at most half. */
-  jobConcurrency?: number;
   /** Poll interval of the background work, ms. Default 500 (50 in memory). */
   pollMs?: number;
-  /** Days delivered webhook messages and finished jobs are kept. Default 7. */
-  retentionDays?: number;
   /**
    * Re-queue bulk imports a previous stop interrupted, at creation, and every minute while the background
    * runs those whose job died without ending them. Default true in SQL.
@@ -126,7 +111,9 @@ export interface RuntimeOptions {
   resumeInterruptedWork?: boolean;
   /** Background work and unexpected errors are logged here (ids and counts, never PHI). */
   logger?: Logger;
+  /** A stepped clock in tests; the system clock otherwise. */
   clock?: ClockPort;
+  /** Sequential ids in tests; UUID v7 otherwise. */
   ids?: IdsPort;
   /**
    * Your own implementation of any port, in place of the built-in adapter: the HIE, pharmacy or laboratory
@@ -185,7 +172,10 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const profile = options.profile;
   const memory = profile.kind === 'memory';
   const logger = options.logger;
+  const tuning = runtimeTunables(options);
   const dataDir = profile.kind === 'sql' ? (profile.dataDir ?? './data') : undefined;
+  // An empty schema name or blob folder means none, as an unset one does.
+  const databaseSchema = profile.kind === 'sql' ? profile.databaseSchema || undefined : undefined;
   const givenSequelize = profile.kind === 'sql' && typeof profile.database === 'object' ? profile.database : undefined;
   const sequelize =
     profile.kind === 'memory'
@@ -193,8 +183,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       : (givenSequelize ??
         (await openDatabase({
           dataDir: dataDir!,
-          ...(typeof profile.database === 'string' ? { databaseUrl: profile.database } : {}),
-          ...(profile.databaseSchema ? { databaseSchema: profile.databaseSchema } : {}),
+          databaseUrl: typeof profile.database === 'string' ? profile.database : undefined,
+          databaseSchema,
         })));
   const ownsSequelize = sequelize !== undefined && givenSequelize === undefined;
 
@@ -203,63 +193,58 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   try {
     const config: CoreConfig = {
       publicUrl: options.publicUrl.replace(/\/+$/, ''),
-      webhookAllowPrivate: options.webhooks?.allowPrivate ?? memory,
-      ...(options.ccdaMaxBytes !== undefined ? { maxConversionBytes: options.ccdaMaxBytes } : {}),
+      webhookAllowPrivate: tuning.webhooks.allowPrivate,
+      maxConversionBytes: tuning.ccdaMaxBytes,
     };
     container.bind(TOKENS.config).toConstantValue(config);
     const blobStore: { module: BlobModuleOptions; location: string | undefined } =
       profile.kind === 'memory'
         ? { module: options.blob ? { kind: 'instance', blob: options.blob } : { kind: 'memory' }, location: undefined }
         : blobStoreFor(
-            {
-              ...(options.blob ? { blob: options.blob } : {}),
-              ...(profile.blobUrl !== undefined ? { blobUrl: profile.blobUrl } : {}),
-              ...(profile.s3 ? { s3: profile.s3 } : {}),
-              ...(profile.blobDir ? { blobDir: profile.blobDir } : {}),
-            },
+            { blob: options.blob, blobUrl: profile.blobUrl, s3: profile.s3, blobDir: profile.blobDir || undefined },
             dataDir!,
           );
     const urlSecret = options.urlSigningSecret ?? (dataDir === undefined ? randomBytes(32).toString('hex') : await urlSigningSecret(dataDir, undefined));
     container.load(
-      infraModule({ urlSecret, blob: blobStore.module, ...(options.clock ? { clock: options.clock } : {}), ...(options.ids ? { ids: options.ids } : {}) }),
+      infraModule({ urlSecret, blob: blobStore.module, clock: options.clock, ids: options.ids }),
       profile.kind === 'memory'
         ? storageModule(profile.storage ? { kind: 'instance', storage: profile.storage } : { kind: 'memory' })
         : storageModule({ kind: 'sequelize', sequelize: sequelize! }),
       profile.kind === 'memory'
         ? queueModule({ kind: 'memory' })
-        : queueModule({ kind: 'sql', sequelize: sequelize!, ...(profile.databaseSchema ? { schema: profile.databaseSchema } : {}) }),
+        : queueModule({ kind: 'sql', sequelize: sequelize!, schema: databaseSchema }),
       documentsModule({
         sandboxDocumentsDir: options.sandboxDocumentsDir ?? sandboxDocumentsDir(),
-        ccda: options.ccda ?? (memory ? { kind: 'in-process' } : { kind: 'pooled' }),
-        ...(options.searchCacheBytes === undefined ? {} : { searchCacheBytes: options.searchCacheBytes }),
+        ccda: (options.ccda ?? (memory ? 'in-process' : 'pooled')) === 'pooled' ? { kind: 'pooled', maxThreads: tuning.ccdaWorkers } : { kind: 'in-process' },
+        searchCacheBytes: Math.round(tuning.searchCacheMb * 1024 * 1024),
       }),
     );
     if (options.webhooks?.sender) container.bind(TOKENS.webhookSender).toConstantValue(options.webhooks.sender);
-    else container.load(webhookModule(logger ? { logger: logger.child({ component: 'webhooks' }) } : {}));
+    else container.load(webhookModule({ logger: logger?.child({ component: 'webhooks' }) }));
     if (options.ports) await replacePorts(container, options.ports);
     // Pauses of the imports this process runs, kept here too: the storage may refuse to take them.
     const deps: CoreDeps = {
       ...(await resolveCoreDeps(container)),
       pauses: new NotedPauses(),
       snapshots: new PatientSnapshots(),
-      renders: new RenderSlots(options.renders?.concurrency ?? DEFAULT_RENDER_CONCURRENCY, options.renders?.queue ?? DEFAULT_RENDER_QUEUE),
+      renders: new RenderSlots(tuning.renders.concurrency, tuning.renders.queue),
     };
 
     const workerId = newInstanceId();
     if (profile.kind === 'sql' && (profile.registerInstance ?? true)) {
       // Before any work is taken: an instance whose settings disagree with the running ones must not start.
       instances = await joinInstances(sequelize!, {
-        ...(profile.databaseSchema ? { schema: profile.databaseSchema } : {}),
+        schema: databaseSchema,
         identity: { instanceId: workerId, publicUrl: config.publicUrl, urlSigningSecret: urlSecret, blobLocation: blobStore.location },
         releaseGone: async (instanceId) => {
           await deps.queue.expireLeases(instanceId);
           await deps.storage.outbox.releaseClaims(instanceId);
         },
-        ...(logger ? { logger: logger.child({ component: 'instances' }) } : {}),
+        logger: logger?.child({ component: 'instances' }),
       });
     }
     const pollMs = options.pollMs ?? (memory ? 50 : 500);
-    const jobConcurrency = options.jobConcurrency ?? (memory ? 1 : 4);
+    const jobConcurrency = tuning.jobConcurrency;
     let running = false;
     const runner = new QueueRunner({
       queue: deps.queue,
@@ -278,12 +263,11 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       onJobFinished: () => {
         if (running) delivery.wake();
       },
-      ...(logger ? { logger: logger.child({ component: 'queue' }) } : {}),
+      logger: logger?.child({ component: 'queue' }),
     });
     // Kept across passes: a receiver's Retry-After pause also covers the messages created after it asked.
     const endpointPauses: EndpointPauses = new Map();
-    const endpointConcurrency = options.webhooks?.endpointConcurrency;
-    const ratePerSecond = options.webhooks?.rateLimitPerSecond;
+    const ratePerSecond = tuning.webhooks.rateLimitPerSecond;
     const rateLimit = ratePerSecond === undefined ? undefined : { perSecond: ratePerSecond, buckets: new Map<string, { tokens: number; atMs: number }>() };
     const delivery = new DeliveryLoop(
       () =>
@@ -293,10 +277,10 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
             random: Math.random,
             endpointPauses,
             workerId,
-            ...(endpointConcurrency !== undefined ? { endpointConcurrency } : {}),
-            ...(rateLimit ? { rateLimit } : {}),
-            ...(options.webhooks?.leaseMs !== undefined ? { leaseMs: options.webhooks.leaseMs } : {}),
-            ...(options.webhooks?.disableAfterMs !== undefined ? { disableAfterMs: options.webhooks.disableAfterMs } : {}),
+            endpointConcurrency: tuning.webhooks.endpointConcurrency,
+            rateLimit,
+            leaseMs: tuning.webhooks.leaseMs,
+            disableAfterMs: tuning.webhooks.disableAfterMs,
           },
           { limit: DELIVERY_BATCH },
         ),
@@ -306,7 +290,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     const retention = new RetentionSweeper(
       () =>
         pruneFinishedWork(deps, {
-          days: options.retentionDays ?? DEFAULT_RETENTION_DAYS,
+          days: tuning.retentionDays,
           pause: () => new Promise<void>((done) => setImmediate(done)),
         }),
       logger?.child({ component: 'retention' }),
@@ -316,8 +300,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       onAuthenticated: noteAccount,
       onRouted: noteRoute,
       classifyError: classifyStorageError,
-      ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
-      ...(options.failedAuthPerMinute ? { failedAuthPerMinute: options.failedAuthPerMinute } : {}),
+      rateLimits: tuning.rateLimits,
+      failedAuthPerMinute: tuning.failedAuthPerMinute,
       onUnexpectedError: (error, request) =>
         logger?.error({ err: describeError(error), requestId: request.requestId, method: request.method, route: core.routeOf(request) ?? null }, 'unexpected error'),
     });

@@ -3,7 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { blobSettingsFromEnv, type BlobSettings } from './blob-settings.js';
-import { readSettings } from './settings-table.js';
+import { readSettings, type Tunables } from './settings-table.js';
 
 /** What the service reads from its environment. */
 export interface ServiceSettings extends BlobSettings {
@@ -104,6 +104,31 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
   };
   for (const [name, given] of Object.entries(optional)) if (given !== undefined) Object.assign(settings, { [name]: given });
   return settings;
+}
+
+/**
+ * The tunables as the service's settings give them, under the hosts' option names: every one the
+ * environment sets or defaults, so the service runs with the table's defaults, `RATE_LIMITS` and
+ * `FAILED_AUTH_LIMIT` included (the embedded host has none of its own).
+ */
+export function tunablesOf(settings: ServiceSettings): Tunables {
+  return {
+    rateLimits: settings.rateLimits,
+    failedAuthPerMinute: settings.failedAuthPerMinute,
+    renders: { concurrency: settings.renderConcurrency, queue: settings.renderQueue },
+    ccdaMaxBytes: settings.ccdaMaxBytes,
+    jobConcurrency: settings.jobConcurrency,
+    ccdaWorkers: settings.ccdaWorkers,
+    searchCacheMb: settings.searchCacheMb,
+    retentionDays: settings.retentionDays,
+    webhooks: {
+      allowPrivate: settings.webhookAllowPrivate,
+      endpointConcurrency: settings.webhookConcurrency,
+      rateLimitPerSecond: settings.webhookRateLimit,
+      leaseMs: settings.webhookLeaseSeconds === undefined ? undefined : settings.webhookLeaseSeconds * 1000,
+      disableAfterMs: Math.round(settings.webhookDisableAfterDays * 24 * 3_600_000),
+    },
+  };
 }
 
 const SECRET_FILE = 'url-signing-secret';

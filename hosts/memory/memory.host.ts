@@ -1,14 +1,19 @@
-import type { RateLimits } from '../../core/api/rate-limit.js';
 import type { ApiHandler } from '../../core/api/handler.js';
 import type { ApiRequest, ApiResponse } from '../../core/api/types.js';
 import type { CoreDeps } from '../../core/deps.js';
 import type { ClockPort, IdsPort, StoragePort, WebhookSenderPort } from '../../core/ports/index.js';
 import type { Ports } from '../../adapters/container/tokens.js';
-import { createRuntime, type Runtime } from '../../runtime/runtime.js';
+import { createRuntime, type Runtime, type RuntimeOptions } from '../../runtime/runtime.js';
+import type { Tunables } from '../../runtime/settings-table.js';
 
-export interface MemoryHostOptions {
+/**
+ * `rateLimits`, `failedAuthPerMinute` and `renders` are the settings table's (runtime/settings-table.ts),
+ * with its documentation and defaults; the sandbox's other defaults are the runtime's memory profile's.
+ */
+export interface MemoryHostOptions extends Pick<Tunables, 'rateLimits' | 'failedAuthPerMinute' | 'renders'> {
   /** A stepped clock in tests; the system clock otherwise. */
   clock?: ClockPort;
+  /** Sequential ids in tests; UUID v7 otherwise. */
   ids?: IdsPort;
   /** Base of the URLs handed out; they are fetched back through `fetchUrl`. */
   publicUrl?: string;
@@ -18,31 +23,25 @@ export interface MemoryHostOptions {
   webhookSender?: WebhookSenderPort;
   /** Secret for pre-signed URLs; random per host when absent. */
   urlSecret?: string;
-  webhookAllowPrivate?: boolean;
-  /** An endpoint failing every attempt this long is disabled (see `RuntimeOptions.webhooks`). Default 5 days; 0 never. */
-  webhookDisableAfterMs?: number;
+  /** `webhooks.allowPrivate` of the settings table; true in the sandbox, whose receiver is usually on the developer's machine. */
+  webhookAllowPrivate?: WebhookTunables['allowPrivate'];
+  /** `webhooks.disableAfterMs` of the settings table: an endpoint failing every attempt this long is disabled. Default 5 days; 0 never. */
+  webhookDisableAfterMs?: WebhookTunables['disableAfterMs'];
   /** Another storage adapter in place of the in-memory one (benchmarks, adapter trials). The host closes it. */
   storage?: StoragePort;
-  /** Estimated bytes of per-patient search indexes kept in memory; the index's default (64 MB) when absent. */
+  /** `searchCacheMb` of the settings table, in bytes: memory for per-patient search indexes (estimated). Default 64 MB. */
   searchCacheBytes?: number;
-  /** Requests per minute per account by route class, to try a client's handling of 429; no limits when absent. */
-  rateLimits?: RateLimits;
   /**
    * Runs queued work (imports, document queries, conversions) and webhook deliveries by itself, as the
    * service does, so a client polling for an outcome gets it. Default: on, unless a `clock` is given (a test
    * that steps time drives the work too, with `settle()`). `settle()` works either way.
    */
   background?: boolean;
-  /**
-   * Wrong API keys allowed per client address and minute; not limited when absent. Only requests that carry
-   * `remoteAddress` (the host mounted behind an HTTP wrapper, or a test setting it) are counted.
-   */
-  failedAuthPerMinute?: number;
-  /** Renders (HTML, PDF) at once and waiting; past them 503 BUSY. Default 2 and 8, as the service. */
-  renders?: { concurrency?: number; queue?: number };
   /** Your own implementation of any port in place of the sandbox's, by name (see `CarebridgeOptions.ports`). */
   ports?: Partial<Ports>;
 }
+
+type WebhookTunables = NonNullable<Tunables['webhooks']>;
 
 /**
  * The in-process sandbox: the runtime's memory profile (every adapter in memory, the same handler the HTTP
@@ -53,24 +52,7 @@ export class MemoryHost {
   private constructor(private readonly runtime: Runtime) {}
 
   static async create(options: MemoryHostOptions = {}): Promise<MemoryHost> {
-    const runtime = await createRuntime({
-      profile: { kind: 'memory', ...(options.storage ? { storage: options.storage } : {}) },
-      publicUrl: options.publicUrl ?? 'http://sandbox.carebridge.local',
-      ...(options.urlSecret !== undefined ? { urlSigningSecret: options.urlSecret } : {}),
-      webhooks: {
-        allowPrivate: options.webhookAllowPrivate ?? true,
-        ...(options.webhookSender ? { sender: options.webhookSender } : {}),
-        ...(options.webhookDisableAfterMs !== undefined ? { disableAfterMs: options.webhookDisableAfterMs } : {}),
-      },
-      ...(options.fixturesDir ? { sandboxDocumentsDir: options.fixturesDir } : {}),
-      ...(options.searchCacheBytes !== undefined ? { searchCacheBytes: options.searchCacheBytes } : {}),
-      ...(options.rateLimits ? { rateLimits: options.rateLimits } : {}),
-      ...(options.failedAuthPerMinute ? { failedAuthPerMinute: options.failedAuthPerMinute } : {}),
-      ...(options.renders ? { renders: options.renders } : {}),
-      ...(options.clock ? { clock: options.clock } : {}),
-      ...(options.ids ? { ids: options.ids } : {}),
-      ...(options.ports ? { ports: options.ports } : {}),
-    });
+    const runtime = await createRuntime(memoryRuntimeOptions(options));
     if (options.background ?? options.clock === undefined) runtime.background.start();
     return new MemoryHost(runtime);
   }
@@ -113,4 +95,25 @@ export class MemoryHost {
   close(): Promise<void> {
     return this.runtime.close();
   }
+}
+
+/**
+ * The runtime's options from the sandbox's: the memory profile, and each option under its runtime name. No
+ * default is stated here but the base URL: the others are the memory profile's, else the settings table's.
+ */
+export function memoryRuntimeOptions(options: MemoryHostOptions): RuntimeOptions {
+  return {
+    profile: { kind: 'memory', storage: options.storage },
+    publicUrl: options.publicUrl ?? 'http://sandbox.carebridge.local',
+    urlSigningSecret: options.urlSecret,
+    webhooks: { allowPrivate: options.webhookAllowPrivate, sender: options.webhookSender, disableAfterMs: options.webhookDisableAfterMs },
+    sandboxDocumentsDir: options.fixturesDir || undefined,
+    searchCacheMb: options.searchCacheBytes === undefined ? undefined : options.searchCacheBytes / (1024 * 1024),
+    rateLimits: options.rateLimits,
+    failedAuthPerMinute: options.failedAuthPerMinute,
+    renders: options.renders,
+    clock: options.clock,
+    ids: options.ids,
+    ports: options.ports,
+  };
 }

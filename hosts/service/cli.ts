@@ -134,7 +134,7 @@ async function accountCommand(args: string[], io: CliIo): Promise<number> {
     },
     publicUrl: settings.publicUrl ?? 'http://localhost',
     ...(settings.urlSigningSecret ? { urlSigningSecret: settings.urlSigningSecret } : {}),
-    ccda: { kind: 'in-process' },
+    ccda: 'in-process',
     resumeInterruptedWork: false,
   });
   const { storage, secrets } = runtime.deps;

@@ -8,7 +8,7 @@ import type { ClockPort, IdsPort, WebhookSenderPort } from '../../core/ports/ind
 import { statusForCode } from '../../core/errors.js';
 import { createKoaApp } from '../../http/koa.js';
 import { createRuntime, type Runtime } from '../../runtime/runtime.js';
-import { settingsFromEnv, type ServiceSettings } from '../../runtime/settings.js';
+import { settingsFromEnv, tunablesOf, type ServiceSettings } from '../../runtime/settings.js';
 
 export { settingsFromEnv, type ServiceSettings } from '../../runtime/settings.js';
 
@@ -114,38 +114,27 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
   const url = `http://${urlHost(settings.host)}:${address.port}`;
   const publicUrl = (settings.publicUrl ?? url).replace(/\/+$/, '');
 
+  const tunables = tunablesOf(settings);
   let runtime: Runtime | undefined;
   try {
     runtime = await createRuntime({
       profile: {
         kind: 'sql',
         dataDir: settings.dataDir,
-        ...(settings.databaseUrl ? { database: settings.databaseUrl } : {}),
-        ...(settings.databaseSchema ? { databaseSchema: settings.databaseSchema } : {}),
-        ...(settings.blobUrl !== undefined ? { blobUrl: settings.blobUrl, ...(settings.s3 ? { s3: settings.s3 } : {}) } : {}),
+        database: settings.databaseUrl || undefined,
+        databaseSchema: settings.databaseSchema,
+        blobUrl: settings.blobUrl,
+        s3: settings.s3,
       },
       publicUrl,
-      ...(settings.urlSigningSecret ? { urlSigningSecret: settings.urlSigningSecret } : {}),
-      ccda: { kind: 'pooled', ...(settings.ccdaWorkers !== undefined ? { maxThreads: settings.ccdaWorkers } : {}) },
-      ...(settings.ccdaMaxBytes !== undefined ? { ccdaMaxBytes: settings.ccdaMaxBytes } : {}),
-      ...(settings.rateLimits ? { rateLimits: settings.rateLimits } : {}),
-      failedAuthPerMinute: settings.failedAuthPerMinute,
-      renders: { concurrency: settings.renderConcurrency, queue: settings.renderQueue },
-      webhooks: {
-        ...(settings.webhookLeaseSeconds !== undefined ? { leaseMs: settings.webhookLeaseSeconds * 1000 } : {}),
-        allowPrivate: settings.webhookAllowPrivate,
-        endpointConcurrency: settings.webhookConcurrency,
-        disableAfterMs: Math.round(settings.webhookDisableAfterDays * 24 * 3_600_000),
-        ...(settings.webhookRateLimit !== undefined ? { rateLimitPerSecond: settings.webhookRateLimit } : {}),
-        ...(options.webhookSender ? { sender: options.webhookSender } : {}),
-      },
+      urlSigningSecret: settings.urlSigningSecret || undefined,
+      ccda: 'pooled',
+      ...tunables,
+      webhooks: { ...tunables.webhooks, sender: options.webhookSender },
       pollMs,
       logger,
-      searchCacheBytes: Math.round(settings.searchCacheMb * 1024 * 1024),
-      jobConcurrency: settings.jobConcurrency,
-      retentionDays: settings.retentionDays,
-      ...(options.clock ? { clock: options.clock } : {}),
-      ...(options.ids ? { ids: options.ids } : {}),
+      clock: options.clock,
+      ids: options.ids,
     });
     const { deps, handler } = runtime;
     if (background) runtime.background.start();

@@ -52,7 +52,7 @@ export async function makeWrapperDriver(wrapper: Wrapper, profileName: DriverPro
       publicUrl: base,
       urlSigningSecret: 'spec-url-signing-secret',
       webhooks: { allowPrivate: true },
-      ccda: { kind: 'in-process' },
+      ccda: 'in-process',
       clock,
       ids: new SequentialIds(),
     });
