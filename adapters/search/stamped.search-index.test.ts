@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { applyIndexChange, dataStamp } from '../../core/documents/patient-index.js';
+import { applyIndexChange } from '../../core/documents/patient-index.js';
 import type { SearchDocument } from '../../core/ports/search-index.port.js';
 import { STAMPS_KEPT, withStamps, type SearchIndexWithoutStamps } from './stamped.search-index.js';
 
@@ -15,15 +15,18 @@ class StamplessIndex implements SearchIndexWithoutStamps {
   }
 }
 
-const EMPTY = dataStamp([]);
 const document: SearchDocument = { key: 'DocumentReference/1', text: 'letter' };
-const change = (before: string, after: string) => ({ before, after, upsert: [document], resources: [], remove: [] });
+const change = (before: string, after: string) => ({ before, after, upsert: () => [document], resources: [], remove: [] });
 
 describe('stamps kept beside an index without its own', () => {
   test('are kept for the last STAMPS_KEPT patients only; a forgotten one makes the change wait for a rebuild', async () => {
     const search = new StamplessIndex();
     const deps = { search: withStamps(search) };
-    for (let n = 0; n <= STAMPS_KEPT; n++) await applyIndexChange(deps, 'account', `patient-${n}`, change(EMPTY, 'one'));
+    // Each patient searched once: its index built and stamped.
+    for (let n = 0; n <= STAMPS_KEPT; n++) {
+      await deps.search.upsert('account', `patient-${n}`, [document]);
+      await deps.search.setStamp('account', `patient-${n}`, 'one');
+    }
     expect(search.upserts).toHaveLength(STAMPS_KEPT + 1);
 
     // The first patient's stamp was forgotten: its index is no longer known to be current, so a change

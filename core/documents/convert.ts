@@ -141,9 +141,10 @@ export async function convertDocuments(
     before: dataStamp(documentsBefore),
     after: dataStamp(documentsBefore.map((document) => updated.get(document.id) ?? document)),
     // Our documents' DocumentReferences are indexed with the document's text, which only they carry.
-    upsert: changed
-      .filter((record) => !(record.resourceType === 'DocumentReference' && documentsBefore.some((d) => d.id === record.id)))
-      .flatMap((record) => searchDocumentOf(record.resource as FhirResource) ?? []),
+    upsert: () =>
+      changed
+        .filter((record) => !(record.resourceType === 'DocumentReference' && documentsBefore.some((d) => d.id === record.id)))
+        .flatMap((record) => searchDocumentOf(record.resource as FhirResource) ?? []),
     resources: changed.map((record) => record.resource as FhirResource),
     remove: removed.map(({ resourceType, id }) => `${resourceType}/${id}`),
   });

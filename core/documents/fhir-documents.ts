@@ -101,7 +101,7 @@ export async function storeFhirBundleDocument(deps: Pick<CoreDeps, 'storage' | '
   await applyIndexChange(deps, accountId, patientId, {
     before: dataStamp(documentsBefore),
     after: dataStamp([...documentsBefore, document]),
-    upsert: written.flatMap((resource) => searchDocumentOf(resource) ?? []),
+    upsert: () => written.flatMap((resource) => searchDocumentOf(resource) ?? []),
     resources: written,
     remove: folded.removed.map(({ resourceType, id: removedId }) => `${resourceType}/${removedId}`),
   });

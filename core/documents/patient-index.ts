@@ -192,8 +192,8 @@ export interface IndexChange {
   before: string;
   /** Stamp of the stored state the change leads to. */
   after: string;
-  /** What the index gets for the resources written. */
-  upsert: readonly SearchDocument[];
+  /** What the index gets for the resources written; made only when the index is kept current by this change. */
+  upsert: () => readonly SearchDocument[];
   /** The resources written (new or changed). */
   resources: readonly FhirResource[];
   /** `Type/id` of the resources deleted. */
@@ -203,7 +203,9 @@ export interface IndexChange {
 /**
  * Applies a change to the patient's index, and to the snapshot searches read, each only if it was current
  * before the change; then stamps it current. One that was not current is left alone: the next search
- * rebuilds or re-reads it from storage anyway.
+ * rebuilds or re-reads it from storage anyway. So is a patient the index holds nothing for (never searched,
+ * or forgotten): an import's patients are indexed at their first search, not as their documents land, so an
+ * import neither spends its time on indexes nobody reads nor fills the index's memory budget with them.
  */
 export async function applyIndexChange(deps: Pick<CoreDeps, 'search' | 'snapshots'>, accountId: string, patientId: string, change: IndexChange): Promise<void> {
   const snapshots = snapshotsOf(deps);
@@ -216,9 +218,10 @@ export async function applyIndexChange(deps: Pick<CoreDeps, 'search' | 'snapshot
     for (const resource of change.resources) resources.set(`${resource.resourceType}/${resource.id ?? ''}`, resource);
     snapshots.set(key, { stamp: change.after, resources });
   }
-  if ((await stampOf(deps.search, accountId, patientId)) !== change.before) return;
+  if ((await deps.search.stampOf(accountId, patientId)) !== change.before) return;
   if (change.remove.length > 0) await deps.search.remove(accountId, patientId, change.remove);
-  if (change.upsert.length > 0) await deps.search.upsert(accountId, patientId, change.upsert);
+  const upsert = change.upsert();
+  if (upsert.length > 0) await deps.search.upsert(accountId, patientId, upsert);
   // An index that forgets (within a budget) may have forgotten the patient meanwhile and started afresh
   // with just this change: stamping that as current would hide the rest of the patient's data for good.
   if ((await stampOf(deps.search, accountId, patientId)) !== change.before) return;

@@ -102,15 +102,14 @@ function definePersistedIndexTests(name: string, openStores: () => Promise<Store
     test('a cold search, after a restart or an eviction, answers exactly as the warm one, from the saved index', async () => {
       const w = await world();
       try {
-        const warm = new Map<string, string[]>();
-        for (const query of QUERIES) warm.set(query, await w.entriesOf(w.deps, query));
-        expect(warm.get('pneumonia')!.length).toBeGreaterThan(0);
-        // An index kept current as documents landed was never rebuilt, so nothing is saved yet: the first
-        // cold search rebuilds and saves it.
+        // The patient was never searched while their documents landed: no index was built or saved then.
         const key = persistedIndexBlobKey(w.account.id, w.patient.id);
         expect(await w.stores.blob.head(key)).toBeUndefined();
+        // The first search builds it from storage and saves it.
         const first = new CountingIndex();
-        for (const query of QUERIES) expect(await w.entriesOf(w.depsWith(first), query), query).toEqual(warm.get(query));
+        const warm = new Map<string, string[]>();
+        for (const query of QUERIES) warm.set(query, await w.entriesOf(w.depsWith(first), query));
+        expect(warm.get('pneumonia')!.length).toBeGreaterThan(0);
         expect(first.upserts).toBeGreaterThan(0);
         expect(await w.stores.blob.head(key)).toBeDefined();
 
@@ -135,8 +134,8 @@ function definePersistedIndexTests(name: string, openStores: () => Promise<Store
     test('a saved index whose stamp is not the data\'s is never used: the index is rebuilt, then saved again', async () => {
       const w = await world();
       try {
-        // A cold search saves the patient's index.
-        await w.entriesOf(w.depsWith(new MiniSearchIndex()), 'pneumonia');
+        // The first search builds and saves the patient's index, held from then on in this process.
+        await w.entriesOf(w.deps, 'pneumonia');
         const key = persistedIndexBlobKey(w.account.id, w.patient.id);
         const saved = await w.stores.blob.get(key);
         expect(saved).toBeDefined();

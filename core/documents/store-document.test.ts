@@ -38,7 +38,17 @@ function documentOf(size: number): DocumentRecord {
   };
 }
 
-function world(searchText: (xml: string) => Promise<string>, maxConversionBytes?: number) {
+/**
+ * The index holds the patient (as after a search), current with no document yet: changes are applied to it
+ * as they land. An index holding nothing for a patient is left alone until their first search.
+ */
+async function holdPatient(search: MiniSearchIndex): Promise<void> {
+  await search.upsert('acct', 'patient', [{ key: 'Basic/held', text: 'held' }]);
+  await search.setStamp('acct', 'patient', dataStamp([]));
+}
+
+/** A converter, and an index holding the patient. */
+async function world(searchText: (xml: string) => Promise<string>, maxConversionBytes?: number) {
   const calls: number[] = [];
   const ccda: CcdaConverterPort = {
     convert: async () => {
@@ -56,6 +66,7 @@ function world(searchText: (xml: string) => Promise<string>, maxConversionBytes?
     ccda,
     config: maxConversionBytes === undefined ? {} : { maxConversionBytes },
   };
+  await holdPatient(deps.search);
   return { deps, calls };
 }
 
@@ -64,14 +75,14 @@ const WORD = 'Eve';
 
 describe('storeDocument', () => {
   test('asks the converter for the text, and the document is found by it', async () => {
-    const { deps, calls } = world(async (xml) => searchTextOfCcda(xml));
+    const { deps, calls } = await world(async (xml) => searchTextOfCcda(xml));
     await storeDocument(deps, documentOf(BYTES.byteLength), { mode: 'insert', ccda: BYTES });
     expect(calls).toEqual([XML.length]);
     expect(await deps.search.search('acct', 'patient', WORD)).toEqual(['DocumentReference/00000000-0000-7000-8000-000000000001']);
   });
 
   test('a document past the size limit is not read for its text: found by its description only', async () => {
-    const { deps, calls } = world(async (xml) => searchTextOfCcda(xml), BYTES.byteLength - 1);
+    const { deps, calls } = await world(async (xml) => searchTextOfCcda(xml), BYTES.byteLength - 1);
     await storeDocument(deps, documentOf(BYTES.byteLength), { mode: 'insert', ccda: BYTES });
     expect(calls).toEqual([]);
     expect(await deps.search.search('acct', 'patient', WORD)).toEqual([]);
@@ -79,7 +90,7 @@ describe('storeDocument', () => {
   });
 
   test('a converter too busy to take it leaves the text to this thread: the document is still found by it', async () => {
-    const { deps, calls } = world(async () => {
+    const { deps, calls } = await world(async () => {
       throw new CoreError('RATE_LIMITED', 'busy');
     });
     await storeDocument(deps, documentOf(BYTES.byteLength), { mode: 'insert', ccda: BYTES });
@@ -87,8 +98,17 @@ describe('storeDocument', () => {
     expect(await deps.search.search('acct', 'patient', WORD)).toHaveLength(1);
   });
 
+  test('an index that holds nothing for the patient (never searched) is not built as documents land: no work, no memory', async () => {
+    const { deps } = await world(async (xml) => searchTextOfCcda(xml));
+    const fresh = { ...deps, search: new MiniSearchIndex() };
+    await storeDocument(fresh, documentOf(BYTES.byteLength), { mode: 'insert', ccda: BYTES });
+    expect(await fresh.search.stampOf('acct', 'patient')).toBeUndefined();
+    expect(await fresh.search.search('acct', 'patient', 'quarterly')).toEqual([]);
+    expect(await fresh.storage.documents.listByPatient('acct', 'patient')).toHaveLength(1);
+  });
+
   test('a converter that fails otherwise records nothing, so the step is retried whole', async () => {
-    const { deps } = world(async () => {
+    const { deps } = await world(async () => {
       throw new CoreError('INTERNAL', 'thread died');
     });
     await expect(storeDocument(deps, documentOf(BYTES.byteLength), { mode: 'insert', ccda: BYTES })).rejects.toThrow('thread died');
@@ -97,8 +117,8 @@ describe('storeDocument', () => {
 
   test('several documents of a patient are recorded in one transaction, as storing them one after the other would leave them', async () => {
     const documents = [1, 2, 3].map((n) => ({ ...documentOf(BYTES.byteLength), id: `00000000-0000-7000-8000-00000000000${n}`, fileName: `patient/${n}.xml`, blobKey: `acct/documents/${n}` }));
-    const together = world(async (xml) => searchTextOfCcda(xml));
-    const oneByOne = world(async (xml) => searchTextOfCcda(xml));
+    const together = await world(async (xml) => searchTextOfCcda(xml));
+    const oneByOne = await world(async (xml) => searchTextOfCcda(xml));
     let transactions = 0;
     const transaction = together.deps.storage.transaction.bind(together.deps.storage);
     together.deps.storage.transaction = (work) => (transactions++, transaction(work));

@@ -77,7 +77,7 @@ export async function storeDocuments<A = undefined>(
   await applyIndexChange(deps, accountId, patientId, {
     before,
     after,
-    upsert: records.flatMap((record, i) => searchDocumentOf(record.resource as FhirResource, texts[i]) ?? []),
+    upsert: () => records.flatMap((record, i) => searchDocumentOf(record.resource as FhirResource, texts[i]) ?? []),
     resources: records.map((record) => record.resource as FhirResource),
     remove: [],
   });

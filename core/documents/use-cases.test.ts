@@ -438,9 +438,15 @@ describe('search index upkeep', () => {
     const world = await makeWorld();
     const patient = await newPatient(world, 1);
     const upload = await createDocumentUpload(world.deps, world.account, { patientId: patient.id, documentReference: { description: 'Referral: sprained ankle' } });
-    // Never stamped means empty, which is right for a patient with no documents: the upload is indexed at once.
+    // A patient never searched: the index holds nothing for them and is not built as documents land.
     await acceptDocumentUpload(world.deps, world.account.id, upload.documentReferenceId, { contentType: 'text/plain', body: 'Letter' });
-    expect(await world.deps.search.search(world.account.id, patient.id, 'ankle')).toEqual([`DocumentReference/${upload.documentReferenceId}`]);
+    expect(await world.deps.search.stampOf(world.account.id, patient.id)).toBeUndefined();
+    expect(await world.deps.search.search(world.account.id, patient.id, 'ankle')).toEqual([]);
+    // The first search builds it from storage; from then on it is current, and a change is applied as it lands.
+    expect((await searchEntries(world.deps, world.account.id, patient.id, 'ankle')).filter((entry) => entry.search.mode === 'match').map((entry) => entry.resource.id)).toEqual([upload.documentReferenceId]);
+    const second = await createDocumentUpload(world.deps, world.account, { patientId: patient.id, documentReference: { description: 'Discharge: wrist fracture' } });
+    await acceptDocumentUpload(world.deps, world.account.id, second.documentReferenceId, { contentType: 'text/plain', body: 'Letter' });
+    expect(await world.deps.search.search(world.account.id, patient.id, 'wrist')).toEqual([`DocumentReference/${second.documentReferenceId}`]);
     await expect(acceptDocumentUpload(world.deps, world.account.id, upload.documentReferenceId, { contentType: 'text/plain', body: 'again' })).rejects.toBeInstanceOf(CoreError);
   });
 
