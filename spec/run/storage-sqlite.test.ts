@@ -7,8 +7,10 @@ import { describe, expect, test } from 'vitest';
 import { storageModule } from '../../adapters/container/storage.module.js';
 import { TOKENS } from '../../adapters/container/tokens.js';
 import { SequelizeStorage } from '../../adapters/storage/sequelize/sequelize.storage.js';
+import { SqlInstanceRegistry } from '../../adapters/storage/sequelize/instance-registry.js';
 import type { Patient } from '../../core/domain/types.js';
 import { defineStorageContract } from '../ports/storage.contract.js';
+import { at, builders } from '../ports/storage/fixtures.js';
 
 describe('storage contract: SQLite in memory', () => {
   defineStorageContract({
@@ -110,6 +112,47 @@ describe('SQLite specifics', () => {
         expect(mode?.journal_mode).toBe('wal');
         const [timeout] = await sequelize.query<Record<string, number>>('PRAGMA busy_timeout', { type: QueryTypes.SELECT });
         expect(Object.values(timeout!)[0]).toBeGreaterThanOrEqual(1000);
+      } finally {
+        await storage.close();
+        await sequelize.close();
+      }
+    });
+  });
+
+  test('every write outside a caller\'s transaction (claims released, pruning, instance heartbeats) runs in a transaction of the one writer, never autocommitted on the connection reads share', async () => {
+    await withDataDir(async (dataDir) => {
+      // Autocommitted there, a write met a transaction's lock and waited in SQLite's busy handler (up to the
+      // 5 s busy timeout), holding up the reads queued behind it: the API's p99 rose to 5 s in a busy journey.
+      const autocommitted: string[] = [];
+      const sequelize = new Sequelize({
+        dialect: 'sqlite',
+        storage: path.join(dataDir, 'writer.sqlite'),
+        logging: (sql: string, options?: unknown) => {
+          const text = sql.replace(/^Executing \([^)]*\): /, '');
+          if (/^\s*(INSERT|UPDATE|DELETE)/i.test(text) && !(options as { transaction?: unknown } | undefined)?.transaction) autocommitted.push(text.slice(0, 60));
+        },
+      });
+      const storage = await SequelizeStorage.open({ sequelize });
+      try {
+        const make = builders();
+        const account = make.account();
+        await storage.accounts.insert(account);
+        await storage.outbox.add(make.outbox(account.id, { id: '00000000-0000-7000-8000-0000000000c1' }));
+        await storage.outbox.add(make.outbox(account.id, { id: '00000000-0000-7000-8000-0000000000d1', status: 'delivered', deliveredAt: at(1) }));
+        await storage.outbox.claim(at(10), 10, { owner: 'owner', leaseMs: 60_000 });
+        autocommitted.length = 0;
+
+        await storage.outbox.releaseClaims('owner');
+        expect(await storage.outbox.pruneDelivered(at(100), 10)).toBe(1);
+        await storage.webhookAttempts.prune(at(100), 10);
+        await storage.networkQueries.pruneFinished(at(100), 10);
+        const registry = new SqlInstanceRegistry(sequelize);
+        const self = { instanceId: 'i1', publicUrl: 'http://127.0.0.1:1', secretFingerprint: 'f', blobLocation: 'b', startedAt: 1, heartbeatAt: 1 };
+        await registry.join(self, () => false, () => undefined);
+        await registry.heartbeat({ ...self, heartbeatAt: 2 });
+        await registry.leave('i1');
+        expect(autocommitted).toEqual([]);
+        expect(await storage.outbox.list(account.id)).toEqual([expect.objectContaining({ id: '00000000-0000-7000-8000-0000000000c1' })]);
       } finally {
         await storage.close();
         await sequelize.close();

@@ -67,12 +67,16 @@ export class SqlInstanceRegistry {
 
   /** Records a heartbeat; writes the whole row back if it was removed meanwhile (this instance looked stale). */
   async heartbeat(self: InstanceRecord): Promise<void> {
-    await this.upsert(self);
+    // Through the one writer on SQLite, as every write there: left to autocommit on the connection reads
+    // share, it waited in the busy handler while a transaction held the database, and the reads behind it.
+    await runTransaction(this.sequelize, (transaction) => this.upsert(self, transaction));
   }
 
   /** Removes the instance's row; a missing row is not an error. */
   async leave(instanceId: string): Promise<void> {
-    await this.sequelize.query(`DELETE FROM ${this.table} WHERE instance_id = :instanceId`, { replacements: { instanceId } });
+    await runTransaction(this.sequelize, (transaction) =>
+      this.sequelize.query(`DELETE FROM ${this.table} WHERE instance_id = :instanceId`, { replacements: { instanceId }, transaction }),
+    );
   }
 
   /** Every registered instance, live or not, oldest start first. */

@@ -136,11 +136,15 @@ export function networkQueriesRepository(db: SqlAccess): NetworkQueryRepository 
       (await db.findAll(model, { account_id: accountId, patient_id: patientId, state: 'processing' }, OLDEST_FIRST)).map(toQuery),
     update: async (query) => ((await db.replace(model, db.map.networkQueryRow(query))) ? copy(query) : undefined),
     pruneFinished: async (before, limit) => {
-      const rows = await db.select(
-        `DELETE FROM network_queries WHERE id IN (
-           SELECT id FROM network_queries WHERE state <> 'processing' AND updated_at < :before ORDER BY updated_at, id LIMIT :limit)
-         RETURNING id`,
-        { before, limit },
+      // Through the writer, as every write outside a caller's transaction (see the outbox's releaseClaims).
+      const rows = await db.writing((transaction) =>
+        db.select(
+          `DELETE FROM network_queries WHERE id IN (
+             SELECT id FROM network_queries WHERE state <> 'processing' AND updated_at < :before ORDER BY updated_at, id LIMIT :limit)
+           RETURNING id`,
+          { before, limit },
+          transaction,
+        ),
       );
       return rows.length;
     },

@@ -80,11 +80,13 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
         );
         return rows.map(toMessage).sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       }),
+    // Every write outside a caller's transaction goes through the writer (`writing`): on SQLite, a write left
+    // to autocommit on the connection reads share waited in the busy handler while a transaction held the
+    // database, and every read of the API waited behind it (up to the busy timeout).
     releaseClaims: async (owner) => {
-      await db.sequelize.query('UPDATE outbox SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = :owner', {
-        replacements: { owner },
-        transaction: db.transaction,
-      });
+      await db.writing((transaction) =>
+        db.sequelize.query('UPDATE outbox SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = :owner', { replacements: { owner }, transaction }),
+      );
     },
     update: async (message) => {
       await db.replace(model, db.map.outboxRow(message));
@@ -106,11 +108,14 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
       });
     },
     pruneDelivered: async (before, limit) => {
-      const rows = await db.select(
-        `DELETE FROM outbox WHERE id IN (
-           SELECT id FROM outbox WHERE status = 'delivered' AND delivered_at < :before ORDER BY delivered_at, id LIMIT :limit)
-         RETURNING id`,
-        { before, limit },
+      const rows = await db.writing((transaction) =>
+        db.select(
+          `DELETE FROM outbox WHERE id IN (
+             SELECT id FROM outbox WHERE status = 'delivered' AND delivered_at < :before ORDER BY delivered_at, id LIMIT :limit)
+           RETURNING id`,
+          { before, limit },
+          transaction,
+        ),
       );
       return rows.length;
     },
@@ -189,11 +194,14 @@ export function webhookAttemptsRepository(db: SqlAccess): WebhookAttemptReposito
       return rows.map((row) => db.map.webhookAttempt(row));
     },
     prune: async (before, limit) => {
-      const rows = await db.select(
-        `DELETE FROM webhook_attempts WHERE id IN (
-           SELECT id FROM webhook_attempts WHERE attempted_at < :before ORDER BY attempted_at, id LIMIT :limit)
-         RETURNING id`,
-        { before, limit },
+      const rows = await db.writing((transaction) =>
+        db.select(
+          `DELETE FROM webhook_attempts WHERE id IN (
+             SELECT id FROM webhook_attempts WHERE attempted_at < :before ORDER BY attempted_at, id LIMIT :limit)
+           RETURNING id`,
+          { before, limit },
+          transaction,
+        ),
       );
       return rows.length;
     },
