@@ -252,8 +252,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       handlers: coreJobHandlers(deps, { classifyError: classifyStorageError }),
       workerId,
       concurrency: jobConcurrency,
-      // Half the slots at most for background work: more of it only queues on the database's one writer
-      // (the journey benchmark finished no sooner with 7 than with 2) while imports and the API wait.
+      // Half the slots at most for background work, so an import or a query a person started always finds
+      // one free.
       backgroundConcurrency: Math.max(1, Math.floor(jobConcurrency / 2)),
       // Short enough that a restarted process takes over a killed one's jobs within seconds; the runner renews
       // a live lease every third of it, so long jobs keep theirs.

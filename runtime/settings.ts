@@ -37,7 +37,7 @@ export interface ServiceSettings extends BlobSettings {
   logLevel: string;
   /** `SEARCH_CACHE_MB`: memory for patients' search indexes (estimated), 64. */
   searchCacheMb: number;
-  /** `JOB_CONCURRENCY`: queued jobs run at once by this process, 4; background work takes at most half. */
+  /** `JOB_CONCURRENCY`: queued jobs run at once by this process, 8; background work takes at most half. */
   jobConcurrency: number;
   /** `CCDA_WORKERS`: threads converting C-CDA documents; one per core but the event loop's (at least 1) when absent. */
   ccdaWorkers?: number;

@@ -55,7 +55,7 @@ async function startImport(service: ServiceHandle, apiKey: string): Promise<{ re
 describe('settings from the environment', () => {
   test('defaults, parsing, and a clear error naming the variable', () => {
     expect(settingsFromEnv({})).toEqual({
-      port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info', searchCacheMb: 64, jobConcurrency: 4, webhookConcurrency: 16, retentionDays: 7, webhookDisableAfterDays: 5,
+      port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info', searchCacheMb: 64, jobConcurrency: 8, webhookConcurrency: 16, retentionDays: 7, webhookDisableAfterDays: 5,
       rateLimits: DEFAULT_RATE_LIMITS,
       failedAuthPerMinute: 20,
       renderConcurrency: 2,
