@@ -5,6 +5,7 @@ import { SteppedClock } from '../clock/stepped.clock.js';
 import { SequentialIds } from '../ids/sequential.ids.js';
 import { MemoryQueue } from './memory/memory.queue.js';
 import { QueueRunner, type RunnerLogger } from './runner.js';
+import { currentRank } from '../work-rank.js';
 
 const until = async (condition: () => boolean, timeoutMs = 3_000) => {
   const deadline = Date.now() + timeoutMs;
@@ -110,4 +111,17 @@ describe('QueueRunner lanes', () => {
       { level: 'info', message: 'jobs finished', fields: { workerId: 'w', jobs: { a: { done: 3, failed: 0 }, b: { done: 2, failed: 0 } } } },
     ]);
   });
+});
+
+test('a background-lane job runs at background rank (its writes wait behind urgent ones for the one writer); others run urgent', async () => {
+  const clock = new SteppedClock('2026-03-01T09:00:00.000Z');
+  const queue = new MemoryQueue({ clock, ids: new SequentialIds(), random: () => 0.5 });
+  const ranks: string[] = [];
+  const record = (name: string) => async () => void ranks.push(`${name}:${currentRank()}`);
+  const runner = new QueueRunner({ queue, clock, workerId: 'w', concurrency: 1, handlers: { 'bg.query': record('bg.query'), 'user.import': record('user.import') } });
+  await queue.enqueue({ type: 'bg.query', payload: 1, lane: 'background' });
+  await queue.enqueue({ type: 'user.import', payload: 2, lane: 'interactive' });
+  await runner.drain();
+  expect(ranks.sort()).toEqual(['bg.query:background', 'user.import:urgent']);
+  expect(currentRank()).toBe('urgent');
 });

@@ -1,6 +1,7 @@
 import { isCoreError } from '../../core/errors.js';
 import type { ClockPort } from '../../core/ports/clock.port.js';
 import type { ClaimedJob, JobFailure, JobLane, JsonValue, QueuePort } from '../../core/ports/queue.port.js';
+import { runAtRank } from '../work-rank.js';
 
 /** What a handler gets beside its payload: the claim, and a signal raised if the lease is lost. */
 export type RunnerJob = ClaimedJob & { signal: AbortSignal };
@@ -292,7 +293,8 @@ export class QueueRunner {
     let outcome: { ok: true } | { ok: false; error: unknown };
     try {
       if (!handler) throw new Error(`no handler for job type ${job.type}`);
-      await handler(job.payload, { ...job, signal: lease.signal });
+      // A background job's writes wait behind urgent ones (imports, requests) for the database's one writer.
+      await runAtRank(job.lane === 'background' ? 'background' : 'urgent', () => handler(job.payload, { ...job, signal: lease.signal }));
       outcome = { ok: true };
     } catch (error) {
       outcome = { ok: false, error };

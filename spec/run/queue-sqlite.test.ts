@@ -1,13 +1,14 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { QueryTypes, Sequelize } from 'sequelize';
+import { QueryTypes, Sequelize, type Transaction } from 'sequelize';
 import { expect, test } from 'vitest';
 import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import { SqlQueue } from '../../adapters/queue/sql/sql.queue.js';
 import { openSequelize, runTransaction } from '../../adapters/storage/sequelize/connection.js';
 import { defineQueueContract } from '../ports/queue.contract.js';
+import { runAtRank } from '../../adapters/work-rank.js';
 
 defineQueueContract({
   test,
@@ -146,5 +147,31 @@ test('sqlite: a claim takes the one writer once, whatever it finds (its statemen
     expect(begins() - before).toBe(1);
   } finally {
     await sequelize.close();
+  }
+});
+
+test('sqlite: a background job waiting for the writer lets an urgent write (an import batch, a request) go first', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'carebridge-queue-'));
+  const sequelize = await openSequelize({ dataDir: dir });
+  try {
+    await sequelize.query('CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)');
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let inTransaction!: () => void;
+    const started = new Promise<void>((resolve) => (inTransaction = resolve));
+    const holding = runTransaction(sequelize, async () => {
+      inTransaction();
+      await held;
+    });
+    await started;
+    const write = (text: string) => (transaction: Transaction) => sequelize.query('INSERT INTO notes (text) VALUES (:text)', { replacements: { text }, transaction });
+    const background = runAtRank('background', () => runTransaction(sequelize, write('document query')));
+    const urgent = runTransaction(sequelize, write('import batch'));
+    release();
+    await Promise.all([holding, background, urgent]);
+    expect(await sequelize.query('SELECT text FROM notes ORDER BY id', { type: QueryTypes.SELECT })).toEqual([{ text: 'import batch' }, { text: 'document query' }]);
+  } finally {
+    await sequelize.close();
+    await rm(dir, { recursive: true, force: true });
   }
 });

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { Sequelize, Transaction } from 'sequelize';
 import { Mutex } from '../mutex.js';
+import { currentRank } from '../../work-rank.js';
 
 export interface SequelizeConnectionOptions {
   /**
@@ -165,7 +166,8 @@ const sqliteWriters = new WeakMap<Sequelize, Mutex>();
  * Runs `work` in a managed transaction (committed when it resolves, rolled back when it throws).
  * On SQLite, transactions of the same Sequelize instance run one at a time and take the write lock at BEGIN
  * (IMMEDIATE), so they never fail with SQLITE_BUSY against each other; adapters sharing the instance (the
- * durable queue) should open their transactions through this function too.
+ * durable queue) should open their transactions through this function too. Background work (work-rank.ts)
+ * waits for the writer behind urgent work.
  */
 export async function runTransaction<T>(sequelize: Sequelize, work: (transaction: Transaction) => Promise<T>): Promise<T> {
   if (sequelize.getDialect() !== 'sqlite') return sequelize.transaction((transaction) => work(transaction));
@@ -174,5 +176,5 @@ export async function runTransaction<T>(sequelize: Sequelize, work: (transaction
     writer = new Mutex();
     sqliteWriters.set(sequelize, writer);
   }
-  return writer.run(() => sequelize.transaction({ type: Transaction.TYPES.IMMEDIATE }, (transaction) => work(transaction)));
+  return writer.run(() => sequelize.transaction({ type: Transaction.TYPES.IMMEDIATE }, (transaction) => work(transaction)), currentRank());
 }
