@@ -14,7 +14,7 @@ import { coreJobHandlers, resumeInterruptedWork } from '../core/jobs.js';
 import { DEFAULT_RENDER_CONCURRENCY, DEFAULT_RENDER_QUEUE, RenderSlots } from '../core/documents/render-slots.js';
 import type { BlobPort, ClockPort, IdsPort, StoragePort, WebhookSenderPort } from '../core/ports/index.js';
 import { DEFAULT_RETENTION_DAYS, pruneFinishedWork } from '../core/retention.js';
-import { deliverDueMessages, type EndpointPauses } from '../core/webhooks/deliver.js';
+import { WebhookDispatcher, type EndpointPauses } from '../core/webhooks/deliver.js';
 import { replacePorts, resolveCoreDeps } from '../adapters/container/core-deps.js';
 import { documentsModule } from '../adapters/container/documents.module.js';
 import type { S3Connection } from '../adapters/blob/s3/s3.blob.js';
@@ -85,7 +85,7 @@ export interface RuntimeOptions {
     endpointConcurrency?: number;
     /** At most this many messages a second to each endpoint. Default: no limit. */
     rateLimitPerSecond?: number;
-    /** How long a delivery pass's claim on its messages lasts (a dead instance holds them this long). Default 5 minutes. */
+    /** How long a delivery claim on messages lasts (a dead instance holds them this long). Default 5 minutes. */
     leaseMs?: number;
     /**
      * An endpoint whose every attempt failed this long is disabled at its next failed attempt, and the
@@ -173,7 +173,7 @@ const RESUME_SWEEP_MS = 60_000;
 /** A running import writes every few seconds; one unchanged this long may have lost its job. */
 const RESUME_AFTER_QUIET_MS = 5 * 60_000;
 
-/** Messages taken per delivery pass: enough to keep 16 requests in flight on each of many endpoints. */
+/** Messages one webhook delivery claim takes at most (a poll's, an endpoint's refill): enough to keep 16 requests in flight on each of many endpoints. */
 const DELIVERY_BATCH = 500;
 
 /**
@@ -285,24 +285,25 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     const endpointConcurrency = options.webhooks?.endpointConcurrency;
     const ratePerSecond = options.webhooks?.rateLimitPerSecond;
     const rateLimit = ratePerSecond === undefined ? undefined : { perSecond: ratePerSecond, buckets: new Map<string, { tokens: number; atMs: number }>() };
-    const delivery = new DeliveryLoop(
-      () =>
-        deliverDueMessages(
-          {
-            ...deps,
-            random: Math.random,
-            endpointPauses,
-            workerId,
-            ...(endpointConcurrency !== undefined ? { endpointConcurrency } : {}),
-            ...(rateLimit ? { rateLimit } : {}),
-            ...(options.webhooks?.leaseMs !== undefined ? { leaseMs: options.webhooks.leaseMs } : {}),
-            ...(options.webhooks?.disableAfterMs !== undefined ? { disableAfterMs: options.webhooks.disableAfterMs } : {}),
-          },
-          { limit: DELIVERY_BATCH },
-        ),
-      pollMs,
-      logger?.child({ component: 'webhooks' }),
+    const dispatcher = new WebhookDispatcher(
+      {
+        ...deps,
+        random: Math.random,
+        endpointPauses,
+        workerId,
+        ...(endpointConcurrency !== undefined ? { endpointConcurrency } : {}),
+        ...(rateLimit ? { rateLimit } : {}),
+        ...(options.webhooks?.leaseMs !== undefined ? { leaseMs: options.webhooks.leaseMs } : {}),
+        ...(options.webhooks?.disableAfterMs !== undefined ? { disableAfterMs: options.webhooks.disableAfterMs } : {}),
+      },
+      {
+        limit: DELIVERY_BATCH,
+        // Its endpoint may have had messages created since its last claim: a poll takes them now.
+        onLaneEnd: () => delivery.wake(),
+        onError: (error) => logger?.warn({ err: describeError(error) }, 'webhook delivery to an endpoint stopped on an error; its messages are taken again'),
+      },
     );
+    const delivery = new DeliveryLoop(dispatcher, pollMs, logger?.child({ component: 'webhooks' }));
     const retention = new RetentionSweeper(
       () =>
         pruneFinishedWork(deps, {
