@@ -13,6 +13,8 @@ import { defaultRetrySchedule, type RetrySchedule } from './retry-schedule.js';
 export const DEFAULT_DELIVERY_TIMEOUT_MS = 4_000;
 /** See `DeliveryDeps.endpointConcurrency`. */
 export const DEFAULT_ENDPOINT_CONCURRENCY = 16;
+/** How long a failing endpoint rests when the retry schedule has no second step. */
+const DEFAULT_REST_MS = 5_000;
 /** Deliveries recorded per storage transaction. */
 const DELIVERED_PER_COMMIT = 50;
 /** See `DeliveryDeps.leaseMs`. */
@@ -94,10 +96,17 @@ export interface DeliveryReport {
 
 /** Messages of one endpoint a poll takes at most, as a multiple of the endpoint's concurrency. */
 const CLAIM_ROUNDS_PER_ENDPOINT = 4;
+/**
+ * Failed attempts in a row after which an endpoint rests: nothing more is tried for the schedule's first
+ * retry delay (5 s by default), its other messages waiting, due. A delivered attempt starts the count again.
+ */
+export const FAILURES_BEFORE_REST = 20;
+/** Endpoints whose failures in a row a dispatcher counts at most; past it, the longest-known is forgotten. */
+const FAILING_ENDPOINTS_KEPT = 10_000;
 
 const noReport = (): DeliveryReport => ({ delivered: 0, failed: 0, parked: 0, deferred: 0 });
 
-/** An endpoint as claims name it: an extra endpoint's id, or null for the account's default one. */
+/** An endpoint of an account: an extra endpoint's id, or undefined for the account's default one; `key` as `endpointKeyOf`. */
 interface EndpointRef {
   key: string;
   accountId: string;
@@ -126,7 +135,9 @@ interface EndpointRef {
  * Concurrency: up to `endpointConcurrency` streams of one endpoint in flight, one request per stream. A 429
  * or 503 with Retry-After pauses that endpoint only: its lane starts nothing new and the messages it holds
  * are set aside until the pause ends. With a rate limit, an endpoint out of its budget hands back what it
- * holds and is left out of polls until its bucket is full again.
+ * holds and is left out of polls until its bucket is full again. An endpoint whose last
+ * `FAILURES_BEFORE_REST` attempts all failed rests likewise for the first retry delay, so one that fails
+ * everything costs a few attempts every few seconds rather than one per message it has.
  *
  * Health: every failed attempt starts the endpoint's failure clock (unless it runs), every delivered one
  * stops it; an endpoint failing for `disableAfterMs` is disabled at its next failed attempt (see health.ts).
@@ -138,8 +149,10 @@ interface EndpointRef {
  */
 export class WebhookDispatcher {
   private readonly lanes = new Map<string, { lane: EndpointLane; ended: Promise<void> }>();
-  /** Endpoints out of their rate: left out of polls until then (epoch ms). */
+  /** Endpoints out of their rate, or failing every attempt: left out of polls until then (epoch ms). */
   private readonly resting = new Map<string, { endpoint: EndpointRef; untilMs: number }>();
+  /** Failed attempts since the last delivered one, of endpoints whose last attempt failed (the oldest dropped past a bound). */
+  private readonly failedInARow = new Map<string, number>();
   private readonly totals = noReport();
   /** Lanes that stopped on an error, and the last such error. */
   private failures = 0;
@@ -151,7 +164,7 @@ export class WebhookDispatcher {
     private readonly options: DeliveryOptions & {
       /** A lane ended: its endpoint may have had more messages since its last claim, for a poll to take. */
       onLaneEnd?: () => void;
-      /** A lane stopped on an error (of the storage): the claims it held run out and are taken again. */
+      /** A lane stopped on an error (of the storage): what it held went back, for a later poll. */
       onError?: (error: unknown) => void;
     },
   ) {}
@@ -224,15 +237,14 @@ export class WebhookDispatcher {
       entry.messages.push(message);
     }
     for (const [key, { endpoint, messages }] of byEndpoint) {
-      const lane = new EndpointLane(deps, endpoint, streamsOf(messages), this.totals, options.limit);
+      const lane = new EndpointLane(deps, endpoint, streamsOf(messages), this.totals, options.limit, this.failedInARow.get(key) ?? 0);
       const ended = lane.run().then(
         () => {
-          this.lanes.delete(key);
-          if (lane.restUntilMs !== undefined) this.resting.set(key, { endpoint, untilMs: lane.restUntilMs });
+          this.laneEnded(lane);
           options.onLaneEnd?.();
         },
         (error: unknown) => {
-          this.lanes.delete(key);
+          this.laneEnded(lane);
           this.failures += 1;
           this.lastError = error;
           options.onError?.(error);
@@ -241,6 +253,16 @@ export class WebhookDispatcher {
       this.lanes.set(key, { lane, ended });
     }
     return claimed.length;
+  }
+
+  private laneEnded(lane: EndpointLane): void {
+    const { key } = lane.endpoint;
+    this.lanes.delete(key);
+    if (lane.restUntilMs !== undefined) this.resting.set(key, { endpoint: lane.endpoint, untilMs: lane.restUntilMs });
+    this.failedInARow.delete(key);
+    if (lane.failedInARow === 0) return;
+    this.failedInARow.set(key, lane.failedInARow);
+    if (this.failedInARow.size > FAILING_ENDPOINTS_KEPT) this.failedInARow.delete(this.failedInARow.keys().next().value!);
   }
 }
 
@@ -418,8 +440,12 @@ class EndpointLane {
   private exhausted = false;
   private refills = 0;
   private refilling: Promise<boolean> | undefined;
-  /** Set when the endpoint ran out of its rate: the lane takes nothing more, and rests until then (epoch ms). */
+  /**
+   * Set when the endpoint must rest, out of its rate or failing every attempt: the lane takes nothing more,
+   * and polls leave the endpoint out until then (epoch ms).
+   */
   restUntilMs: number | undefined;
+
   /** The endpoint's writes (health, notes), in the order made. */
   private saving: Promise<unknown> = Promise.resolve();
   private readonly chain: Chain = (write) => {
@@ -441,6 +467,8 @@ class EndpointLane {
     streams: OutboxMessage[][],
     private readonly report: DeliveryReport,
     private readonly limit: number,
+    /** Attempts that failed since the last delivered one, this lane's included. */
+    public failedInARow: number,
   ) {
     this.queue = streams;
     for (const message of streams.flat()) this.held.set(message.id, message);
@@ -534,11 +562,14 @@ class EndpointLane {
     return !this.exhausted;
   }
 
+  private rest(untilMs: number): void {
+    this.restUntilMs = Math.max(this.restUntilMs ?? 0, untilMs);
+  }
+
   /** Takes one message's worth of the endpoint's rate; false (and the lane rests until its bucket is full) when none is left. */
   private takeToken(nowMs: number): boolean {
     const limit = this.deps.rateLimit;
     if (!limit) return true;
-    if (this.restUntilMs !== undefined) return false;
     const bucket = limit.buckets.get(this.endpoint.key) ?? { tokens: limit.perSecond, atMs: nowMs };
     const tokens = Math.min(limit.perSecond, bucket.tokens + ((nowMs - bucket.atMs) * limit.perSecond) / 1000);
     if (tokens >= 1) {
@@ -547,7 +578,7 @@ class EndpointLane {
     }
     limit.buckets.set(this.endpoint.key, { tokens, atMs: nowMs });
     // The bucket holds a second's worth at most: waiting until it is full loses nothing.
-    this.restUntilMs = nowMs + Math.ceil(((limit.perSecond - tokens) * 1000) / limit.perSecond);
+    this.rest(nowMs + Math.ceil(((limit.perSecond - tokens) * 1000) / limit.perSecond));
     return false;
   }
 
@@ -563,8 +594,8 @@ class EndpointLane {
         await this.setAside(stream.slice(index), this.stop.until);
         return;
       }
-      // Closing, or over the endpoint's rate: the rest of the stream goes back, due as it was.
-      if (this.closing || !this.takeToken(deps.clock.now().getTime())) {
+      // Closing, resting, or over the endpoint's rate: the rest of the stream goes back, due as it was.
+      if (this.closing || this.restUntilMs !== undefined || !this.takeToken(deps.clock.now().getTime())) {
         await this.release(stream.slice(index));
         return;
       }
@@ -577,6 +608,7 @@ class EndpointLane {
         this.log(message, result, attemptedAt);
         await this.recordDelivered({ ...message, status: 'delivered', attempts: message.attempts + 1, deliveredAt: nowIso });
         this.report.delivered += 1;
+        this.failedInARow = 0;
         await target.clock('delivered', attemptedAt);
         if (target.statusDetail()?.startsWith(UNHEALTHY_DETAIL_PREFIX)) {
           // The endpoint evidently works again; the parked messages still show in the `failed` count.
@@ -588,6 +620,7 @@ class EndpointLane {
       const attempts = message.attempts + 1;
       const lastError = describeFailure(result, timeoutMs);
       this.log(message, result, attemptedAt, lastError);
+      if (++this.failedInARow >= FAILURES_BEFORE_REST) this.rest(now.getTime() + (schedule.delaysMs[1] ?? DEFAULT_REST_MS));
       const failingSince = await target.clock('failed', attemptedAt);
       if (result.gone) {
         await this.write({ ...message, status: 'parked', attempts, lastError });

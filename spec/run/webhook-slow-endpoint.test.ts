@@ -2,35 +2,46 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import type { WebhookDelivery, WebhookSenderPort } from '../../core/ports/webhook-sender.port.js';
-import { enqueueMessage } from '../../core/webhooks/deliver.js';
+import { DEFAULT_ENDPOINT_CONCURRENCY, enqueueMessage, FAILURES_BEFORE_REST } from '../../core/webhooks/deliver.js';
 import { bulkPatientCreateMessage } from '../../core/webhooks/envelope.js';
 import { createRuntime, type Runtime } from '../../runtime/runtime.js';
 
 /*
  * The service's own delivery loop (the runtime's background work) with two endpoints of one account: one
- * holds every request it gets until the test lets it answer, the other answers at once. What the healthy
- * endpoint receives must not wait for the slow one, neither messages created while the slow one holds its
- * first ones nor its rate limit's next second's worth. The clock is stepped; waits are for the background
- * loop to get to what is due, never for time to pass.
+ * holds every request it gets until the test lets it answer (or fails every one), the other answers at
+ * once. What the healthy endpoint receives must not wait for the other, neither messages created while the
+ * slow one holds its first ones nor its rate limit's next second's worth; and a failing endpoint is tried
+ * a few times, then rests, rather than once per message it has. The clock is stepped; waits are for the
+ * background loop to get to what is due, never for time to pass.
  */
 
 const START = '2024-05-01T00:00:00.000Z';
 const SLOW_URL = 'https://slow.example/hooks';
+const FAILING_URL = 'https://failing.example/hooks';
 const HEALTHY_URL = 'https://healthy.example/hooks';
 /** How long the background loop may take to get to what is due (real time; it polls every 10 ms here). */
 const WITHIN = { timeout: 5_000, interval: 10 };
 
-/** A sender standing for both receivers: the slow endpoint's requests wait until `release()`. */
+/**
+ * A sender standing for the receivers: the slow endpoint's requests wait until `release()`, the failing
+ * endpoint answers 500 until `release()`, the healthy one answers at once.
+ */
 function receivers() {
   const held: { delivery: WebhookDelivery; answer: () => void }[] = [];
   const received = new Map<string, string[]>([
     [SLOW_URL, []],
+    [FAILING_URL, []],
     [HEALTHY_URL, []],
   ]);
+  let attemptsToFailing = 0;
   let holding = true;
   const sender: WebhookSenderPort = {
     async send(delivery) {
       if (delivery.url === SLOW_URL && holding) await new Promise<void>((answer) => held.push({ delivery, answer }));
+      if (delivery.url === FAILING_URL) {
+        attemptsToFailing += 1;
+        if (holding) return { outcome: 'failed', status: 500, gone: false, error: 'the receiver answered HTTP 500', durationMs: 1 };
+      }
       received.get(delivery.url)!.push(delivery.messageId);
       return { outcome: 'delivered', status: 200, durationMs: 1 };
     },
@@ -41,7 +52,8 @@ function receivers() {
     held: () => held.map((h) => h.delivery.messageId),
     /** Message ids an endpoint acknowledged, in the order it answered. */
     received: (url: string) => [...received.get(url)!],
-    /** The slow endpoint answers what it holds and everything after at once. */
+    attemptsToFailing: () => attemptsToFailing,
+    /** The slow endpoint answers what it holds and everything after at once; the failing one answers 200 from now on. */
     release() {
       holding = false;
       for (const { answer } of held.splice(0)) answer();
@@ -57,7 +69,9 @@ afterEach(async () => {
   }
 });
 
-async function service(options: { rateLimitPerSecond?: number } = {}) {
+/** The service with an account whose default endpoint is `defaultUrl` (the slow one unless said) and whose other endpoint is the healthy one. */
+async function service(options: { rateLimitPerSecond?: number; defaultUrl?: string } = {}) {
+  const { defaultUrl = SLOW_URL, ...webhooks } = options;
   const clock = new SteppedClock(START);
   const ids = new SequentialIds();
   const endpoints = receivers();
@@ -67,13 +81,13 @@ async function service(options: { rateLimitPerSecond?: number } = {}) {
     clock,
     ids,
     pollMs: 10,
-    webhooks: { sender: endpoints.sender, ...options },
+    webhooks: { sender: endpoints.sender, ...webhooks },
   });
   opened.push({ runtime, release: endpoints.release });
   const { accountId } = await runtime.createAccount('slow and healthy');
   const { storage } = runtime.deps;
   const now = clock.now().toISOString();
-  await storage.webhookSettings.put({ accountId, webhookUrl: SLOW_URL, webhookKey: 'whk_slow-endpoint-key', webhookEnabled: true, webhookStatusDetail: null, updatedAt: now });
+  await storage.webhookSettings.put({ accountId, webhookUrl: defaultUrl, webhookKey: 'whk_default-endpoint-key', webhookEnabled: true, webhookStatusDetail: null, updatedAt: now });
   await storage.webhookEndpoints.insert({
     id: 'endpoint-healthy',
     accountId,
@@ -97,7 +111,9 @@ async function service(options: { rateLimitPerSecond?: number } = {}) {
       return stored;
     });
   runtime.background.start();
-  return { clock, endpoints, stream };
+  /** The default endpoint's messages: how many were tried how many times. */
+  const attemptsByMessage = async () => (await storage.outbox.list(accountId)).filter((m) => m.endpointId === undefined).map((m) => m.attempts);
+  return { clock, endpoints, stream, attemptsByMessage };
 }
 
 describe("the service's delivery loop, one endpoint holding every request", () => {
@@ -138,5 +154,31 @@ describe("the service's delivery loop, one endpoint holding every request", () =
     }
     expect(endpoints.received(SLOW_URL)).toEqual([]);
     expect(new Set(endpoints.received(HEALTHY_URL)).size).toBe(20);
+  });
+
+  test(`a failing endpoint rests after ${FAILURES_BEFORE_REST} failed attempts in a row (and those in flight then), its other messages waiting, due; the healthy one gets everything meanwhile`, async () => {
+    const { clock, endpoints, stream, attemptsByMessage } = await service({ defaultUrl: FAILING_URL });
+    const MESSAGES = 3 * FAILURES_BEFORE_REST;
+    for (let i = 0; i < MESSAGES; i++) await stream(`bulk-${i}`);
+    const tried = async () => (await attemptsByMessage()).reduce((sum, attempts) => sum + attempts, 0);
+    await vi.waitFor(async () => {
+      expect(endpoints.received(HEALTHY_URL)).toHaveLength(MESSAGES);
+      expect(await tried()).toBeGreaterThanOrEqual(FAILURES_BEFORE_REST);
+    }, WITHIN);
+    const firstRound = await tried();
+    expect(firstRound).toBeLessThan(FAILURES_BEFORE_REST + DEFAULT_ENDPOINT_CONCURRENCY);
+    expect(Math.max(...(await attemptsByMessage()))).toBe(1);
+    expect(endpoints.attemptsToFailing()).toBe(firstRound);
+
+    // After the rest (the first retry's 5 s, and its jitter): one window's worth of attempts, then another rest.
+    clock.advance(5_500);
+    await vi.waitFor(async () => expect(await tried()).toBeGreaterThan(firstRound), WITHIN);
+    expect(await tried()).toBeLessThanOrEqual(firstRound + DEFAULT_ENDPOINT_CONCURRENCY);
+    expect((await attemptsByMessage()).filter((attempts) => attempts === 0).length).toBeGreaterThan(0);
+
+    // Once it answers, the next tries deliver everything (those tried twice are due again 5 min later).
+    endpoints.release();
+    clock.advance(6 * 60_000);
+    await vi.waitFor(() => expect(new Set(endpoints.received(FAILING_URL)).size).toBe(MESSAGES), WITHIN);
   });
 });
