@@ -285,6 +285,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     const endpointConcurrency = options.webhooks?.endpointConcurrency;
     const ratePerSecond = options.webhooks?.rateLimitPerSecond;
     const rateLimit = ratePerSecond === undefined ? undefined : { perSecond: ratePerSecond, buckets: new Map<string, { tokens: number; atMs: number }>() };
+    const webhookLogger = logger?.child({ component: 'webhooks' });
     const dispatcher = new WebhookDispatcher(
       {
         ...deps,
@@ -300,10 +301,10 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
         limit: DELIVERY_BATCH,
         // Its endpoint may have had messages created since its last claim: a poll takes them now.
         onLaneEnd: () => delivery.wake(),
-        onError: (error) => logger?.warn({ err: describeError(error) }, 'webhook delivery to an endpoint stopped on an error; its messages are taken again'),
+        onError: (error) => webhookLogger?.warn({ err: describeError(error) }, 'webhook delivery to an endpoint stopped on an error; its messages are taken again'),
       },
     );
-    const delivery = new DeliveryLoop(dispatcher, pollMs, logger?.child({ component: 'webhooks' }));
+    const delivery = new DeliveryLoop(dispatcher, pollMs, webhookLogger);
     const retention = new RetentionSweeper(
       () =>
         pruneFinishedWork(deps, {
