@@ -5,7 +5,8 @@
  *
  * Messages from the parent: `{ listen: [{ name, answerMs, status }], expect }` -> `{ urls: { name: url } }`;
  * then `{ done: name, at }` once a receiver has acknowledged `expect` distinct messages (`at`: epoch ms);
- * `{ counts: true }` -> `{ counts: { name: distinct acknowledged } }`; `{ close: true }` ends the process.
+ * `{ counts: true }` -> `{ counts: { name: distinct acknowledged } }`; `{ arrivals: [name] }` ->
+ * `{ arrivals: { name: { messageId: epoch ms of its first acknowledgement } } }`; `{ close: true }` ends the process.
  */
 import { createServer, type Server } from 'node:http';
 
@@ -15,17 +16,18 @@ interface Listen {
   status: number;
 }
 
-type Command = { listen: Listen[]; expect: number } | { counts: true } | { close: true };
+type Command = { listen: Listen[]; expect: number } | { counts: true } | { arrivals: string[] } | { close: true };
 
 const servers: Server[] = [];
-const acknowledged = new Map<string, Set<string>>();
+/** Per receiver: message id -> when it was first acknowledged (epoch ms). */
+const acknowledged = new Map<string, Map<string, number>>();
 const send = (message: unknown) => process.send!(message);
 
 process.on('message', async (command: Command) => {
   if ('listen' in command) {
     const urls: Record<string, string> = {};
     for (const { name, answerMs, status } of command.listen) {
-      const seen = new Set<string>();
+      const seen = new Map<string, number>();
       acknowledged.set(name, seen);
       const server = createServer((req, res) => {
         const id = String(req.headers['webhook-id']);
@@ -35,8 +37,9 @@ process.on('message', async (command: Command) => {
             if (res.destroyed) return;
             res.writeHead(status).end();
             if (status >= 300 || seen.has(id)) return;
-            seen.add(id);
-            if (seen.size === command.expect) send({ done: name, at: performance.timeOrigin + performance.now() });
+            const at = performance.timeOrigin + performance.now();
+            seen.set(id, at);
+            if (seen.size === command.expect) send({ done: name, at });
           }, answerMs);
         });
       });
@@ -46,6 +49,8 @@ process.on('message', async (command: Command) => {
       urls[name] = `http://127.0.0.1:${(server.address() as { port: number }).port}/${name}`;
     }
     send({ urls });
+  } else if ('arrivals' in command) {
+    send({ arrivals: Object.fromEntries(command.arrivals.map((name) => [name, Object.fromEntries(acknowledged.get(name) ?? [])])) });
   } else if ('counts' in command) {
     send({ counts: Object.fromEntries([...acknowledged].map(([name, seen]) => [name, seen.size])) });
   } else {

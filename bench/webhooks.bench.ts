@@ -18,13 +18,14 @@ import { DEFAULT_ENDPOINT_CONCURRENCY, deliverDueMessages, enqueueMessage } from
 import { emit } from './support.js';
 import { createPgSchema, probePostgres } from '../spec/support/pg.js';
 import { bulkPatientCreateMessage } from '../core/webhooks/envelope.js';
+import { createRuntime, type RuntimeOptions } from '../runtime/runtime.js';
 
 const MESSAGES = Number(process.env.BENCH_WEBHOOKS ?? 5_000);
 /** Which storages the drains and the failing receiver run on: `memory,sqlite,postgres` by default. */
 const STORAGES = (process.env.BENCH_WEBHOOK_STORAGES ?? 'memory,sqlite,postgres').split(',');
 const ACCOUNTS = Number(process.env.BENCH_WEBHOOK_ACCOUNTS ?? 8);
-/** Which measures run: `delivery,drain,fail-first,fan-out` by default (all). */
-const PARTS = (process.env.BENCH_WEBHOOK_PARTS ?? 'delivery,drain,fail-first,fan-out').split(',');
+/** Which measures run: `delivery,drain,fail-first,fan-out,fan-out-live` by default (all). */
+const PARTS = (process.env.BENCH_WEBHOOK_PARTS ?? 'delivery,drain,fail-first,fan-out,fan-out-live').split(',');
 
 const clock = new SystemClock();
 const ids = new Uuid7Ids();
@@ -259,18 +260,30 @@ async function failEveryFirstAttempt(storageKind: 'memory' | 'sqlite'): Promise<
 for (const storageKind of ['memory', 'sqlite'] as const) if (STORAGES.includes(storageKind) && PARTS.includes('fail-first')) await failEveryFirstAttempt(storageKind);
 
 /*
- * Ten endpoints of one account, fed the same backlog (every message fans out to all of them): one answers
- * 500 to every request, one takes 2 s, eight take 50 ms. Measured: how fast each of the eight healthy
- * endpoints receives its copy of the backlog, against a single healthy endpoint (50 ms) alone in another
- * account, in the same run and through the same delivery loop. Target: the healthy endpoints within 20%
- * of the one alone (a failing or slow endpoint never delays another). Also measured, to tell the cost of
- * the failing and slow endpoints from that of sending eight times the messages: the eight healthy
- * endpoints without the other two. The receivers run in a process of their own (fan-out-receivers.ts).
+ * Ten endpoints of one account (every message fans out to all of them): one answers 500 to every request,
+ * one takes 2 s, eight take 50 ms, delivered by the service's own runtime (its background loop, as
+ * `npm start` runs it) on a fresh storage of its own. Two measures:
+ *
+ * `fan-out`: a backlog of messages already stored. How fast each of the eight healthy endpoints receives its
+ * copy, against a single healthy endpoint (50 ms) alone, in the same run. Target: the healthy endpoints
+ * within 20% of the one alone. Also measured, to tell the cost of the failing and slow endpoints from that
+ * of sending eight times the messages: the eight healthy endpoints without the other two.
+ *
+ * `fan-out-live`: messages created one after the other at a steady rate while delivery runs (as an API
+ * in use makes them), in streams of two. The healthy endpoints' delay from creation to acknowledgement,
+ * against a single healthy endpoint alone and against the eight healthy endpoints without the other two: a
+ * slow or failing endpoint must delay no other, so the last two should be alike. The loop polls every
+ * 20 ms here, standing in for the wake an API write gives it.
+ *
+ * The receivers run in a process of their own (fan-out-receivers.ts), as receivers are other machines.
  */
-async function endpointsFanOut(storageKind: 'memory' | 'sqlite' | 'postgres'): Promise<void> {
-  const FAN_MESSAGES = Number(process.env.BENCH_WEBHOOK_FANOUT ?? 2_000);
-  const HEALTHY_MS = 50;
-  const SLOW_MS = 2_000;
+const FAN_HEALTHY_MS = 50;
+const FAN_SLOW_MS = 2_000;
+/** Epoch ms on the clock the receivers' process reports with (not `Date.now()`, which the system may step). */
+const epochMs = () => performance.timeOrigin + performance.now();
+
+/** The receivers' process: `listen` starts named receivers and answers their URLs; `doneAt` fills as each has all it expects. */
+function fanOutReceivers() {
   const child = fork(fileURLToPath(new URL('fan-out-receivers.ts', import.meta.url)), { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const doneAt = new Map<string, number>();
   const replies: ((message: Record<string, unknown>) => void)[] = [];
@@ -283,27 +296,45 @@ async function endpointsFanOut(storageKind: 'memory' | 'sqlite' | 'postgres'): P
       replies.push((message) => resolve(message as T));
       child.send(command as object);
     });
-  const listen = async (receivers: { name: string; answerMs: number; status?: number }[]) =>
-    (await ask<{ urls: Record<string, string> }>({ listen: receivers.map((r) => ({ status: 200, ...r })), expect: FAN_MESSAGES })).urls;
+  return {
+    doneAt,
+    listen: async (receivers: { name: string; answerMs: number; status?: number }[], expect: number) =>
+      (await ask<{ urls: Record<string, string> }>({ listen: receivers.map((r) => ({ status: 200, ...r })), expect })).urls,
+    counts: async () => (await ask<{ counts: Record<string, number> }>({ counts: true })).counts,
+    /** When each receiver first acknowledged each message id (epoch ms). */
+    arrivals: async (names: readonly string[]) => (await ask<{ arrivals: Record<string, Record<string, number>> }>({ arrivals: names })).arrivals,
+    close: () => child.send({ close: true }),
+  };
+}
 
-  const { store, cleanup } = await openStore(storageKind);
-  const fanSender = new HttpWebhookSender({ allowPrivate: true });
-  const claimTimes: number[] = [];
-  if (process.env.BENCH_DEBUG) {
-    const claim = store.outbox.claim.bind(store.outbox);
-    store.outbox.claim = async (n, limit, lease) => {
-      const started = performance.now();
-      const got = await claim(n, limit, lease);
-      claimTimes.push(performance.now() - started);
-      if (claimTimes.length % 50 === 0) process.stderr.write(`claims ${claimTimes.length}: last 50 took ${Math.round(claimTimes.slice(-50).reduce((a, b) => a + b, 0))} ms (this one: ${lease.endpointId === undefined ? 'pass' : 'refill'} ${limit} -> ${got.length})\n`);
-      return got;
-    };
+/**
+ * The service's runtime on a fresh storage of `storageKind`, with an account whose default endpoint is the
+ * first URL and the others extra endpoints. Its background is not started. `claims` counts the outbox claims.
+ */
+async function fanOutService(storageKind: 'memory' | 'sqlite' | 'postgres', urls: readonly string[], pollMs?: number) {
+  let dataDir: string | undefined;
+  let schema: Awaited<ReturnType<typeof createPgSchema>> | undefined;
+  let profile: RuntimeOptions['profile'];
+  if (storageKind === 'memory') profile = { kind: 'memory' };
+  else {
+    dataDir = await mkdtemp(join(tmpdir(), 'carebridge-fan-out-bench-'));
+    if (storageKind === 'postgres') schema = await createPgSchema('webhookfanout');
+    profile = { kind: 'sql', dataDir, ...(schema ? { database: schema.url, databaseSchema: schema.schema } : {}) };
   }
+  const runtime = await createRuntime({ profile, publicUrl: 'http://carebridge.bench', webhooks: { allowPrivate: true }, ...(pollMs === undefined ? {} : { pollMs }) });
+  const { storage } = runtime.deps;
+  let claims = 0;
+  const claim = storage.outbox.claim.bind(storage.outbox);
+  storage.outbox.claim = (now, limit, lease) => {
+    claims += 1;
+    return claim(now, limit, lease);
+  };
+  const { accountId } = await runtime.createAccount('fan-out');
+  let enqueued = 0;
   const now = () => clock.now().toISOString();
-  const putDefault = async (accountId: string, url: string) =>
-    store.webhookSettings.put({ accountId, webhookUrl: url, webhookKey: 'bench-webhook-key-bench-webhook-key', webhookEnabled: true, webhookStatusDetail: null, updatedAt: now() });
-  const addEndpoint = async (accountId: string, url: string) =>
-    store.webhookEndpoints.insert({
+  await storage.webhookSettings.put({ accountId, webhookUrl: urls[0]!, webhookKey: 'bench-webhook-key-bench-webhook-key', webhookEnabled: true, webhookStatusDetail: null, updatedAt: now() });
+  for (const url of urls.slice(1)) {
+    await storage.webhookEndpoints.insert({
       id: ids.next(),
       accountId,
       url,
@@ -315,85 +346,157 @@ async function endpointsFanOut(storageKind: 'memory' | 'sqlite' | 'postgres'): P
       createdAt: now(),
       updatedAt: now(),
     });
-  /** An account whose default endpoint is the first receiver and the others extra endpoints, with the backlog. */
-  const account = async (urls: string[]): Promise<string> => {
-    const accountId = ids.next();
-    await putDefault(accountId, urls[0]!);
-    for (const url of urls.slice(1)) await addEndpoint(accountId, url);
-    for (let i = 0; i < FAN_MESSAGES; i += 250) {
-      await store.transaction(async (tx) => {
-        for (let j = i; j < Math.min(FAN_MESSAGES, i + 250); j++) {
-          const requestId = `fan-${accountId}-${Math.floor(j / 2)}`;
-          await enqueueMessage(tx, accountId, bulkPatientCreateMessage({ messageId: ids.next(), requestId, when: clock.now() }, { requestId, status: j % 2 === 0 ? 'processing' : 'completed' }));
-        }
-      });
-    }
-    return accountId;
+  }
+  return {
+    runtime,
+    claims: () => claims,
+    /** Stores `count` messages in streams of two (an import's processing and completed), `perTransaction` at a time. */
+    async enqueue(count: number, perTransaction = 250): Promise<{ id: string; at: number }[]> {
+      const stored: { id: string; at: number }[] = [];
+      for (let i = 0; i < count; i += perTransaction) {
+        await storage.transaction(async (tx) => {
+          for (let j = i; j < Math.min(count, i + perTransaction); j++) {
+            const n = enqueued++;
+            const requestId = `fan-${accountId}-${Math.floor(n / 2)}`;
+            const message = bulkPatientCreateMessage({ messageId: ids.next(), requestId, when: clock.now() }, { requestId, status: n % 2 === 0 ? 'processing' : 'completed' });
+            await enqueueMessage(tx, accountId, message);
+            stored.push({ id: message.meta.messageId, at: epochMs() });
+          }
+        });
+      }
+      return stored;
+    },
+    async close() {
+      await runtime.close();
+      if (dataDir) await rm(dataDir, { recursive: true, force: true });
+      await schema?.drop();
+    },
   };
-  /**
-   * The service's loop (runtime.ts): passes of its batch, a short wait after one that had nothing to do,
-   * until every receiver in `names` has the backlog. Returns each one's rate, messages a second.
-   */
-  const drive = async (accountId: string, names: readonly string[]) => {
-    const endpointPauses = new Map<string, number>();
-    const started = performance.timeOrigin + performance.now();
-    const cpuBefore = process.cpuUsage();
-    let passes = 0;
-    const deadline = Date.now() + 600_000;
-    while (names.some((name) => !doneAt.has(name)) && Date.now() < deadline) {
-      const report = await deliverDueMessages(
-        { storage: store, webhookSender: fanSender, clock, ids, random: Math.random, endpointPauses },
-        { limit: PASS_LIMIT, accountId },
-      );
-      passes += 1;
-      if (report.delivered + report.failed + report.parked === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+const healthyNames = (prefix: string) => Array.from({ length: 8 }, (_, i) => `${prefix}${i}`);
+/** The ten endpoints' receivers: `healthy0` first (the default endpoint), the failing and the slow one next. */
+const tenReceivers = (ten: readonly string[]) => [
+  { name: ten[0]!, answerMs: FAN_HEALTHY_MS },
+  { name: 'failing', answerMs: 0, status: 500 },
+  { name: 'slow', answerMs: FAN_SLOW_MS },
+  ...ten.slice(1).map((name) => ({ name, answerMs: FAN_HEALTHY_MS })),
+];
+
+async function endpointsFanOut(storageKind: 'memory' | 'sqlite' | 'postgres'): Promise<void> {
+  const FAN_MESSAGES = Number(process.env.BENCH_WEBHOOK_FANOUT ?? 2_000);
+  const receivers = fanOutReceivers();
+  /** Stores the backlog, starts the background and waits until every receiver in `names` has it all; each one's rate, messages a second. */
+  const drive = async (urls: string[], names: readonly string[]) => {
+    const service = await fanOutService(storageKind, urls);
+    try {
+      await service.enqueue(FAN_MESSAGES);
+      const claimsBefore = service.claims();
+      const cpuBefore = process.cpuUsage();
+      const started = epochMs();
+      service.runtime.background.start();
+      const deadline = started + 600_000;
+      while (names.some((name) => !receivers.doneAt.has(name)) && epochMs() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+      const elapsedMs = epochMs() - started;
+      const cpu = process.cpuUsage(cpuBefore);
+      const rates = names.map((name) => (receivers.doneAt.has(name) ? Math.round((FAN_MESSAGES / (receivers.doneAt.get(name)! - started)) * 1000) : 0));
+      return {
+        min: Math.min(...rates),
+        mean: Math.round(rates.reduce((a, b) => a + b, 0) / rates.length),
+        claims: service.claims() - claimsBefore,
+        elapsedMs,
+        // Of one core: the share of the run this process computed (the rest it waited, for receivers or the CPU).
+        cpuShare: Number(((cpu.user + cpu.system) / 1000 / elapsedMs).toFixed(2)),
+      };
+    } finally {
+      await service.close();
     }
-    const cpu = process.cpuUsage(cpuBefore);
-    const elapsedMs = performance.timeOrigin + performance.now() - started;
-    const rates = names.map((name) => (doneAt.has(name) ? Math.round((FAN_MESSAGES / (doneAt.get(name)! - started)) * 1000) : 0));
-    return {
-      rates,
-      min: Math.min(...rates),
-      mean: Math.round(rates.reduce((a, b) => a + b, 0) / rates.length),
-      passes,
-      elapsedMs: Math.round(elapsedMs),
-      // Of one core: the share of the run this process computed (the rest it waited, for receivers or the CPU).
-      cpuShare: Number(((cpu.user + cpu.system) / 1000 / elapsedMs).toFixed(2)),
-    };
   };
-  const healthyNames = (prefix: string) => Array.from({ length: 8 }, (_, i) => `${prefix}${i}`);
   try {
-    const aloneUrls = await listen([{ name: 'alone', answerMs: HEALTHY_MS }]);
-    const alone = await drive(await account([aloneUrls.alone!]), ['alone']);
+    const aloneUrls = await receivers.listen([{ name: 'alone', answerMs: FAN_HEALTHY_MS }], FAN_MESSAGES);
+    const alone = await drive([aloneUrls.alone!], ['alone']);
 
     const eight = healthyNames('eight');
-    const eightUrls = await listen(eight.map((name) => ({ name, answerMs: HEALTHY_MS })));
-    const eightOnly = await drive(await account(eight.map((name) => eightUrls[name]!)), eight);
+    const eightUrls = await receivers.listen(eight.map((name) => ({ name, answerMs: FAN_HEALTHY_MS })), FAN_MESSAGES);
+    const eightOnly = await drive(eight.map((name) => eightUrls[name]!), eight);
 
     const ten = healthyNames('healthy');
-    const tenUrls = await listen([...ten.map((name) => ({ name, answerMs: HEALTHY_MS })), { name: 'failing', answerMs: 0, status: 500 }, { name: 'slow', answerMs: SLOW_MS }]);
-    const tenRun = await drive(await account([tenUrls[ten[0]!]!, tenUrls.failing!, tenUrls.slow!, ...ten.slice(1).map((name) => tenUrls[name]!)]), ten);
-    const counts = (await ask<{ counts: Record<string, number> }>({ counts: true })).counts;
+    const tenUrls = await receivers.listen(tenReceivers(ten), FAN_MESSAGES);
+    const tenRun = await drive(tenReceivers(ten).map(({ name }) => tenUrls[name]!), ten);
+    const counts = await receivers.counts();
     emit({
-      measure: `webhook fan-out to 10 endpoints, one failing and one taking ${SLOW_MS} ms (${storageKind})`,
+      measure: `webhook fan-out to 10 endpoints, one failing and one taking ${FAN_SLOW_MS} ms (${storageKind})`,
       messages: FAN_MESSAGES,
       endpointConcurrency: DEFAULT_ENDPOINT_CONCURRENCY,
-      ceilingPerSecond: Math.round((DEFAULT_ENDPOINT_CONCURRENCY * 1000) / HEALTHY_MS),
-      alone: { perSecond: alone.min, passes: alone.passes, elapsedMs: alone.elapsedMs, cpuShare: alone.cpuShare },
-      healthy: { perSecond: { min: tenRun.min, mean: tenRun.mean }, passes: tenRun.passes, elapsedMs: tenRun.elapsedMs, cpuShare: tenRun.cpuShare },
-      eightHealthyOnly: { perSecond: { min: eightOnly.min, mean: eightOnly.mean }, passes: eightOnly.passes, elapsedMs: eightOnly.elapsedMs, cpuShare: eightOnly.cpuShare },
+      ceilingPerSecond: Math.round((DEFAULT_ENDPOINT_CONCURRENCY * 1000) / FAN_HEALTHY_MS),
+      alone: { perSecond: alone.min, claims: alone.claims, elapsedMs: alone.elapsedMs, cpuShare: alone.cpuShare },
+      healthy: { perSecond: { min: tenRun.min, mean: tenRun.mean }, claims: tenRun.claims, elapsedMs: tenRun.elapsedMs, cpuShare: tenRun.cpuShare },
+      eightHealthyOnly: { perSecond: { min: eightOnly.min, mean: eightOnly.mean }, claims: eightOnly.claims, elapsedMs: eightOnly.elapsedMs, cpuShare: eightOnly.cpuShare },
       slowDelivered: counts.slow ?? 0,
       ratio: alone.min > 0 ? Number((tenRun.min / alone.min).toFixed(2)) : null,
       ratioToEightHealthyOnly: eightOnly.min > 0 ? Number((tenRun.min / eightOnly.min).toFixed(2)) : null,
       targetRatio: 0.8,
     });
   } finally {
-    await fanSender.close();
-    child.send({ close: true });
-    await cleanup();
+    receivers.close();
+  }
+}
+
+async function endpointsFanOutLive(storageKind: 'memory' | 'sqlite' | 'postgres'): Promise<void> {
+  const RATE = Number(process.env.BENCH_WEBHOOK_LIVE_RATE ?? 40);
+  const SECONDS = Number(process.env.BENCH_WEBHOOK_LIVE_SECONDS ?? 10);
+  const total = RATE * SECONDS;
+  const receivers = fanOutReceivers();
+  /** Creates `total` messages at `RATE` a second while the background delivers; each healthy receiver's delays, creation to acknowledgement. */
+  const drive = async (urls: string[], names: readonly string[]) => {
+    const service = await fanOutService(storageKind, urls, 20);
+    try {
+      service.runtime.background.start();
+      const created: { id: string; at: number }[] = [];
+      const started = epochMs();
+      for (let i = 0; i < total; i += 2) {
+        // A stream of two at a time, at the rate's pace.
+        created.push(...(await service.enqueue(2)));
+        const wait = started + ((i + 2) * 1000) / RATE - epochMs();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+      const deadline = Date.now() + 120_000;
+      while (names.some((name) => !receivers.doneAt.has(name)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      const arrivals = await receivers.arrivals(names);
+      const delays = names.flatMap((name) => created.map(({ id, at }) => (arrivals[name]?.[id] ?? Number.POSITIVE_INFINITY) - at)).sort((a, b) => a - b);
+      const quantile = (q: number) => delays[Math.min(delays.length - 1, Math.floor(q * delays.length))]!;
+      const rounded = (ms: number) => (Number.isFinite(ms) ? Math.round(ms) : null);
+      return { p50: rounded(quantile(0.5)), p90: rounded(quantile(0.9)), p99: rounded(quantile(0.99)), max: rounded(delays.at(-1)!) };
+    } finally {
+      await service.close();
+    }
+  };
+  try {
+    const aloneUrls = await receivers.listen([{ name: 'live-alone', answerMs: FAN_HEALTHY_MS }], total);
+    const alone = await drive([aloneUrls['live-alone']!], ['live-alone']);
+    const eight = healthyNames('live-eight');
+    const eightUrls = await receivers.listen(eight.map((name) => ({ name, answerMs: FAN_HEALTHY_MS })), total);
+    const eightOnly = await drive(eight.map((name) => eightUrls[name]!), eight);
+    const ten = healthyNames('live-healthy');
+    const tenUrls = await receivers.listen(tenReceivers(ten), total);
+    const tenRun = await drive(tenReceivers(ten).map(({ name }) => tenUrls[name]!), ten);
+    const ratio = (a: number | null, b: number | null) => (a && b ? Number((a / b).toFixed(2)) : null);
+    emit({
+      measure: `webhook fan-out while messages are created, 10 endpoints, one failing and one taking ${FAN_SLOW_MS} ms (${storageKind})`,
+      messages: total,
+      perSecond: RATE,
+      aloneDelayMs: alone,
+      healthyDelayMs: tenRun,
+      eightHealthyOnlyDelayMs: eightOnly,
+      p99Ratio: ratio(tenRun.p99, alone.p99),
+      p99RatioToEightHealthyOnly: ratio(tenRun.p99, eightOnly.p99),
+    });
+  } finally {
+    receivers.close();
   }
 }
 
 for (const storageKind of ['memory', 'sqlite', ...(postgres ? (['postgres'] as const) : [])] as const) {
   if (STORAGES.includes(storageKind) && PARTS.includes('fan-out')) await endpointsFanOut(storageKind);
+  if (STORAGES.includes(storageKind) && PARTS.includes('fan-out-live')) await endpointsFanOutLive(storageKind);
 }

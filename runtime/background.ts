@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { describeError } from '../core/error-facts.js';
-import type { DeliveryReport } from '../core/webhooks/deliver.js';
+import type { DeliveryReport, WebhookDispatcher } from '../core/webhooks/deliver.js';
 import type { RetentionReport } from '../core/retention.js';
 
 /** How often the background prunes delivered webhooks and finished jobs past their retention. */
@@ -45,25 +45,28 @@ export class RetentionSweeper {
 }
 
 /**
- * One webhook delivery pass at a time in this process, in the background or on demand (several processes
- * share the outbox through its claims).
+ * Webhook delivery in the background or on demand, through one dispatcher per process (several processes
+ * share the outbox through its claims). The loop polls: each poll starts lanes for the endpoints with
+ * deliverable messages that have none running, and never waits for the lanes it started, so a slow
+ * endpoint's lane delays no other's. It polls again at once after a poll that claimed something, when woken
+ * (a write, a lane that ended), or after `pollMs`.
  */
 export class DeliveryLoop {
-  private tail: Promise<unknown> = Promise.resolve();
   private loop: Promise<void> | undefined;
   private stopped = true;
   private wakeUp: (() => void) | undefined;
+  /** A wake that came while a poll ran: the loop polls again instead of sleeping. */
+  private woken = false;
 
   constructor(
-    private readonly deliver: () => Promise<DeliveryReport>,
+    private readonly dispatcher: Pick<WebhookDispatcher, 'poll' | 'pass' | 'drain'>,
     private readonly pollMs: number,
     private readonly logger: Logger | undefined,
   ) {}
 
+  /** A poll, then every lane until it ends (lanes the loop runs included): what `settle` waits for. */
   pass(): Promise<DeliveryReport> {
-    const result = this.tail.then(() => this.deliver());
-    this.tail = result.catch(() => undefined);
-    return result;
+    return this.dispatcher.pass();
   }
 
   start(): void {
@@ -71,14 +74,14 @@ export class DeliveryLoop {
     this.stopped = false;
     this.loop = (async () => {
       while (!this.stopped) {
-        let attempted = 0;
+        this.woken = false;
+        let claimed = 0;
         try {
-          const report = await this.pass();
-          attempted = report.delivered + report.failed + report.parked;
+          claimed = await this.dispatcher.poll();
         } catch (error) {
-          this.logger?.warn({ err: describeError(error) }, 'webhook delivery pass failed; will retry');
+          this.logger?.warn({ err: describeError(error) }, 'webhook delivery poll failed; will retry');
         }
-        if (attempted === 0 && !this.stopped) {
+        if (claimed === 0 && !this.woken && !this.stopped) {
           await new Promise<void>((done) => {
             const timer = setTimeout(done, this.pollMs);
             this.wakeUp = () => {
@@ -93,14 +96,16 @@ export class DeliveryLoop {
   }
 
   wake(): void {
-    this.wakeUp?.();
+    if (this.wakeUp) this.wakeUp();
+    else this.woken = true;
   }
 
+  /** Stops polling; the lanes hand back what they hold and finish their requests in flight. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake();
     await this.loop;
     this.loop = undefined;
-    await this.tail;
+    await this.dispatcher.drain();
   }
 }

@@ -13,7 +13,7 @@ import { coreJobHandlers, resumeInterruptedWork } from '../core/jobs.js';
 import { RenderSlots } from '../core/documents/render-slots.js';
 import type { BlobPort, ClockPort, IdsPort, StoragePort, WebhookSenderPort } from '../core/ports/index.js';
 import { pruneFinishedWork } from '../core/retention.js';
-import { deliverDueMessages, type EndpointPauses } from '../core/webhooks/deliver.js';
+import { WebhookDispatcher, type EndpointPauses } from '../core/webhooks/deliver.js';
 import { replacePorts, resolveCoreDeps } from '../adapters/container/core-deps.js';
 import { documentsModule } from '../adapters/container/documents.module.js';
 import type { S3Connection } from '../adapters/blob/s3/s3.blob.js';
@@ -160,7 +160,7 @@ const RESUME_SWEEP_MS = 60_000;
 /** A running import writes every few seconds; one unchanged this long may have lost its job. */
 const RESUME_AFTER_QUIET_MS = 5 * 60_000;
 
-/** Messages taken per delivery pass: enough to keep 16 requests in flight on each of many endpoints. */
+/** Messages one webhook delivery claim takes at most (a poll's, an endpoint's refill): enough to keep 16 requests in flight on each of many endpoints. */
 const DELIVERY_BATCH = 500;
 
 /**
@@ -269,24 +269,26 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     const endpointPauses: EndpointPauses = new Map();
     const ratePerSecond = tuning.webhooks.rateLimitPerSecond;
     const rateLimit = ratePerSecond === undefined ? undefined : { perSecond: ratePerSecond, buckets: new Map<string, { tokens: number; atMs: number }>() };
-    const delivery = new DeliveryLoop(
-      () =>
-        deliverDueMessages(
-          {
-            ...deps,
-            random: Math.random,
-            endpointPauses,
-            workerId,
-            endpointConcurrency: tuning.webhooks.endpointConcurrency,
-            rateLimit,
-            leaseMs: tuning.webhooks.leaseMs,
-            disableAfterMs: tuning.webhooks.disableAfterMs,
-          },
-          { limit: DELIVERY_BATCH },
-        ),
-      pollMs,
-      logger?.child({ component: 'webhooks' }),
+    const webhookLogger = logger?.child({ component: 'webhooks' });
+    const dispatcher = new WebhookDispatcher(
+      {
+        ...deps,
+        random: Math.random,
+        endpointPauses,
+        workerId,
+        endpointConcurrency: tuning.webhooks.endpointConcurrency,
+        rateLimit,
+        leaseMs: tuning.webhooks.leaseMs,
+        disableAfterMs: tuning.webhooks.disableAfterMs,
+      },
+      {
+        limit: DELIVERY_BATCH,
+        // Its endpoint may have had messages created since its last claim: a poll takes them now.
+        onLaneEnd: () => delivery.wake(),
+        onError: (error) => webhookLogger?.warn({ err: describeError(error) }, 'webhook delivery to an endpoint stopped on an error; its messages are taken again'),
+      },
     );
+    const delivery = new DeliveryLoop(dispatcher, pollMs, webhookLogger);
     const retention = new RetentionSweeper(
       () =>
         pruneFinishedWork(deps, {

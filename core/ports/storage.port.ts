@@ -403,7 +403,7 @@ export interface NetworkQueryRepository {
 export interface OutboxLease {
   /** The claiming worker, unique per process (several instances may share a database). */
   owner: string;
-  /** How long the claim lives; longer than a delivery pass can take. */
+  /** How long the claim lives; longer than sending what it takes can last. */
   leaseMs: number;
   /** Only this account's messages. */
   accountId?: string;
@@ -417,6 +417,11 @@ export interface OutboxLease {
    * the oldest of each, so that one endpoint's backlog cannot fill a claim. Absent: no such cap.
    */
   perEndpoint?: number;
+  /**
+   * Leaves these endpoints' messages out (`endpointId` null: the account's default endpoint): the claiming
+   * worker is sending to them already and claims more of them on its own.
+   */
+  exceptEndpoints?: readonly { accountId: string; endpointId: string | null }[];
 }
 
 export interface OutboxRepository {
@@ -446,8 +451,11 @@ export interface OutboxRepository {
    * claimed again) or when `update` writes the message. Oldest createdAt first (ties by id), at most `limit`.
    */
   claim(now: string, limit: number, lease: OutboxLease): Promise<OutboxMessage[]>;
-  /** Ends every claim `owner` still holds (messages it claimed and did not write back). Idempotent. */
-  releaseClaims(owner: string): Promise<void>;
+  /**
+   * Ends the claims `owner` still holds (messages it claimed and did not write back): on the messages `ids`
+   * names, or every one when `ids` is absent. Claims of other owners are never touched. Idempotent.
+   */
+  releaseClaims(owner: string, ids?: readonly string[]): Promise<void>;
   /** Replaces the message (status, attempts, nextAttemptAt, lastError, deliveredAt) and ends its claim, if any. */
   update(message: OutboxMessage): Promise<void>;
   /**

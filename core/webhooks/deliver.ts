@@ -13,6 +13,8 @@ import { defaultRetrySchedule, type RetrySchedule } from './retry-schedule.js';
 export const DEFAULT_DELIVERY_TIMEOUT_MS = 4_000;
 /** See `DeliveryDeps.endpointConcurrency`. */
 export const DEFAULT_ENDPOINT_CONCURRENCY = 16;
+/** How long a failing endpoint rests when the retry schedule has no second step. */
+const DEFAULT_REST_MS = 5_000;
 /** Deliveries recorded per storage transaction. */
 const DELIVERED_PER_COMMIT = 50;
 /** See `DeliveryDeps.leaseMs`. */
@@ -26,14 +28,14 @@ export const DISABLED_DETAIL_PREFIX = 'Disabled:';
 
 /**
  * Endpoints that asked to be left alone (429 or 503 with Retry-After): endpoint key (`endpointKeyOf`) -> epoch ms until which
- * nothing is sent to it. The host keeps one across passes so the pause also covers messages created later.
+ * nothing is sent to it. The host keeps one across dispatchers so the pause also covers messages created later.
  */
 export type EndpointPauses = Map<string, number>;
 
 /**
  * A per-endpoint throttle (messages per second), a token bucket per endpoint (`endpointKeyOf`) holding up to one second's
- * worth. The host keeps the buckets across passes. Messages over the budget are not attempted: they stay
- * pending and due, and a later pass takes them once the bucket has refilled.
+ * worth, taken one token per attempt. The host keeps the buckets across dispatchers. Messages over the budget
+ * are not attempted: they stay pending and due, and a later poll takes them once the bucket has refilled.
  */
 export interface EndpointRateLimit {
   perSecond: number;
@@ -50,18 +52,18 @@ export interface DeliveryDeps extends Pick<CoreDeps, 'storage' | 'webhookSender'
   holdMs?: number;
   /** Requests in flight at once per endpoint (one stream never has more than one). Default 16. */
   endpointConcurrency?: number;
-  /** Pauses asked for by endpoints; without it a pause lasts for the pass only (and the messages in hand). */
+  /** Pauses asked for by endpoints; without it a pause lasts for the lane only (and the messages in hand). */
   endpointPauses?: EndpointPauses;
   /** At most this many messages a second to each endpoint; unlimited when absent. */
   rateLimit?: EndpointRateLimit;
   /**
-   * Who claims the messages of a pass: unique per process when several instances share one database.
-   * Default `delivery`, enough for one worker.
+   * Who claims the messages: unique per process (per dispatcher) when several instances share one
+   * database. Default `delivery`, enough for one worker.
    */
   workerId?: string;
   /**
-   * How long a pass's claims live. A pass takes at most about (limit / endpointConcurrency) x timeoutMs;
-   * keep this above it, or another worker may take over messages still in flight. Default 5 minutes.
+   * How long a claim lives. A lane sends what one claim took in at most about (limit / endpointConcurrency)
+   * x timeoutMs; keep this above it, or another worker may take over messages still in flight. Default 5 minutes.
    */
   leaseMs?: number;
   /**
@@ -73,8 +75,8 @@ export interface DeliveryDeps extends Pick<CoreDeps, 'storage' | 'webhookSender'
 
 export interface DeliveryOptions {
   /**
-   * Most messages the pass's first claim takes. Lanes claim more of their own endpoint while another lane
-   * is still on its first claim, each claim at most this many (see `deliverDueMessages`).
+   * Most messages one claim takes: a poll's, at most 4 x `endpointConcurrency` of any one endpoint, and a
+   * lane's refill of its own endpoint (from 4 x `endpointConcurrency`, twice as many each time, up to this).
    */
   limit: number;
   /** Only this account's messages. */
@@ -92,128 +94,186 @@ export interface DeliveryReport {
   deferred: number;
 }
 
-/** Messages of one endpoint a claim takes at most, as a multiple of the endpoint's concurrency. */
+/** Messages of one endpoint a poll takes at most, as a multiple of the endpoint's concurrency. */
 const CLAIM_ROUNDS_PER_ENDPOINT = 4;
 /**
- * How long into a pass a lane may still claim more of its own endpoint to fill the pass up to its limit
- * (an endpoint alone in its pass goes on at its own pace, in a few claims rather than many).
+ * Failed attempts in a row after which an endpoint rests: nothing more is tried for the schedule's first
+ * retry delay (5 s by default), its other messages waiting, due. A delivered attempt starts the count again.
  */
-const FILL_WINDOW_MS = 1_000;
+export const FAILURES_BEFORE_REST = 20;
+/** Endpoints whose failures in a row a dispatcher counts at most; past it, the longest-known is forgotten. */
+const FAILING_ENDPOINTS_KEPT = 10_000;
 
-/** What the lanes of one pass share. */
-interface PassState {
-  owner: string;
-  leaseMs: number;
-  limit: number;
-  /** Messages the pass has claimed so far, its first claim and the lanes' refills. */
-  taken: number;
-  /** Messages of one endpoint per claim (first claim and refills). */
-  perEndpoint: number;
-  /** Lanes still working through the streams the pass's first claim gave them. */
-  lanesOnFirstClaim: number;
-}
+const noReport = (): DeliveryReport => ({ delivered: 0, failed: 0, parked: 0, deferred: 0 });
 
-/** One lane's part in `PassState.lanesOnFirstClaim`: on its first claim until each of its streams is done. */
-class FirstClaim {
-  private on = true;
-
-  constructor(
-    private readonly pass: PassState,
-    private left: number,
-  ) {}
-
-  get running(): boolean {
-    return this.on;
-  }
-
-  /** One of the first claim's streams is done. */
-  streamDone(): void {
-    if (--this.left <= 0) this.done();
-  }
-
-  /** The lane is done with it (every stream, or it stopped early). Idempotent. */
-  done(): void {
-    if (!this.on) return;
-    this.on = false;
-    this.pass.lanesOnFirstClaim -= 1;
-  }
+/** An endpoint of an account: an extra endpoint's id, or undefined for the account's default one; `key` as `endpointKeyOf`. */
+interface EndpointRef {
+  key: string;
+  accountId: string;
+  endpointId: string | undefined;
 }
 
 /**
- * One delivery pass: takes up to `limit` deliverable messages of the outbox (due, and not behind an older
- * waiting message of their stream) and POSTs each to its endpoint (the account's default one, or the extra
+ * Webhook delivery in one process. A poll claims deliverable messages of the outbox (due, and not behind an
+ * older waiting message of their stream) for the endpoints this dispatcher is not sending to already, and
+ * starts a lane for each endpoint it got messages of; a lane sends its endpoint's messages and claims more
+ * of its own endpoint as its requests finish, until its endpoint has nothing deliverable left. So lanes
+ * never wait for one another: a slow or failing endpoint holds its own lane only, and the next poll starts
+ * lanes for the others whatever it still has in flight.
+ *
+ * What a lane does with each message: POSTs it to its endpoint (the account's default one, or the extra
  * endpoint the delivery is for). 2xx: delivered. Failure: rescheduled on the retry schedule (Retry-After
- * honoured), parked when the schedule is spent (the endpoint is then marked unhealthy). 410: the endpoint
- * is disabled and the message parked. An endpoint without a URL, or disabled, keeps its messages pending
- * (set aside for `holdMs`), never drops them. Everything here is per endpoint: no endpoint waits for another.
+ * honoured), parked when the schedule is spent (the endpoint is then marked unhealthy). 410: the endpoint is
+ * disabled and the message parked. An endpoint without a URL, or disabled, keeps its messages pending (set
+ * aside for `holdMs`), never drops them.
  *
  * Order is kept within a stream only (see `streamKeyOf`): a stream's messages go one after the other,
  * oldest first, and a failed one stops its stream, whose later messages then wait for its retry (the
  * storage no longer offers them while it waits). Other streams are not held up by it: receivers must be
  * idempotent and cannot rely on order across streams anyway, as with every webhook provider.
  *
- * Concurrency: every endpoint of the pass at once, and up to `endpointConcurrency` streams of one endpoint
- * in flight. A 429 or 503 with Retry-After pauses that endpoint only: its other lanes start nothing new and
- * the messages still in hand are set aside until the pause ends.
- *
- * Fairness between endpoints: a claim takes at most 4 x `endpointConcurrency` messages of any one endpoint,
- * so one endpoint's backlog never fills a pass; and a pass lasts as long as its slowest endpoint takes for
- * what the first claim gave it, so meanwhile an endpoint that is done claims more of its own (a refill, of
- * twice the size each time, up to `limit`). A slow endpoint (2 s an answer) therefore holds back no other:
- * the others keep receiving at their own pace until it is done. In the pass's first second a lane also
- * refills while the pass has taken fewer than `limit` messages, so an endpoint alone goes on at its pace.
+ * Concurrency: up to `endpointConcurrency` streams of one endpoint in flight, one request per stream. A 429
+ * or 503 with Retry-After pauses that endpoint only: its lane starts nothing new and the messages it holds
+ * are set aside until the pause ends. With a rate limit, an endpoint out of its budget hands back what it
+ * holds and is left out of polls until its bucket is full again. An endpoint whose last
+ * `FAILURES_BEFORE_REST` attempts all failed rests likewise for the first retry delay, so one that fails
+ * everything costs a few attempts every few seconds rather than one per message it has.
  *
  * Health: every failed attempt starts the endpoint's failure clock (unless it runs), every delivered one
  * stops it; an endpoint failing for `disableAfterMs` is disabled at its next failed attempt (see health.ts).
  *
- * Several workers (service instances on one database) may run passes at once: each claims its messages
- * (and so their streams) for `leaseMs` before sending, so no two send one message or one stream at once,
- * and a crashed worker's claims run out and are taken over. One worker runs one pass at a time.
+ * Several workers (service instances on one database) may deliver at once: each claims its messages (and
+ * so their streams) for `leaseMs` before sending, so no two send one message or one stream at once, and a
+ * crashed worker's claims run out and are taken over. One dispatcher per worker: its lanes' claims are its
+ * worker's, and it has one lane per endpoint at most.
  */
-export async function deliverDueMessages(deps: DeliveryDeps, options: DeliveryOptions): Promise<DeliveryReport> {
-  const report: DeliveryReport = { delivered: 0, failed: 0, parked: 0, deferred: 0 };
-  if (options.limit <= 0) return report;
-  const passStart = deps.clock.now();
-  const pass: PassState = {
-    owner: deps.workerId ?? 'delivery',
-    leaseMs: deps.leaseMs ?? DEFAULT_DELIVERY_LEASE_MS,
-    limit: options.limit,
-    taken: 0,
-    perEndpoint: CLAIM_ROUNDS_PER_ENDPOINT * (deps.endpointConcurrency ?? DEFAULT_ENDPOINT_CONCURRENCY),
-    lanesOnFirstClaim: 0,
-  };
-  const batch = await deps.storage.outbox.claim(passStart.toISOString(), options.limit, {
-    owner: pass.owner,
-    leaseMs: pass.leaseMs,
-    perEndpoint: pass.perEndpoint,
-    ...(options.accountId === undefined ? {} : { accountId: options.accountId }),
-  });
-  if (batch.length === 0) return report;
-  pass.taken = batch.length;
+export class WebhookDispatcher {
+  private readonly lanes = new Map<string, { lane: EndpointLane; ended: Promise<void> }>();
+  /** Endpoints out of their rate, or failing every attempt: left out of polls until then (epoch ms). */
+  private readonly resting = new Map<string, { endpoint: EndpointRef; untilMs: number }>();
+  /** Failed attempts since the last delivered one, of endpoints whose last attempt failed (the oldest dropped past a bound). */
+  private readonly failedInARow = new Map<string, number>();
+  private readonly totals = noReport();
+  /** Lanes that stopped on an error, and the last such error. */
+  private failures = 0;
+  private lastError: unknown;
+  private polling: Promise<unknown> = Promise.resolve();
 
-  // endpoint -> stream -> messages, oldest first (the storage returns them in creation order).
-  const byEndpoint = new Map<string, { accountId: string; endpointId: string | undefined; streams: OutboxMessage[][] }>();
-  for (const message of batch) {
-    const lane = endpointKeyOf(message.accountId, message.endpointId);
-    let entry = byEndpoint.get(lane);
-    if (!entry) byEndpoint.set(lane, (entry = { accountId: message.accountId, endpointId: message.endpointId, streams: [] }));
-    entry.streams.push([message]);
+  constructor(
+    private readonly deps: DeliveryDeps,
+    private readonly options: DeliveryOptions & {
+      /** A lane ended: its endpoint may have had more messages since its last claim, for a poll to take. */
+      onLaneEnd?: () => void;
+      /** A lane stopped on an error (of the storage): what it held went back, for a later poll. */
+      onError?: (error: unknown) => void;
+    },
+  ) {}
+
+  /** What the lanes did since the dispatcher was made. */
+  get report(): DeliveryReport {
+    return { ...this.totals };
   }
-  for (const entry of byEndpoint.values()) entry.streams = streamsOf(entry.streams.flat());
-  pass.lanesOnFirstClaim = byEndpoint.size;
-  const pauses = deps.endpointPauses ?? new Map<string, number>();
-  try {
-    await Promise.all(
-      [...byEndpoint.entries()].map(([key, { accountId, endpointId, streams }]) => {
-        const first = new FirstClaim(pass, streams.length);
-        return deliverToEndpoint(deps, { key, accountId, endpointId }, streams, passStart, pauses, report, pass, first).finally(() => first.done());
-      }),
-    );
-  } finally {
-    // What a stream did not get to (behind a failure) goes back at once, not when the lease runs out.
-    await deps.storage.outbox.releaseClaims(pass.owner);
+
+  /**
+   * Claims what is deliverable for endpoints without a lane (and not resting) and starts their lanes; does
+   * not wait for them. Returns how many messages it claimed. Polls run one at a time.
+   */
+  poll(): Promise<number> {
+    const polled = this.polling.then(() => this.startLanes());
+    this.polling = polled.catch(() => undefined);
+    return polled;
   }
-  return report;
+
+  /** Resolves once no lane runs (lanes started meanwhile included). */
+  async idle(): Promise<void> {
+    while (this.lanes.size > 0) await Promise.all([...this.lanes.values()].map(({ ended }) => ended));
+  }
+
+  /**
+   * One pass: a poll, then every lane until it ends. Returns what the lanes did meanwhile; rejects with the
+   * error a lane stopped on, if one did.
+   */
+  async pass(): Promise<DeliveryReport> {
+    const before = this.report;
+    const failures = this.failures;
+    await this.poll();
+    await this.idle();
+    if (this.failures > failures) throw this.lastError;
+    const after = this.report;
+    return {
+      delivered: after.delivered - before.delivered,
+      failed: after.failed - before.failed,
+      parked: after.parked - before.parked,
+      deferred: after.deferred - before.deferred,
+    };
+  }
+
+  /** Lanes take nothing more: they hand back the messages they hold and end once their requests in flight have. */
+  async drain(): Promise<void> {
+    await this.polling;
+    for (const { lane } of this.lanes.values()) lane.close();
+    await this.idle();
+  }
+
+  private async startLanes(): Promise<number> {
+    const { deps, options } = this;
+    if (options.limit <= 0) return 0;
+    const now = deps.clock.now();
+    for (const [key, { untilMs }] of this.resting) if (untilMs <= now.getTime()) this.resting.delete(key);
+    const busy = [...[...this.lanes.values()].map(({ lane }) => lane.endpoint), ...[...this.resting.values()].map(({ endpoint }) => endpoint)];
+    const concurrency = deps.endpointConcurrency ?? DEFAULT_ENDPOINT_CONCURRENCY;
+    const claimed = await deps.storage.outbox.claim(now.toISOString(), options.limit, {
+      owner: deps.workerId ?? 'delivery',
+      leaseMs: deps.leaseMs ?? DEFAULT_DELIVERY_LEASE_MS,
+      perEndpoint: CLAIM_ROUNDS_PER_ENDPOINT * concurrency,
+      exceptEndpoints: busy.map(({ accountId, endpointId }) => ({ accountId, endpointId: endpointId ?? null })),
+      ...(options.accountId === undefined ? {} : { accountId: options.accountId }),
+    });
+    const byEndpoint = new Map<string, { endpoint: EndpointRef; messages: OutboxMessage[] }>();
+    for (const message of claimed) {
+      const key = endpointKeyOf(message.accountId, message.endpointId);
+      let entry = byEndpoint.get(key);
+      if (!entry) byEndpoint.set(key, (entry = { endpoint: { key, accountId: message.accountId, endpointId: message.endpointId }, messages: [] }));
+      entry.messages.push(message);
+    }
+    for (const [key, { endpoint, messages }] of byEndpoint) {
+      const lane = new EndpointLane(deps, endpoint, streamsOf(messages), this.totals, options.limit, this.failedInARow.get(key) ?? 0);
+      const ended = lane.run().then(
+        () => {
+          this.laneEnded(lane);
+          options.onLaneEnd?.();
+        },
+        (error: unknown) => {
+          this.laneEnded(lane);
+          this.failures += 1;
+          this.lastError = error;
+          options.onError?.(error);
+        },
+      );
+      this.lanes.set(key, { lane, ended });
+    }
+    return claimed.length;
+  }
+
+  private laneEnded(lane: EndpointLane): void {
+    const { key } = lane.endpoint;
+    this.lanes.delete(key);
+    if (lane.restUntilMs !== undefined) this.resting.set(key, { endpoint: lane.endpoint, untilMs: lane.restUntilMs });
+    this.failedInARow.delete(key);
+    if (lane.failedInARow === 0) return;
+    this.failedInARow.set(key, lane.failedInARow);
+    if (this.failedInARow.size > FAILING_ENDPOINTS_KEPT) this.failedInARow.delete(this.failedInARow.keys().next().value!);
+  }
+}
+
+/**
+ * One delivery pass with a dispatcher of its own: claims up to `options.limit` deliverable messages and
+ * sends them, each endpoint's lane claiming more of its own endpoint until it has nothing deliverable left.
+ * Resolves when every lane has ended. A service keeps one `WebhookDispatcher` instead, whose polls do not
+ * wait for the lanes they start.
+ */
+export function deliverDueMessages(deps: DeliveryDeps, options: DeliveryOptions): Promise<DeliveryReport> {
+  return new WebhookDispatcher(deps, options).pass();
 }
 
 /** Messages (oldest first) grouped by stream, streams in the order of their oldest message. */
@@ -237,16 +297,21 @@ export function endpointKeyOf(accountId: string, endpointId: string | undefined)
 
 /**
  * Runs `work` on the items `next` hands out, `concurrency` at a time. `next` may wait (for a refill); a
- * worker stops when it answers nothing, which it must go on answering from then on.
+ * worker stops when it answers nothing, which it must go on answering from then on, or on an error. Resolves
+ * once every worker has stopped; rejects with the first error then.
  */
 async function runPool<T>(concurrency: number, next: () => Promise<T | undefined>, work: (item: T) => Promise<void>): Promise<void> {
   const workers = Array.from({ length: Math.max(1, concurrency) }, async () => {
     for (let item = await next(); item !== undefined; item = await next()) await work(item);
   });
-  await Promise.all(workers);
+  const failed = (await Promise.allSettled(workers)).find((outcome) => outcome.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
-/** One endpoint as a pass sends to it: the default endpoint (the account's settings) or an extra one. */
+/** Runs a storage write after the ones chained before it. */
+type Chain = <T>(write: () => Promise<T>) => Promise<T>;
+
+/** One endpoint as a lane sends to it: the default endpoint (the account's settings) or an extra one. */
 interface Target {
   url: string;
   signingKey: string;
@@ -269,12 +334,13 @@ interface Target {
    * or earlier. False when it was off already (another lane or instance did it) or not failing so long.
    */
   disable(reason: 'failing' | 'gone', detail: string, nowIso: string, failingSinceAtMost?: string): Promise<boolean>;
-  /** Resolves when every write made has reached the storage. */
-  settled(): Promise<void>;
 }
 
-/** The endpoint's target, or `undefined` when it cannot be sent to now (no URL, disabled, deleted). */
-async function loadTarget(deps: DeliveryDeps, accountId: string, endpointId: string | undefined, passStart: Date): Promise<Target | undefined> {
+/**
+ * The endpoint's target, or `undefined` when it cannot be sent to now (no URL, disabled, deleted). Its
+ * writes go through `chain`, the lane's, so they reach the storage in the order made.
+ */
+async function loadTarget(deps: DeliveryDeps, accountId: string, endpointId: string | undefined, now: Date, chain: Chain): Promise<Target | undefined> {
   const { storage } = deps;
   let described: { url: string; description: string; signingKey: string; previousSigningKeys: string[]; statusDetail: string | null; failingSince: string | null };
   if (endpointId === undefined) {
@@ -291,7 +357,7 @@ async function loadTarget(deps: DeliveryDeps, accountId: string, endpointId: str
   } else {
     const endpoint = await storage.webhookEndpoints.get(accountId, endpointId);
     if (!endpoint || !endpoint.enabled) return undefined;
-    const inGrace = endpoint.previousSecret !== undefined && endpoint.previousSecretUntil !== undefined && endpoint.previousSecretUntil > passStart.toISOString();
+    const inGrace = endpoint.previousSecret !== undefined && endpoint.previousSecretUntil !== undefined && endpoint.previousSecretUntil > now.toISOString();
     described = {
       url: endpoint.url,
       description: endpoint.description,
@@ -301,13 +367,6 @@ async function loadTarget(deps: DeliveryDeps, accountId: string, endpointId: str
       failingSince: endpoint.failingSince ?? null,
     };
   }
-  // Lanes share the target; its writes are chained so they reach the storage in the order made.
-  let saving: Promise<unknown> = Promise.resolve();
-  const chain = <T>(write: () => Promise<T>): Promise<T> => {
-    const done = saving.then(write);
-    saving = done;
-    return done;
-  };
   let { statusDetail, failingSince } = described;
   return {
     url: described.url,
@@ -356,7 +415,6 @@ async function loadTarget(deps: DeliveryDeps, accountId: string, endpointId: str
         }),
       );
     },
-    settled: () => saving.then(() => undefined),
   };
 }
 
@@ -366,65 +424,292 @@ function failingDetail(endpointId: string | undefined, failingSince: string, now
   return `${DISABLED_DETAIL_PREFIX} no attempt succeeded for ${describeDuration(now.getTime() - Date.parse(failingSince))} (failing since ${failingSince}; the last: ${lastError}); ${again} to re-enable`;
 }
 
-async function deliverToEndpoint(
-  deps: DeliveryDeps,
-  lane: { key: string; accountId: string; endpointId: string | undefined },
-  firstStreams: OutboxMessage[][],
-  passStart: Date,
-  pauses: EndpointPauses,
-  report: DeliveryReport,
-  pass: PassState,
-  first: FirstClaim,
-): Promise<void> {
-  const { storage } = deps;
-  const schedule = deps.schedule ?? defaultRetrySchedule;
-  const holdMs = deps.holdMs ?? DEFAULT_HOLD_MS;
-  const timeoutMs = deps.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS;
-  const disableAfterMs = deps.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS;
+/**
+ * One endpoint's messages as a dispatcher sends them: up to `endpointConcurrency` streams in flight, and
+ * more of the endpoint claimed as they finish, until it has nothing deliverable left, is stopped (disabled,
+ * paused), out of its rate, or closed. Each claim reloads the endpoint (URL, secrets, on or off), so a
+ * long-running lane sends with what the account set last.
+ */
+class EndpointLane {
+  private readonly queue: OutboxMessage[][];
+  private target: Target | undefined;
+  /** Set when the endpoint must get nothing more: disabled (410, failing too long), or paused until then. */
+  private stop: { until: string } | undefined;
+  private closing = false;
+  /** Its claim came back empty: nothing more is claimed. */
+  private exhausted = false;
+  private refills = 0;
+  private refilling: Promise<boolean> | undefined;
+  /**
+   * Set when the endpoint must rest, out of its rate or failing every attempt: the lane takes nothing more,
+   * and polls leave the endpoint out until then (epoch ms).
+   */
+  restUntilMs: number | undefined;
 
-  const setAside = async (rest: readonly OutboxMessage[], until: string): Promise<void> => {
-    if (rest.length === 0) return;
-    await storage.outbox.updateMany(rest.map((message) => ({ ...message, nextAttemptAt: until })));
-    report.deferred += rest.length;
+  /** The endpoint's writes (health, notes), in the order made. */
+  private saving: Promise<unknown> = Promise.resolve();
+  private readonly chain: Chain = (write) => {
+    const done = this.saving.then(write);
+    this.saving = done;
+    return done;
   };
+  // Deliveries are recorded a few dozen per transaction: one commit per message was most of the time on
+  // SQLite. A crash before the commit only means those messages are sent again, which receivers must bear
+  // anyway. The delivery log's rows go with them, and with each failure's update.
+  private delivered: OutboxMessage[] = [];
+  private logged: WebhookAttempt[] = [];
+  /** Ids of the messages the lane has claimed and not yet written back nor handed back. */
+  private readonly held = new Map<string, OutboxMessage>();
 
-  const target = await loadTarget(deps, lane.accountId, lane.endpointId, passStart);
-  if (!target) {
-    await setAside(firstStreams.flat(), new Date(passStart.getTime() + holdMs).toISOString());
-    return;
+  constructor(
+    private readonly deps: DeliveryDeps,
+    readonly endpoint: EndpointRef,
+    streams: OutboxMessage[][],
+    private readonly report: DeliveryReport,
+    private readonly limit: number,
+    /** Attempts that failed since the last delivered one, this lane's included. */
+    public failedInARow: number,
+  ) {
+    this.queue = streams;
+    for (const message of streams.flat()) this.held.set(message.id, message);
   }
-  const pausedUntil = pauses.get(lane.key);
-  if (pausedUntil !== undefined) {
-    if (pausedUntil > passStart.getTime()) {
-      await setAside(firstStreams.flat(), new Date(pausedUntil).toISOString());
+
+  /** Takes nothing more: what the lane holds goes back, the requests in flight finish. */
+  close(): void {
+    this.closing = true;
+  }
+
+  async run(): Promise<void> {
+    try {
+      await this.deliver();
+    } catch (error) {
+      // Stopped on an error (of the storage): what it holds goes back now rather than when the claims run out.
+      await this.release([...this.held.values()]).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async deliver(): Promise<void> {
+    const { deps, endpoint } = this;
+    const now = deps.clock.now();
+    const holdMs = deps.holdMs ?? DEFAULT_HOLD_MS;
+    this.target = await loadTarget(deps, endpoint.accountId, endpoint.endpointId, now, this.chain);
+    if (!this.target) {
+      await this.setAside(this.queue.splice(0).flat(), new Date(now.getTime() + holdMs).toISOString());
       return;
     }
-    pauses.delete(lane.key);
+    const pauses = deps.endpointPauses;
+    const pausedUntil = pauses?.get(endpoint.key);
+    if (pausedUntil !== undefined) {
+      if (pausedUntil > now.getTime()) {
+        await this.setAside(this.queue.splice(0).flat(), new Date(pausedUntil).toISOString());
+        return;
+      }
+      pauses!.delete(endpoint.key);
+    }
+    await runPool(
+      deps.endpointConcurrency ?? DEFAULT_ENDPOINT_CONCURRENCY,
+      () => this.next(),
+      (stream) => this.send(stream),
+    );
+    await this.flushDelivered();
+    await this.saving;
   }
 
-  // Deliveries are recorded a few dozen per transaction: one commit per message was most of a pass's time on
-  // SQLite. A crash before the commit only means those messages are sent again, which receivers must bear anyway.
-  // The delivery log's rows go with them, and with each failure's update.
-  let delivered: OutboxMessage[] = [];
-  let logged: WebhookAttempt[] = [];
-  const flushDelivered = async (): Promise<void> => {
-    if (delivered.length === 0 && logged.length === 0) return;
-    const batch = delivered;
-    const attempts = logged;
-    delivered = [];
-    logged = [];
-    await storage.transaction(async (tx) => {
+  /** The next stream to send; claims more of the endpoint when none is left in hand. */
+  private async next(): Promise<OutboxMessage[] | undefined> {
+    for (;;) {
+      if (this.stop) {
+        await this.setAside(this.queue.splice(0).flat(), this.stop.until);
+        return undefined;
+      }
+      if (this.closing || this.restUntilMs !== undefined) {
+        await this.release(this.queue.splice(0).flat());
+        return undefined;
+      }
+      const stream = this.queue.shift();
+      if (stream) return stream;
+      this.refilling ??= this.refill().finally(() => (this.refilling = undefined));
+      if (!(await this.refilling)) return this.queue.shift();
+    }
+  }
+
+  /** Claims more of the endpoint, twice as many as the last time (up to the limit). False when it got none. */
+  private async refill(): Promise<boolean> {
+    if (this.exhausted || this.stop || this.closing || this.restUntilMs !== undefined) return false;
+    const { deps, endpoint } = this;
+    // The endpoint's own writes land before it is read again.
+    await this.saving;
+    const now = deps.clock.now();
+    const target = await loadTarget(deps, endpoint.accountId, endpoint.endpointId, now, this.chain);
+    // Turned off or deleted meanwhile: what was sent stands, and nothing more is taken.
+    if (!target) this.exhausted = true;
+    else {
+      this.target = target;
+      const concurrency = deps.endpointConcurrency ?? DEFAULT_ENDPOINT_CONCURRENCY;
+      const size = Math.min(CLAIM_ROUNDS_PER_ENDPOINT * concurrency * 2 ** this.refills, this.limit);
+      this.refills += 1;
+      const claimed = await deps.storage.outbox.claim(now.toISOString(), size, {
+        owner: deps.workerId ?? 'delivery',
+        leaseMs: deps.leaseMs ?? DEFAULT_DELIVERY_LEASE_MS,
+        accountId: endpoint.accountId,
+        endpointId: endpoint.endpointId ?? null,
+      });
+      if (claimed.length === 0) this.exhausted = true;
+      for (const message of claimed) this.held.set(message.id, message);
+      this.queue.push(...streamsOf(claimed));
+    }
+    return !this.exhausted;
+  }
+
+  private rest(untilMs: number): void {
+    this.restUntilMs = Math.max(this.restUntilMs ?? 0, untilMs);
+  }
+
+  /** Takes one message's worth of the endpoint's rate; false (and the lane rests until its bucket is full) when none is left. */
+  private takeToken(nowMs: number): boolean {
+    const limit = this.deps.rateLimit;
+    if (!limit) return true;
+    const bucket = limit.buckets.get(this.endpoint.key) ?? { tokens: limit.perSecond, atMs: nowMs };
+    const tokens = Math.min(limit.perSecond, bucket.tokens + ((nowMs - bucket.atMs) * limit.perSecond) / 1000);
+    if (tokens >= 1) {
+      limit.buckets.set(this.endpoint.key, { tokens: tokens - 1, atMs: nowMs });
+      return true;
+    }
+    limit.buckets.set(this.endpoint.key, { tokens, atMs: nowMs });
+    // The bucket holds a second's worth at most: waiting until it is full loses nothing.
+    this.rest(nowMs + Math.ceil(((limit.perSecond - tokens) * 1000) / limit.perSecond));
+    return false;
+  }
+
+  private async send(stream: OutboxMessage[]): Promise<void> {
+    const { deps, endpoint } = this;
+    const schedule = deps.schedule ?? defaultRetrySchedule;
+    const holdMs = deps.holdMs ?? DEFAULT_HOLD_MS;
+    const timeoutMs = deps.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS;
+    const disableAfterMs = deps.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS;
+    const target = this.target!;
+    for (const [index, message] of stream.entries()) {
+      if (this.stop) {
+        await this.setAside(stream.slice(index), this.stop.until);
+        return;
+      }
+      // Closing, resting, or over the endpoint's rate: the rest of the stream goes back, due as it was.
+      if (this.closing || this.restUntilMs !== undefined || !this.takeToken(deps.clock.now().getTime())) {
+        await this.release(stream.slice(index));
+        return;
+      }
+      const attemptedAt = deps.clock.now().toISOString();
+      const result = await attempt(deps, target, message, timeoutMs);
+      const now = deps.clock.now();
+      const nowIso = now.toISOString();
+
+      if (result.outcome === 'delivered') {
+        this.log(message, result, attemptedAt);
+        await this.recordDelivered({ ...message, status: 'delivered', attempts: message.attempts + 1, deliveredAt: nowIso });
+        this.report.delivered += 1;
+        this.failedInARow = 0;
+        await target.clock('delivered', attemptedAt);
+        if (target.statusDetail()?.startsWith(UNHEALTHY_DETAIL_PREFIX)) {
+          // The endpoint evidently works again; the parked messages still show in the `failed` count.
+          await target.note(null, nowIso);
+        }
+        continue;
+      }
+
+      const attempts = message.attempts + 1;
+      const lastError = describeFailure(result, timeoutMs);
+      this.log(message, result, attemptedAt, lastError);
+      if (++this.failedInARow >= FAILURES_BEFORE_REST) this.rest(now.getTime() + (schedule.delaysMs[1] ?? DEFAULT_REST_MS));
+      const failingSince = await target.clock('failed', attemptedAt);
+      if (result.gone) {
+        await this.write({ ...message, status: 'parked', attempts, lastError });
+        this.report.parked += 1;
+        this.stop = { until: new Date(now.getTime() + holdMs).toISOString() };
+        const again = endpoint.endpointId === undefined ? 'set the webhook URL again' : 'PATCH the endpoint with enabled: true';
+        await target.disable('gone', `${DISABLED_DETAIL_PREFIX} the receiver answered 410 Gone at ${nowIso} (message ${messageIdOf(message)}); ${again} to re-enable`, nowIso);
+        await this.setAside(stream.slice(index + 1), this.stop.until);
+        return;
+      }
+
+      const nextAt = schedule.nextAttemptAt(attempts, now, deps.random(), result.retryAfterMs);
+      if (!nextAt) {
+        // Given up: a parked message holds its stream back no longer, so the stream goes on.
+        await this.write({ ...message, status: 'parked', attempts, lastError });
+        this.report.parked += 1;
+        await target.note(`${UNHEALTHY_DETAIL_PREFIX} message ${messageIdOf(message)} was parked after ${attempts} failed attempts (last: ${lastError})`, nowIso);
+      } else {
+        await this.write({ ...message, attempts, nextAttemptAt: nextAt.toISOString(), lastError });
+        this.report.failed += 1;
+      }
+
+      if (disableAfterMs > 0 && failingSince !== null && now.getTime() - Date.parse(failingSince) >= disableAfterMs) {
+        // Failing for too long: off, once (of several lanes or instances deciding at once, one does it).
+        const cutoff = new Date(now.getTime() - disableAfterMs).toISOString();
+        if (await target.disable('failing', failingDetail(endpoint.endpointId, failingSince, now, lastError), nowIso, cutoff)) {
+          this.stop = { until: new Date(now.getTime() + holdMs).toISOString() };
+        }
+      }
+      if (!nextAt) continue;
+
+      if (result.retryAfterMs !== undefined && result.retryAfterMs > 0) {
+        // The receiver asked for a pause: the whole endpoint honours it, not just this stream.
+        const until = now.getTime() + Math.min(result.retryAfterMs, schedule.maxRetryAfterMs);
+        // Another stream may have stopped the endpoint while this attempt was in flight.
+        if (!this.stop || Date.parse(this.stop.until) < until) this.stop = { until: new Date(until).toISOString() };
+        deps.endpointPauses?.set(endpoint.key, Math.max(deps.endpointPauses.get(endpoint.key) ?? 0, until));
+      }
+      // The stream's later messages go back as they are: behind a waiting message, the storage holds them back.
+      await this.release(stream.slice(index + 1));
+      return;
+    }
+  }
+
+  /** Messages set aside until `until` (no endpoint to send to, or a pause): pending, not attempted. */
+  private async setAside(messages: readonly OutboxMessage[], until: string): Promise<void> {
+    if (messages.length === 0) return;
+    await this.deps.storage.outbox.updateMany(messages.map((message) => ({ ...message, nextAttemptAt: until })));
+    for (const message of messages) this.held.delete(message.id);
+    this.report.deferred += messages.length;
+  }
+
+  /** A message's new state (which ends its claim). */
+  private async write(message: OutboxMessage): Promise<void> {
+    await this.deps.storage.outbox.update(message);
+    this.held.delete(message.id);
+  }
+
+  /** Claimed messages the lane will not send now go back as they are, for another claim. */
+  private async release(messages: readonly OutboxMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    await this.deps.storage.outbox.releaseClaims(
+      this.deps.workerId ?? 'delivery',
+      messages.map((message) => message.id),
+    );
+    for (const message of messages) this.held.delete(message.id);
+  }
+
+  private async flushDelivered(): Promise<void> {
+    if (this.delivered.length === 0 && this.logged.length === 0) return;
+    const batch = this.delivered;
+    const attempts = this.logged;
+    this.delivered = [];
+    this.logged = [];
+    await this.deps.storage.transaction(async (tx) => {
       await tx.outbox.updateMany(batch);
       await tx.webhookAttempts.addMany(attempts);
     });
-  };
-  const recordDelivered = async (message: OutboxMessage): Promise<void> => {
-    delivered.push(message);
-    if (delivered.length >= DELIVERED_PER_COMMIT) await flushDelivered();
-  };
-  const log = (message: OutboxMessage, result: WebhookDeliveryResult, at: string, error?: string): void => {
+    for (const message of batch) this.held.delete(message.id);
+  }
+
+  private async recordDelivered(message: OutboxMessage): Promise<void> {
+    this.delivered.push(message);
+    if (this.delivered.length >= DELIVERED_PER_COMMIT) await this.flushDelivered();
+  }
+
+  private log(message: OutboxMessage, result: WebhookDeliveryResult, at: string, error?: string): void {
     const attempt: WebhookAttempt = {
-      id: deps.ids.next(),
+      id: this.deps.ids.next(),
       accountId: message.accountId,
       deliveryId: message.id,
       messageId: messageIdOf(message),
@@ -437,142 +722,7 @@ async function deliverToEndpoint(
     if (message.patientId !== undefined) attempt.patientId = message.patientId;
     if (result.status !== undefined) attempt.statusCode = result.status;
     if (error !== undefined) attempt.error = error;
-    logged.push(attempt);
-  };
-  /** Set when the endpoint must get nothing more in this pass: disabled (410, failing too long), or paused until then. */
-  let stop: { until: string } | undefined;
-  // The throttle's budget for this pass; what is left over goes back into the bucket at the end.
-  const limit = deps.rateLimit;
-  let budget = Number.POSITIVE_INFINITY;
-  if (limit) {
-    const bucket = limit.buckets.get(lane.key) ?? { tokens: limit.perSecond, atMs: passStart.getTime() };
-    const refilled = Math.min(limit.perSecond, bucket.tokens + ((passStart.getTime() - bucket.atMs) * limit.perSecond) / 1000);
-    budget = Math.floor(refilled);
-    limit.buckets.set(lane.key, { tokens: refilled - budget, atMs: passStart.getTime() });
-  }
-
-  // The streams to work through: the first claim's, then refills. A lane done with its own claims more of
-  // its endpoint while another lane is still on its first claim (the pass lasts that long anyway), or,
-  // in the pass's first second, while the pass has taken fewer than `limit` messages; never once it is
-  // stopped or out of budget. Each refill is twice the last, so a fast endpoint needs few claims.
-  const queue: { stream: OutboxMessage[]; fromFirstClaim: boolean }[] = firstStreams.map((stream) => ({ stream, fromFirstClaim: true }));
-  let refilling: Promise<boolean> | undefined;
-  let exhausted = false;
-  let refills = 0;
-  const othersOnFirstClaim = () => pass.lanesOnFirstClaim - (first.running ? 1 : 0) > 0;
-  const refill = async (): Promise<boolean> => {
-    if (exhausted || stop || budget <= 0) return false;
-    const now = deps.clock.now();
-    const room = pass.limit - pass.taken;
-    const waiting = othersOnFirstClaim();
-    if (!waiting && !(room > 0 && now.getTime() - passStart.getTime() < FILL_WINDOW_MS)) return false;
-    const size = Math.min(pass.perEndpoint * 2 ** refills, pass.limit, waiting ? pass.limit : room);
-    refills += 1;
-    const claimed = await storage.outbox.claim(now.toISOString(), size, {
-      owner: pass.owner,
-      leaseMs: pass.leaseMs,
-      accountId: lane.accountId,
-      endpointId: lane.endpointId ?? null,
-    });
-    pass.taken += claimed.length;
-    if (claimed.length === 0) exhausted = true;
-    for (const stream of streamsOf(claimed)) queue.push({ stream, fromFirstClaim: false });
-    return claimed.length > 0;
-  };
-  const next = async (): Promise<{ stream: OutboxMessage[]; fromFirstClaim: boolean } | undefined> => {
-    for (;;) {
-      const item = queue.shift();
-      if (item) return item;
-      if (!refilling) refilling = refill().finally(() => (refilling = undefined));
-      if (!(await refilling)) return queue.shift();
-    }
-  };
-
-  const send = async (stream: OutboxMessage[]): Promise<void> => {
-    for (const [index, message] of stream.entries()) {
-      if (stop) {
-        await setAside(stream.slice(index), stop.until);
-        return;
-      }
-      // Over the endpoint's rate: the rest of the stream stays due and goes back with the pass's claims.
-      if (budget <= 0) return;
-      budget -= 1;
-      const attemptedAt = deps.clock.now().toISOString();
-      const result = await attempt(deps, target, message, timeoutMs);
-      const now = deps.clock.now();
-      const nowIso = now.toISOString();
-
-      if (result.outcome === 'delivered') {
-        log(message, result, attemptedAt);
-        await recordDelivered({ ...message, status: 'delivered', attempts: message.attempts + 1, deliveredAt: nowIso });
-        report.delivered += 1;
-        await target.clock('delivered', attemptedAt);
-        if (target.statusDetail()?.startsWith(UNHEALTHY_DETAIL_PREFIX)) {
-          // The endpoint evidently works again; the parked messages still show in the `failed` count.
-          await target.note(null, nowIso);
-        }
-        continue;
-      }
-
-      const attempts = message.attempts + 1;
-      const lastError = describeFailure(result, timeoutMs);
-      log(message, result, attemptedAt, lastError);
-      const failingSince = await target.clock('failed', attemptedAt);
-      if (result.gone) {
-        await storage.outbox.update({ ...message, status: 'parked', attempts, lastError });
-        report.parked += 1;
-        stop = { until: new Date(now.getTime() + holdMs).toISOString() };
-        const again = lane.endpointId === undefined ? 'set the webhook URL again' : 'PATCH the endpoint with enabled: true';
-        await target.disable('gone', `${DISABLED_DETAIL_PREFIX} the receiver answered 410 Gone at ${nowIso} (message ${messageIdOf(message)}); ${again} to re-enable`, nowIso);
-        await setAside(stream.slice(index + 1), stop.until);
-        return;
-      }
-
-      const nextAt = schedule.nextAttemptAt(attempts, now, deps.random(), result.retryAfterMs);
-      if (!nextAt) {
-        // Given up: a parked message holds its stream back no longer, so the stream goes on.
-        await storage.outbox.update({ ...message, status: 'parked', attempts, lastError });
-        report.parked += 1;
-        await target.note(`${UNHEALTHY_DETAIL_PREFIX} message ${messageIdOf(message)} was parked after ${attempts} failed attempts (last: ${lastError})`, nowIso);
-      } else {
-        await storage.outbox.update({ ...message, attempts, nextAttemptAt: nextAt.toISOString(), lastError });
-        report.failed += 1;
-      }
-
-      if (disableAfterMs > 0 && failingSince !== null && now.getTime() - Date.parse(failingSince) >= disableAfterMs) {
-        // Failing for too long: off, once (of several lanes or instances deciding at once, one does it).
-        const cutoff = new Date(now.getTime() - disableAfterMs).toISOString();
-        if (await target.disable('failing', failingDetail(lane.endpointId, failingSince, now, lastError), nowIso, cutoff)) {
-          stop = { until: new Date(now.getTime() + holdMs).toISOString() };
-        }
-      }
-      if (!nextAt) continue;
-
-      if (result.retryAfterMs !== undefined && result.retryAfterMs > 0) {
-        // The receiver asked for a pause: the whole endpoint honours it, not just this stream.
-        const until = now.getTime() + Math.min(result.retryAfterMs, schedule.maxRetryAfterMs);
-        // Another lane may have stopped the endpoint while this attempt was in flight.
-        const earlier = stop as { until: string } | undefined;
-        if (!earlier || Date.parse(earlier.until) < until) stop = { until: new Date(until).toISOString() };
-        pauses.set(lane.key, Math.max(pauses.get(lane.key) ?? 0, until));
-      }
-      // The stream's later messages stay as they are: behind a waiting message, the storage holds them back.
-      return;
-    }
-  };
-
-  await runPool(deps.endpointConcurrency ?? DEFAULT_ENDPOINT_CONCURRENCY, next, async ({ stream, fromFirstClaim }) => {
-    try {
-      await send(stream);
-    } finally {
-      if (fromFirstClaim) first.streamDone();
-    }
-  });
-  await flushDelivered();
-  await target.settled();
-  if (limit && Number.isFinite(budget) && budget > 0) {
-    const bucket = limit.buckets.get(lane.key)!;
-    limit.buckets.set(lane.key, { ...bucket, tokens: Math.min(limit.perSecond, bucket.tokens + budget) });
+    this.logged.push(attempt);
   }
 }
 

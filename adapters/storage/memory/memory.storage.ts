@@ -749,9 +749,11 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
       }
       // No await from here to the leases being set: concurrent claims must not interleave.
       const perEndpoint = new Map<string, number>();
+      const excepted = new Set((lease.exceptEndpoints ?? []).map((e) => key(e.accountId, e.endpointId ?? '')));
       const available = deliverableNow(now, Number.MAX_SAFE_INTEGER, lease.accountId, endpointId)
         .filter((row) => {
           if (claimedStreams.has(key(row.accountId, row.streamKey))) return false;
+          if (excepted.has(key(row.accountId, row.endpointId ?? ''))) return false;
           if (lease.perEndpoint === undefined) return true;
           const endpoint = key(row.accountId, row.endpointId ?? '');
           const taken = perEndpoint.get(endpoint) ?? 0;
@@ -764,8 +766,12 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
       for (const row of available) leases.set(row.id, { owner: lease.owner, until });
       return available;
     },
-    async releaseClaims(owner) {
-      for (const [id, lease] of leases) if (lease.owner === owner) leases.delete(id);
+    async releaseClaims(owner, ids) {
+      if (ids === undefined) {
+        for (const [id, lease] of leases) if (lease.owner === owner) leases.delete(id);
+        return;
+      }
+      for (const id of ids) if (leases.get(id)?.owner === owner) leases.delete(id);
     },
     async update(message) {
       if (replaceOwned(views.outbox, message)) leases.delete(message.id);

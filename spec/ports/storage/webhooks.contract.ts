@@ -366,6 +366,26 @@ export function webhooksContract({ test }: StorageContractGroup): void {
     expect(ids(await storage.outbox.claim(at(100), 10, lease('w6')))).toEqual([s3Waiting.id, s3Tail.id]);
   });
 
+  test('outbox: releaseClaims with ids ends those claims of the owner only; exceptEndpoints leaves endpoints out of a claim', async (storage, build) => {
+    const a1 = build.outbox(ACCOUNT_A, { streamKey: 's1', createdAt: at(1), nextAttemptAt: at(1) });
+    const a2 = build.outbox(ACCOUNT_A, { streamKey: 's2', createdAt: at(2), nextAttemptAt: at(2) });
+    const e1 = build.outbox(ACCOUNT_A, { streamKey: 's3', createdAt: at(3), nextAttemptAt: at(3), endpointId: 'e1', messageId: 'm1' });
+    const e2 = build.outbox(ACCOUNT_A, { streamKey: 's4', createdAt: at(4), nextAttemptAt: at(4), endpointId: 'e2', messageId: 'm2' });
+    const b1 = build.outbox(ACCOUNT_B, { streamKey: 's1', createdAt: at(5), nextAttemptAt: at(5) });
+    for (const message of [a1, a2, e1, e2, b1]) await storage.outbox.add(message);
+    const lease = (owner: string, exceptEndpoints?: { accountId: string; endpointId: string | null }[]) => ({ owner, leaseMs: 60_000, ...(exceptEndpoints ? { exceptEndpoints } : {}) });
+
+    // A's default endpoint and its e2 left out: B's default endpoint is another endpoint, taken.
+    const except = [{ accountId: ACCOUNT_A, endpointId: null }, { accountId: ACCOUNT_A, endpointId: 'e2' }];
+    expect(ids(await storage.outbox.claim(at(50), 10, lease('w1', except)))).toEqual([e1.id, b1.id]);
+    expect(ids(await storage.outbox.claim(at(50), 10, lease('w2', [])))).toEqual([a1.id, a2.id, e2.id]);
+    // Only the named claims of that owner end: another owner's naming them changes nothing.
+    await storage.outbox.releaseClaims('w2', [e1.id, a1.id]);
+    await storage.outbox.releaseClaims('w1', [e1.id, a2.id]);
+    await storage.outbox.releaseClaims('w1', []);
+    expect(ids(await storage.outbox.claim(at(50), 10, lease('w3')))).toEqual([a1.id, e1.id]);
+  });
+
   test('outbox: two workers claiming at once never both get a message', async (storage, build) => {
     const messages = Array.from({ length: 40 }, (_, index) =>
       build.outbox(index % 2 === 0 ? ACCOUNT_A : ACCOUNT_B, { streamKey: `s${index % 7}`, createdAt: at(index), nextAttemptAt: at(index) }),

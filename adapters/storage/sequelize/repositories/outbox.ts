@@ -2,7 +2,7 @@ import { Op, type WhereOptions } from 'sequelize';
 import type { EndpointMessageCounts, OutboxMessage } from '../../../../core/domain/types.js';
 import type { OutboxRepository, WebhookAttemptRepository } from '../../../../core/ports/storage.port.js';
 import type { Row } from '../models.js';
-import { OLDEST_FIRST, OUTBOX_CLAIM_LOCK, ROWS_PER_STATEMENT, chunks, type SqlAccess } from '../sql-access.js';
+import { IDS_PER_STATEMENT, OLDEST_FIRST, OUTBOX_CLAIM_LOCK, ROWS_PER_STATEMENT, chunks, type SqlAccess } from '../sql-access.js';
 
 /* The webhook outbox: messages, their claims by delivery passes, their retention. */
 
@@ -46,6 +46,13 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
           if (lease.endpointId === null) scope += ' AND o.endpoint_id IS NULL';
           else if (lease.endpointId !== undefined) scope += ' AND o.endpoint_id = :endpointId';
         }
+        const except = lease.exceptEndpoints ?? [];
+        if (except.length > 0) {
+          // [accountId, endpointId | null] pairs as one JSON parameter, however many.
+          const pairs = db.context.postgres ? 'json_array_elements(CAST(:except AS json))' : 'json_each(:except)';
+          scope += ` AND NOT EXISTS (SELECT 1 FROM ${pairs} AS x
+                       WHERE x.value ->> 0 = o.account_id AND COALESCE(x.value ->> 1, '') = COALESCE(o.endpoint_id, ''))`;
+        }
         const columns = lease.perEndpoint === undefined ? 'o.id' : 'o.id, o.account_id, o.endpoint_id, o.created_at';
         const claimable = `SELECT ${columns} FROM outbox o
              WHERE o.status = 'pending' AND o.next_attempt_at <= :now${scope}
@@ -73,6 +80,7 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
             accountId: lease.accountId ?? null,
             endpointId: lease.endpointId ?? null,
             perEndpoint: lease.perEndpoint ?? null,
+            except: JSON.stringify(except.map((e) => [e.accountId, e.endpointId])),
             owner: lease.owner,
             leaseUntil: new Date(Date.parse(now) + lease.leaseMs).toISOString(),
           },
@@ -83,10 +91,19 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
     // Every write outside a caller's transaction goes through the writer (`writing`): on SQLite, a write left
     // to autocommit on the connection reads share waited in the busy handler while a transaction held the
     // database, and every read of the API waited behind it (up to the busy timeout).
-    releaseClaims: async (owner) => {
-      await db.writing((transaction) =>
-        db.sequelize.query('UPDATE outbox SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = :owner', { replacements: { owner }, transaction }),
-      );
+    releaseClaims: async (owner, ids) => {
+      await db.writing(async (transaction) => {
+        if (ids === undefined) {
+          await db.sequelize.query('UPDATE outbox SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = :owner', { replacements: { owner }, transaction });
+          return;
+        }
+        for (const chunk of chunks(ids, IDS_PER_STATEMENT)) {
+          await db.sequelize.query('UPDATE outbox SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = :owner AND id IN (:ids)', {
+            replacements: { owner, ids: chunk },
+            transaction,
+          });
+        }
+      });
     },
     update: async (message) => {
       await db.replace(model, db.map.outboxRow(message));
