@@ -504,6 +504,11 @@ export function completeWith(latest: FhirResource, stored: FhirResource): FhirRe
   return merged([latest, stored]);
 }
 
+/** Whether the resource references any key of `replaced` (a merged-away resource). */
+function namesAny(resource: FhirResource, replaced: ReadonlyMap<string, string>): boolean {
+  return replaced.size > 0 && referencesIn(resource).some((reference) => replaced.has(reference));
+}
+
 function mergePass(resources: readonly FhirResource[], byKey: ReadonlyMap<string, FhirResource>): DedupeResult {
   const replaced = new Map<string, string>();
   const kept: FhirResource[] = [];
@@ -517,7 +522,7 @@ function mergePass(resources: readonly FhirResource[], byKey: ReadonlyMap<string
     for (const other of members.slice(1)) replaced.set(resourceKey(other), resourceKey(members[0]!));
   }
   // Only what names a merged resource is rewritten (a copy); the rest is passed on as it is.
-  const rewritten = replaced.size === 0 ? kept : kept.map((resource) => (referencesIn(resource).some((reference) => replaced.has(reference)) ? withReferencesReplaced(resource, replaced) : resource));
+  const rewritten = replaced.size === 0 ? kept : kept.map((resource) => (namesAny(resource, replaced) ? withReferencesReplaced(resource, replaced) : resource));
   return { resources: rewritten, replaced };
 }
 
@@ -554,7 +559,7 @@ export function dedupeResources(
   // that never changes either (`copies: false`) gets its own objects back where nothing named a merged one,
   // and can tell by identity what the deduplication left as it was.
   current = current.map((resource) =>
-    options.copies === false && (replaced.size === 0 || !referencesIn(resource).some((reference) => replaced.has(reference))) ? resource : withReferencesReplaced(resource, replaced),
+    options.copies === false && !namesAny(resource, replaced) ? resource : withReferencesReplaced(resource, replaced),
   );
   const sortedReplaced = new Map([...replaced].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   return { resources: current.sort(byTypeThenId), replaced: sortedReplaced };

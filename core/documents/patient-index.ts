@@ -41,7 +41,8 @@ export function dataStamp(documents: readonly DocumentRecord[]): string {
 
 /**
  * An index that has no stamp for a patient holds nothing for it, which is exactly right for a patient with
- * no searchable document yet: so a new patient's index is kept current from its first document on.
+ * no searchable document yet: a search of such a patient needs no rebuild. (Changes are not applied to an
+ * index that holds nothing for the patient: see `applyIndexChange`.)
  */
 const EMPTY_STAMP = dataStamp([]);
 

@@ -287,6 +287,7 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<{ que
     throw error;
   }
 
+  // The patient as last read, for the message (a `const`: the closure below is typed by it).
   const downloaded = patient;
   // The step ends in the commit of its last documents: its progress and its message with them.
   const ended = await recordLanded(async (tx): Promise<DocumentQuery | undefined> => {

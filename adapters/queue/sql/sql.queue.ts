@@ -36,17 +36,6 @@ const MIGRATION_LOCK_KEY = 4_242_017_003;
 
 const num = (value: unknown): number => (typeof value === 'number' ? value : Number(value));
 
-/** A tiny promise-chain lock: claims of one queue object run one after the other. */
-class SerialLock {
-  private tail: Promise<unknown> = Promise.resolve();
-
-  run<T>(task: () => Promise<T>): Promise<T> {
-    const result = this.tail.then(task, task);
-    this.tail = result.catch(() => undefined);
-    return result;
-  }
-}
-
 /**
  * The durable queue, in the table `queue_jobs` of the service's own database (SQLite or PostgreSQL),
  * so jobs survive restarts and sit next to the data they act on. Every state change is one statement
@@ -55,8 +44,8 @@ class SerialLock {
  * - PostgreSQL claims with `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n)`, so workers
  *   in several processes each take different rows without waiting on one another.
  * - SQLite runs each write statement in a transaction of its own, taken through the instance's one writer
- *   (`runTransaction`, shared with the storage adapter), and claims of one queue object are serialised
- *   in-process as well. A write is never left to autocommit on the shared connection: meeting a storage
+ *   (`runTransaction`, shared with the storage adapter), a claim's statements in one, so claims of this
+ *   process never interleave. A write is never left to autocommit on the shared connection: meeting a storage
  *   transaction's write lock there, it waited in SQLite's busy handler and held up every read of that
  *   connection meanwhile (the API's too), up to the busy timeout and then failed, more often the more
  *   jobs ran at once. Each transaction is one statement, or a claim's three, so none is long-lived (on an
@@ -67,8 +56,6 @@ class SerialLock {
  * stepped clock drives leases and retries in tests exactly as in the memory queue.
  */
 export class SqlQueue implements QueuePort {
-  private readonly claimLock = new SerialLock();
-
   private constructor(
     private readonly sequelize: Sequelize,
     private readonly dialect: Dialect,
@@ -143,16 +130,10 @@ export class SqlQueue implements QueuePort {
     checkWorkerId(options.workerId);
     checkLimit(options.limit);
     checkLeaseMs(options.leaseMs);
-    const claimOnce = () => this.claimNow(options);
-    return this.dialect === 'sqlite' ? this.claimLock.run(claimOnce) : claimOnce();
-  }
-
-  /**
-   * On SQLite the claim's statements share one transaction of the writer: a claim then costs the writer
-   * one turn, not three, and claims are the queue's most frequent write (every idle slot asks).
-   */
-  private claimNow(options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[]; lanes?: readonly JobLane[] }): Promise<ClaimedJob[]> {
-    return this.dialect === 'sqlite' ? runTransaction(this.sequelize, (transaction) => this.claimIn(options, transaction)) : this.claimIn(options, undefined);
+    // On SQLite the claim's statements share one transaction of the writer, which also keeps two claims of
+    // this process apart: a claim costs the writer one turn, not three, and claims are the queue's most
+    // frequent write (every idle slot asks).
+    return this.writer((transaction) => this.claimIn(options, transaction));
   }
 
   private async claimIn(
@@ -339,7 +320,7 @@ export class SqlQueue implements QueuePort {
   }
 
   /** A statement whose rows come back (SELECT, or a write with RETURNING). */
-  /** One statement in `transaction` (a claim's), or on its own where there is none (PostgreSQL). */
+  /** One statement in `transaction`, or on its own where there is none (PostgreSQL). */
   private async statement<T = unknown>(transaction: Transaction | undefined, type: QueryTypes.SELECT | QueryTypes.UPDATE, sql: string, replacements: Record<string, unknown>): Promise<T> {
     return (await this.sequelize.query(sql, { type, replacements, logging: false, ...(transaction ? { transaction } : {}) })) as T;
   }
@@ -350,12 +331,12 @@ export class SqlQueue implements QueuePort {
 
   /** A write statement whose rows come back (RETURNING); see `writer`. */
   private async writeReturning(sql: string, replacements: Record<string, unknown>): Promise<Row[]> {
-    return this.writer((transaction) => this.sequelize.query<Row>(sql, { type: QueryTypes.SELECT, replacements, logging: false, ...(transaction ? { transaction } : {}) }));
+    return this.writer((transaction) => this.statement<Row[]>(transaction, QueryTypes.SELECT, sql, replacements));
   }
 
   /** A write statement; see `writer`. */
   private async run(sql: string, replacements: Record<string, unknown>): Promise<void> {
-    await this.writer((transaction) => this.sequelize.query(sql, { type: QueryTypes.UPDATE, replacements, logging: false, ...(transaction ? { transaction } : {}) }));
+    await this.writer((transaction) => this.statement(transaction, QueryTypes.UPDATE, sql, replacements));
   }
 
   /** On SQLite, in a transaction of the instance's one writer (see the class comment); elsewhere as it is. */
