@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { Sequelize, Transaction } from 'sequelize';
+import { CoreError } from '../../../core/errors.js';
 import { Mutex } from '../mutex.js';
 import { currentRank } from '../../work-rank.js';
 
@@ -152,12 +153,76 @@ export function configureSqlite(sequelize: Sequelize): void {
     }
     return releaseConnection(connection, force);
   };
+  controlTransactionsOnDriver(sequelize);
   // `sequelize.close()` closes the connections Sequelize knows of; the idle ones are closed with them.
   manager._onProcessExit = async () => {
     closing = true;
     await Promise.all(idle.splice(0).map((connection) => new Promise<void>((resolve) => connection.close(() => resolve()))));
     await onProcessExit();
   };
+}
+
+interface TransactionControl {
+  startTransaction(transaction: Transaction, options?: object): Promise<unknown>;
+  commitTransaction(transaction: Transaction, options?: object): Promise<unknown>;
+  rollbackTransaction(transaction: Transaction, options?: object): Promise<unknown>;
+}
+
+/** What Sequelize keeps on its Transaction beside the public type: the connection it runs on, its parent. */
+interface TransactionInternals {
+  connection?: SqliteConnection;
+  parent?: Transaction;
+  finished?: string;
+  id: string;
+  options: { type?: string };
+}
+
+/**
+ * BEGIN, COMMIT and ROLLBACK of SQLite transactions run straight on the transaction's connection. Through
+ * Sequelize each is a query like any other: the statement built through its query generator, logged, run
+ * under `serialize`, and an Error created whose stack is formatted when the statement ends, whether it
+ * failed or not: 0.34 ms of the event loop per empty transaction against 0.04 ms on the driver, and a
+ * journey commits several transactions per document (the queue's claims and completions, the outbox's,
+ * each step's). Savepoints (a nested transaction) keep Sequelize's own path.
+ */
+function controlTransactionsOnDriver(sequelize: Sequelize): void {
+  const queryInterface = sequelize.getQueryInterface() as unknown as TransactionControl;
+  const options = (sequelize as unknown as { options: { logging?: unknown } }).options;
+  const start = queryInterface.startTransaction.bind(queryInterface);
+  const commit = queryInterface.commitTransaction.bind(queryInterface);
+  const rollback = queryInterface.rollbackTransaction.bind(queryInterface);
+  const exec = (transaction: TransactionInternals, sql: string) => {
+    if (typeof options.logging === 'function') options.logging(`Executing (${transaction.id}): ${sql}`);
+    const connection = transaction.connection!;
+    return new Promise<void>((resolve, reject) => connection.exec(sql, (error) => (error ? reject(transactionFailure(error, sql)) : resolve())));
+  };
+  queryInterface.startTransaction = (transaction, rest) => {
+    const internals = transaction as unknown as TransactionInternals;
+    if (internals.parent || !internals.connection) return start(transaction, rest);
+    return exec(internals, `BEGIN ${internals.options.type ?? 'DEFERRED'} TRANSACTION;`);
+  };
+  queryInterface.commitTransaction = async (transaction, rest) => {
+    const internals = transaction as unknown as TransactionInternals;
+    if (internals.parent || !internals.connection) return commit(transaction, rest);
+    const done = exec(internals, 'COMMIT;');
+    // As Sequelize marks it: finished as soon as the COMMIT is sent, whatever its outcome.
+    internals.finished = 'commit';
+    await done;
+  };
+  queryInterface.rollbackTransaction = async (transaction, rest) => {
+    const internals = transaction as unknown as TransactionInternals;
+    if (internals.parent || !internals.connection) return rollback(transaction, rest);
+    const done = exec(internals, 'ROLLBACK;');
+    internals.finished = 'rollback';
+    await done;
+  };
+}
+
+/** A failed BEGIN, COMMIT or ROLLBACK as the storage's other driver failures leave it: the driver's code, the driver's error as the cause. */
+function transactionFailure(error: Error, sql: string): CoreError {
+  const code = (error as { code?: unknown }).code;
+  const named = typeof code === 'string' ? code : 'driver error';
+  return new CoreError('INTERNAL', `storage transaction failed (${sql.replace(/ .*|;$/g, '')}: ${named})`, { cause: error, ...(typeof code === 'string' ? { details: { code } } : {}) });
 }
 
 const sqliteWriters = new WeakMap<Sequelize, Mutex>();
