@@ -7,16 +7,11 @@ import { HttpWebhookSender } from '../../adapters/webhook/http.webhook-sender.js
 import { verifyStandardWebhook, verifyWebhookSignature } from '../../contract/signature.js';
 import type { OutboxMessage, WebhookSettings } from '../../core/domain/types.js';
 import type { WebhookDelivery, WebhookSenderPort } from '../../core/ports/webhook-sender.port.js';
-import {
-  DEFAULT_DELIVERY_TIMEOUT_MS,
-  deliverDueMessages,
-  enqueueMessage,
-  resumePendingMessages,
-  retryParked,
-  webhookStatus,
-  type DeliveryDeps,
-  type DeliveryReport,
-} from '../../core/webhooks/deliver.js';
+import { DEFAULT_DELIVERY_TIMEOUT_MS, type DeliveryDeps, type DeliveryReport } from '../../core/webhooks/delivery.js';
+import { deliverDueMessages } from '../../core/webhooks/dispatcher.js';
+import { enqueueMessage } from '../../core/webhooks/enqueue.js';
+import { resumePendingMessages, retryParked } from '../../core/webhooks/requeue.js';
+import { webhookStatus } from '../../core/webhooks/status.js';
 import { pingWebhook } from '../../core/webhooks/ping.js';
 import { bulkPatientCreateMessage } from '../../core/webhooks/envelope.js';
 import { createRetrySchedule, DEFAULT_RETRY_DELAYS_MS } from '../../core/webhooks/retry-schedule.js';
