@@ -40,7 +40,7 @@ export { getConsolidatedQuery, getPatientConsolidated, listConsolidatedQueries, 
 export { searchPatientData } from './core/documents/search.js';
 export { getSettings, getWebhookStatus, retryWebhookMessages, updateSettings } from './core/settings.js';
 export { coreJobHandlers, resumeInterruptedWork } from './core/jobs.js';
-export { deliverDueMessages } from './core/webhooks/deliver.js';
+export { deliverDueMessages } from './core/webhooks/dispatcher.js';
 
 // Webhook messages and their signatures
 export * from './core/webhooks/envelope.js';

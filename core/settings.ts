@@ -2,7 +2,8 @@ import { webhookSigningSecret } from '../contract/signature.js';
 import type { CoreDeps } from './deps.js';
 import type { WebhookSettings } from './domain/types.js';
 import { nowIso } from './time.js';
-import { resumePendingMessages, retryParked, webhookStatus } from './webhooks/deliver.js';
+import { resumePendingMessages, retryParked } from './webhooks/requeue.js';
+import { webhookStatus } from './webhooks/status.js';
 import { pingWebhook } from './webhooks/ping.js';
 import { validateWebhookUrl } from './webhooks/url.js';
 

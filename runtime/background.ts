@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { describeError } from '../core/error-facts.js';
-import type { DeliveryReport, WebhookDispatcher } from '../core/webhooks/deliver.js';
+import type { DeliveryReport } from '../core/webhooks/delivery.js';
+import type { WebhookDispatcher } from '../core/webhooks/dispatcher.js';
 import type { RetentionReport } from '../core/retention.js';
 
 /** How often the background prunes delivered webhooks and finished jobs past their retention. */

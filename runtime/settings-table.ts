@@ -3,7 +3,7 @@ import { DEFAULT_FAILED_AUTH_PER_MINUTE, DEFAULT_RATE_LIMITS, RATE_LIMIT_CLASSES
 import { DEFAULT_RENDER_CONCURRENCY, DEFAULT_RENDER_QUEUE } from '../core/documents/render-slots.js';
 import { DEFAULT_RETENTION_DAYS } from '../core/retention.js';
 import { DEFAULT_DISABLE_AFTER_MS } from '../core/webhooks/health.js';
-import { DEFAULT_DELIVERY_LEASE_MS, DEFAULT_ENDPOINT_CONCURRENCY } from '../core/webhooks/deliver.js';
+import { DEFAULT_DELIVERY_LEASE_MS, DEFAULT_ENDPOINT_CONCURRENCY } from '../core/webhooks/delivery.js';
 import { DEFAULT_MAX_CONVERSION_BYTES } from '../core/deps.js';
 import { DEFAULT_SEARCH_CACHE_BYTES } from '../adapters/search/minisearch.search-index.js';
 

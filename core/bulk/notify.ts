@@ -1,7 +1,7 @@
 import type { CoreDeps } from '../deps.js';
 import type { BulkRequest } from '../domain/types.js';
 import type { StoragePort } from '../ports/storage.port.js';
-import { enqueueMessage } from '../webhooks/deliver.js';
+import { enqueueMessage } from '../webhooks/enqueue.js';
 import { bulkPatientCreateMessage } from '../webhooks/envelope.js';
 
 export interface BulkStatusNotice {

@@ -50,10 +50,6 @@ function fillingStorage(options: { fillAfterBatches: number; small: 'accepted' |
   const refused = { transactions: 0, small: 0 };
   const bulkRequests = {
     ...inner.bulkRequests,
-    update: async (request: Parameters<StoragePort['bulkRequests']['update']>[0]) => {
-      if (full() && options.small === 'refused') throw (refused.small++, sqliteFull());
-      return inner.bulkRequests.update(request);
-    },
     updateIfStatus: async (...args: Parameters<StoragePort['bulkRequests']['updateIfStatus']>) => {
       if (full() && options.small === 'refused') throw (refused.small++, sqliteFull());
       return inner.bulkRequests.updateIfStatus(...args);
@@ -171,7 +167,7 @@ describe('an import on a full storage', () => {
         const patientIds = outcomes.map((outcome) => outcome.patientId);
         expect(new Set(patientIds).size).toBe(ROWS);
         const [account] = await host.deps.storage.accounts.list();
-        expect(await host.deps.storage.patients.count(account!.id)).toBe(ROWS);
+        expect(await host.deps.storage.patients.list(account!.id)).toHaveLength(ROWS);
         expect((await host.deps.queue.stats()).dead).toBe(0);
       } finally {
         await host.close();

@@ -15,7 +15,7 @@ import type { FhirBundle, FhirResource } from '../ports/ccda.port.js';
 import type { RenderContext } from '../ports/renderer.port.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { MINUTE_MS, nowIso } from '../time.js';
-import { enqueueMessage } from '../webhooks/deliver.js';
+import { enqueueMessage } from '../webhooks/enqueue.js';
 import { consolidatedDataMessage, toWebhookFilters } from '../webhooks/envelope.js';
 import { validateMetadata } from '../../contract/metadata.js';
 import { filterResources, resourceTypesOf } from './filters.js';

@@ -10,7 +10,7 @@ import { getPatient } from '../entities/patients.js';
 import { CoreError } from '../errors.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { MINUTE_MS } from '../time.js';
-import { enqueueMessage } from '../webhooks/deliver.js';
+import { enqueueMessage } from '../webhooks/enqueue.js';
 import { documentBulkDownloadUrlsMessage, toWebhookBulkDocument } from '../webhooks/envelope.js';
 import { validateMetadata } from '../../contract/metadata.js';
 import { adoptDocumentResources } from './consolidate.js';

@@ -12,7 +12,7 @@ import type { HieDocumentRef, HiePatientQuery } from '../ports/hie.port.js';
 import type { JobLane } from '../ports/queue.port.js';
 import type { StoragePort } from '../ports/storage.port.js';
 import { nowIso } from '../time.js';
-import { enqueueMessage } from '../webhooks/deliver.js';
+import { enqueueMessage } from '../webhooks/enqueue.js';
 import { documentConversionMessage, documentDownloadMessage, toWebhookDocument, type MessageMetaInput } from '../webhooks/envelope.js';
 import { validateMetadata } from '../../contract/metadata.js';
 import { convertDocuments, type ReadyConversion } from './convert.js';

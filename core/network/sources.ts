@@ -9,7 +9,7 @@ import { documentQueryState, type DocumentQuery, type NetworkQuery, type Network
 import type { StoragePort } from '../ports/storage.port.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { MINUTE_MS, nowIso } from '../time.js';
-import { enqueueMessage } from '../webhooks/deliver.js';
+import { enqueueMessage } from '../webhooks/enqueue.js';
 import { networkQueryMessage } from '../webhooks/envelope.js';
 
 /** Consolidated data URLs in network query messages are valid 10 minutes. */

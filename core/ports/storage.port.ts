@@ -176,7 +176,6 @@ export interface FacilityRepository {
   get(accountId: string, id: string): Promise<Facility | undefined>;
   /** Oldest first. */
   list(accountId: string): Promise<Facility[]>;
-  count(accountId: string): Promise<number>;
   update(facility: Facility): Promise<Facility | undefined>;
   /** `true` when something was removed; removing a missing facility is `false`, not an error. */
   remove(accountId: string, id: string): Promise<boolean>;
@@ -258,7 +257,6 @@ export interface PatientRepository {
   findByMatchKeys(accountId: string, matchKeys: readonly string[]): Promise<Patient[]>;
   /** Ordered by id ascending (ids are time-ordered), paged with `after`. */
   list(accountId: string, options?: PatientListOptions): Promise<Patient[]>;
-  count(accountId: string): Promise<number>;
   /**
    * Patients of the account meeting `search` (as `matchesPatientSearch` decides, the one rule every adapter
    * applies), found by a bounded scan in id order after `window.after`: at most `window.scan` patients are
@@ -310,7 +308,6 @@ export interface BulkRequestRepository {
   get(accountId: string, id: string): Promise<BulkRequest | undefined>;
   /** Looks a request up by id alone: for background jobs that carry only the id. */
   getById(id: string): Promise<BulkRequest | undefined>;
-  update(request: BulkRequest): Promise<BulkRequest | undefined>;
   /**
    * Compare-and-set on the status: replaces the record only if the stored status is `expected`.
    * Returns the stored record after the call, or `undefined` when the status did not match or it is missing.
@@ -331,8 +328,6 @@ export interface BulkRowRepository {
   putMany(outcomes: readonly BulkRowOutcome[]): Promise<void>;
   /** Outcomes with rowIndex in [from, to), ordered by rowIndex. */
   range(requestId: string, from: number, to: number): Promise<BulkRowOutcome[]>;
-  /** Number of stored outcomes and how many of them failed. */
-  counts(requestId: string): Promise<{ total: number; failed: number }>;
   /** Highest stored rowIndex + 1, or 0 when none: where a resumed import starts. */
   nextRowIndex(requestId: string): Promise<number>;
 }
@@ -429,22 +424,12 @@ export interface OutboxRepository {
   add(message: OutboxMessage): Promise<void>;
   get(accountId: string, id: string): Promise<OutboxMessage | undefined>;
   /**
-   * Pending messages with nextAttemptAt <= `now`, oldest createdAt first (ties by id), at most `limit`.
-   * Does not claim them: the delivery job owns concurrency (one delivery worker per account at a time).
-   */
-  due(now: string, limit: number, accountId?: string): Promise<OutboxMessage[]>;
-  /**
-   * What a delivery pass may send now: pending messages with nextAttemptAt <= `now` that have no older
-   * pending message of the same stream (same account and streamKey) still waiting (nextAttemptAt > `now`).
-   * Older pending messages of the stream that are due themselves are in the result too, before it: the
-   * caller sends a stream's messages one after the other. Older means earlier createdAt, ties by id.
-   * Parked and delivered messages never hold a stream back. Oldest createdAt first (ties by id), at most
-   * `limit`. Does not claim them: one delivery worker at a time.
-   */
-  deliverable(now: string, limit: number, accountId?: string): Promise<OutboxMessage[]>;
-  /**
-   * Claims what a delivery worker may send now, for `leaseMs`: the messages `deliverable` would give, less
-   * those whose stream holds a live claim (any pending message of the stream claimed by anyone, the caller
+   * Claims what a delivery worker may send now, for `leaseMs`. A message may go now when it is pending, due
+   * (nextAttemptAt <= `now`), and no older pending message of its stream (same account and streamKey) is
+   * still waiting (nextAttemptAt > `now`); older means earlier createdAt, ties by id. Older messages of the
+   * stream that are due themselves may go too, before it: the caller sends a stream's messages one after the
+   * other. Parked and delivered messages never hold a stream back. Of these, a claim leaves out every message
+   * whose stream holds a live claim (any pending message of the stream claimed by anyone, the caller
    * included, until its lease ends). Claims are atomic across workers on one database: while a lease lives,
    * no other claim returns its message nor anything of its stream, so no two workers send one message or
    * one stream at the same time. A lease ends when it expires (a crashed worker's messages are then

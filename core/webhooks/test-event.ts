@@ -9,7 +9,7 @@ import { networkDataPath } from '../network/sources.js';
 import { CoreError } from '../errors.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { MINUTE_MS } from '../time.js';
-import { DEFAULT_DELIVERY_TIMEOUT_MS } from './deliver.js';
+import { DEFAULT_DELIVERY_TIMEOUT_MS } from './delivery.js';
 import { FILTERABLE_EVENT_TYPES, getEndpoint } from './endpoints.js';
 import {
   bulkPatientCreateMessage,

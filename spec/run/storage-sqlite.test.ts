@@ -10,7 +10,7 @@ import { SequelizeStorage } from '../../adapters/storage/sequelize/sequelize.sto
 import { SqlInstanceRegistry } from '../../adapters/storage/sequelize/instance-registry.js';
 import type { Patient } from '../../core/domain/types.js';
 import { defineStorageContract } from '../ports/storage.contract.js';
-import { at, builders } from '../ports/storage/fixtures.js';
+import { at, builders, patientCount, rowCounts } from '../ports/storage/fixtures.js';
 
 describe('storage contract: SQLite in memory', () => {
   defineStorageContract({
@@ -197,8 +197,8 @@ describe('SQLite specifics', () => {
         });
         await holding;
         await Promise.all([longTransaction, two.patients.insert(waiting), two.transaction((tx) => tx.bulkRows.putMany([{ requestId: 'r', rowIndex: 0, status: 'succeeded' }]))]);
-        expect(await one.patients.count('account-a')).toBe(2);
-        expect(await one.bulkRows.counts('r')).toEqual({ total: 1, failed: 0 });
+        expect(await patientCount(one, 'account-a')).toBe(2);
+        expect(await rowCounts(one, 'r')).toEqual({ total: 1, failed: 0 });
       } finally {
         await one.close();
         await two.close();
@@ -227,7 +227,7 @@ describe('SQLite specifics', () => {
       statements.length = 0;
       await storage.bulkRows.putMany(batch.map((p, rowIndex) => ({ requestId: 'r', rowIndex, status: 'succeeded' as const, action: 'created' as const, patientId: p.id })));
       expect(statements.length).toBeLessThanOrEqual(6);
-      expect(await storage.bulkRows.counts('r')).toEqual({ total: 2_500, failed: 0 });
+      expect(await rowCounts(storage, 'r')).toEqual({ total: 2_500, failed: 0 });
     } finally {
       await storage.close();
       await sequelize.close();
@@ -277,7 +277,7 @@ describe('SQLite specifics', () => {
         console.info(`SQLite insertMany: median ${median.toFixed(0)} ms per 1,000 patients (${timings.map((t) => t.toFixed(0)).join(', ')})`);
         // Generous against a loaded 2-core machine; typical is well under 200 ms.
         expect(median).toBeLessThan(1_000);
-        expect(await storage.patients.count('account-a')).toBe(5_000);
+        expect(await patientCount(storage, 'account-a')).toBe(5_000);
       } finally {
         await storage.close();
       }

@@ -7,16 +7,11 @@ import { HttpWebhookSender } from '../../adapters/webhook/http.webhook-sender.js
 import { verifyStandardWebhook, verifyWebhookSignature } from '../../contract/signature.js';
 import type { OutboxMessage, WebhookSettings } from '../../core/domain/types.js';
 import type { WebhookDelivery, WebhookSenderPort } from '../../core/ports/webhook-sender.port.js';
-import {
-  DEFAULT_DELIVERY_TIMEOUT_MS,
-  deliverDueMessages,
-  enqueueMessage,
-  resumePendingMessages,
-  retryParked,
-  webhookStatus,
-  type DeliveryDeps,
-  type DeliveryReport,
-} from '../../core/webhooks/deliver.js';
+import { DEFAULT_DELIVERY_TIMEOUT_MS, type DeliveryDeps, type DeliveryReport } from '../../core/webhooks/delivery.js';
+import { deliverDueMessages } from '../../core/webhooks/dispatcher.js';
+import { enqueueMessage } from '../../core/webhooks/enqueue.js';
+import { resumePendingMessages, retryParked } from '../../core/webhooks/requeue.js';
+import { webhookStatus } from '../../core/webhooks/status.js';
 import { pingWebhook } from '../../core/webhooks/ping.js';
 import { bulkPatientCreateMessage } from '../../core/webhooks/envelope.js';
 import { createRetrySchedule, DEFAULT_RETRY_DELAYS_MS } from '../../core/webhooks/retry-schedule.js';
@@ -119,7 +114,7 @@ async function makeWorld(overrides: Partial<DeliveryDeps> = {}): Promise<World> 
       if (pending.length === 0) return false;
       const now = clock.now().toISOString();
       // Messages waiting behind an older one of their stream are due but not deliverable: step to the next wait's end.
-      if ((await storage.outbox.deliverable(now, 1)).some((m) => accountIds.includes(m.accountId))) return true;
+      if (deliverableNow(pending, now)) return true;
       const later = pending.map((m) => m.nextAttemptAt).filter((at) => at > now).sort()[0];
       if (later !== undefined) clock.set(later);
       return true;
@@ -134,6 +129,20 @@ async function makeWorld(overrides: Partial<DeliveryDeps> = {}): Promise<World> 
 }
 
 const byId = (messages: OutboxMessage[]) => new Map(messages.map((m) => [m.id, m]));
+
+/**
+ * Whether any of these pending messages (each account's oldest first, as `list` gives them) may be sent
+ * now: it is due and no older message of its stream is still waiting.
+ */
+function deliverableNow(pending: readonly OutboxMessage[], now: string): boolean {
+  const waitingStreams = new Set<string>();
+  for (const message of pending) {
+    const stream = `${message.accountId} ${message.streamKey}`;
+    if (message.nextAttemptAt > now) waitingStreams.add(stream);
+    else if (!waitingStreams.has(stream)) return true;
+  }
+  return false;
+}
 
 describe('deliverDueMessages against a real receiver, with a stepped clock', () => {
   test('receiver down for a while, then up: nothing lost, order kept, the same messageId and bytes on every attempt', async () => {

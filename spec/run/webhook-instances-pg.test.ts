@@ -7,7 +7,8 @@ import { Uuid7Ids } from '../../adapters/ids/uuid7.ids.js';
 import { SequelizeStorage } from '../../adapters/storage/sequelize/sequelize.storage.js';
 import { HttpWebhookSender } from '../../adapters/webhook/http.webhook-sender.js';
 import type { OutboxMessage } from '../../core/domain/types.js';
-import { deliverDueMessages, enqueueMessage } from '../../core/webhooks/deliver.js';
+import { deliverDueMessages } from '../../core/webhooks/dispatcher.js';
+import { enqueueMessage } from '../../core/webhooks/enqueue.js';
 import { bulkPatientCreateMessage } from '../../core/webhooks/envelope.js';
 import { createPgSchema, probePostgres, type PgSchema } from '../support/pg.js';
 

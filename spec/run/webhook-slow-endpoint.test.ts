@@ -2,7 +2,9 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import type { WebhookDelivery, WebhookSenderPort } from '../../core/ports/webhook-sender.port.js';
-import { DEFAULT_ENDPOINT_CONCURRENCY, enqueueMessage, FAILURES_BEFORE_REST } from '../../core/webhooks/deliver.js';
+import { DEFAULT_ENDPOINT_CONCURRENCY } from '../../core/webhooks/delivery.js';
+import { enqueueMessage } from '../../core/webhooks/enqueue.js';
+import { FAILURES_BEFORE_REST } from '../../core/webhooks/lane.js';
 import { bulkPatientCreateMessage } from '../../core/webhooks/envelope.js';
 import { createRuntime, type Runtime } from '../../runtime/runtime.js';
 

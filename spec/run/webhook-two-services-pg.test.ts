@@ -9,7 +9,7 @@ import { NodeSecrets } from '../../adapters/crypto/node.secrets.js';
 import { Uuid7Ids } from '../../adapters/ids/uuid7.ids.js';
 import { SequelizeStorage } from '../../adapters/storage/sequelize/sequelize.storage.js';
 import { createAccount } from '../../core/accounts.js';
-import { enqueueMessage } from '../../core/webhooks/deliver.js';
+import { enqueueMessage } from '../../core/webhooks/enqueue.js';
 import { bulkPatientCreateMessage } from '../../core/webhooks/envelope.js';
 import { createPgSchema, probePostgres, type PgSchema } from '../support/pg.js';
 import { startServiceProcess, type ServiceProcess } from '../support/service-process.js';

@@ -375,9 +375,6 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
     async list(accountId) {
       return rowsOf(views.facilities, views.facilities.keysBy('byAccount', accountId)).sort(oldestFirst).map(copy);
     },
-    async count(accountId) {
-      return views.facilities.countBy('byAccount', accountId);
-    },
     async update(facility) {
       return replaceOwned(views.facilities, facility);
     },
@@ -466,9 +463,6 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
       const page = limit === undefined ? [...ids].filter((id) => after === undefined || id > after).sort() : smallestIds(ids, after, limit);
       return rowsOf(views.patients, page).map(copy);
     },
-    async count(accountId) {
-      return views.patients.countBy('byAccount', accountId);
-    },
     async search(accountId, search, { after, limit, scan }) {
       const candidates = search.externalId !== undefined ? views.patients.keysBy('byExternalId', key(accountId, search.externalId)) : views.patients.keysBy('byAccount', accountId);
       const examined = smallestIds(candidates, after, scan);
@@ -528,9 +522,6 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
       const row = views.bulkRequests.get(id);
       return row && copy(row);
     },
-    async update(request) {
-      return replaceOwned(views.bulkRequests, request);
-    },
     async updateIfStatus(request, expected) {
       // Check and write happen in one synchronous step, so no other caller can interleave between them.
       const stored = owned(views.bulkRequests, request.accountId, request.id);
@@ -563,10 +554,6 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
         .filter((row) => row.rowIndex >= from && row.rowIndex < to)
         .sort((a, b) => a.rowIndex - b.rowIndex)
         .map(copy);
-    },
-    async counts(requestId) {
-      const rows = rowsOf(views.bulkRows, views.bulkRows.keysBy('byRequest', requestId));
-      return { total: rows.length, failed: rows.filter((row) => row.status === 'failed').length };
     },
     async nextRowIndex(requestId) {
       let next = 0;
@@ -699,7 +686,7 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
     if (endpointId === undefined) return rowsOf(views.outbox, views.outbox.keysBy('pendingByAccount', accountId));
     return rowsOf(views.outbox, views.outbox.keysBy('pendingByEndpoint', key(accountId, endpointId ?? '')));
   };
-  const deliverableNow = (now: string, limit: number, accountId: string | undefined, endpointId?: string | null): OutboxMessage[] => {
+  const deliverableNow = (now: string, accountId: string | undefined, endpointId?: string | null): OutboxMessage[] => {
     const pending = pendingRows(accountId, endpointId);
     // The oldest waiting (not yet due) message of each stream: nothing of the stream after it may go.
     const waiting = new Map<string, OutboxMessage>();
@@ -716,7 +703,6 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
         return !first || oldestFirst(row, first) < 0;
       })
       .sort(oldestFirst)
-      .slice(0, limit)
       .map(copy);
   };
 
@@ -727,16 +713,6 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
     async get(accountId, id) {
       const row = owned(views.outbox, accountId, id);
       return row && copy(row);
-    },
-    async due(now, limit, accountId) {
-      return rowsOf(views.outbox, views.outbox.keysBy('byStatus', 'pending'))
-        .filter((row) => row.nextAttemptAt <= now && (accountId === undefined || row.accountId === accountId))
-        .sort(oldestFirst)
-        .slice(0, limit)
-        .map(copy);
-    },
-    async deliverable(now, limit, accountId) {
-      return deliverableNow(now, limit, accountId);
     },
     async claim(now, limit, lease) {
       // A stream is one endpoint's: the streams of the endpoint claimed from are all that can be held.
@@ -750,7 +726,7 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
       // No await from here to the leases being set: concurrent claims must not interleave.
       const perEndpoint = new Map<string, number>();
       const excepted = new Set((lease.exceptEndpoints ?? []).map((e) => key(e.accountId, e.endpointId ?? '')));
-      const available = deliverableNow(now, Number.MAX_SAFE_INTEGER, lease.accountId, endpointId)
+      const available = deliverableNow(now, lease.accountId, endpointId)
         .filter((row) => {
           if (claimedStreams.has(key(row.accountId, row.streamKey))) return false;
           if (excepted.has(key(row.accountId, row.endpointId ?? ''))) return false;

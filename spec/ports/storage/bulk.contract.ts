@@ -1,13 +1,13 @@
 import { expect } from 'vitest';
 import type { BulkRequest } from '../../../core/domain/types.js';
-import { at, ACCOUNT_A, ACCOUNT_B, row, ids } from './fixtures.js';
+import { at, ACCOUNT_A, ACCOUNT_B, row, ids, rowCounts } from './fixtures.js';
 import type { StorageContractGroup } from './suite.js';
 
 /** Bulk imports: the requests and their row outcomes. */
 export function bulkContract({ test }: StorageContractGroup): void {
   // ----- bulk requests
 
-  test('bulkRequests: insert, get (scoped), getById, update replaces whole', async (storage, build) => {
+  test('bulkRequests: insert, get (scoped), getById; a write replaces the whole record', async (storage, build) => {
     const request = build.bulkRequest(ACCOUNT_A);
     await storage.bulkRequests.insert(request);
     expect(await storage.bulkRequests.get(ACCOUNT_A, request.id)).toEqual(request);
@@ -30,10 +30,10 @@ export function bulkContract({ test }: StorageContractGroup): void {
       ignoredColumns: ['notes', 'Favourite "colour"', 'ünïcode'],
       updatedAt: at(60),
     };
-    expect(await storage.bulkRequests.update(completed)).toEqual(completed);
+    expect(await storage.bulkRequests.updateIfStatus(completed, request.status)).toEqual(completed);
     expect(await storage.bulkRequests.get(ACCOUNT_A, request.id)).toEqual(completed);
-    expect(await storage.bulkRequests.update({ ...completed, accountId: ACCOUNT_B })).toBeUndefined();
-    expect(await storage.bulkRequests.update(build.bulkRequest(ACCOUNT_A))).toBeUndefined();
+    expect(await storage.bulkRequests.updateIfStatus({ ...completed, accountId: ACCOUNT_B }, 'completed')).toBeUndefined();
+    expect(await storage.bulkRequests.updateIfStatus(build.bulkRequest(ACCOUNT_A), request.status)).toBeUndefined();
     expect(await storage.bulkRequests.getById(request.id)).toEqual(completed);
   });
 
@@ -84,13 +84,13 @@ export function bulkContract({ test }: StorageContractGroup): void {
 
   // ----- bulk rows
 
-  test('bulkRows: empty request has no rows, zero counts, next index 0', async (storage) => {
+  test('bulkRows: empty request has no rows, next index 0', async (storage) => {
     expect(await storage.bulkRows.range('r', 0, 100)).toEqual([]);
-    expect(await storage.bulkRows.counts('r')).toEqual({ total: 0, failed: 0 });
+    expect(await rowCounts(storage, 'r')).toEqual({ total: 0, failed: 0 });
     expect(await storage.bulkRows.nextRowIndex('r')).toBe(0);
   });
 
-  test('bulkRows: range is [from, to) by rowIndex; counts and nextRowIndex per request', async (storage) => {
+  test('bulkRows: range is [from, to) by rowIndex; outcomes and nextRowIndex are per request', async (storage) => {
     const outcomes = [4, 0, 2, 1, 3].map((i) =>
       row('r1', i, i % 2 === 1 ? { status: 'failed', action: undefined, patientId: undefined, reason: 'zip-1: must be 5 digits; dob: required' } : {}),
     );
@@ -102,9 +102,9 @@ export function bulkContract({ test }: StorageContractGroup): void {
     expect(await storage.bulkRows.range('r1', 1, 3)).toEqual(sorted.slice(1, 3));
     expect(await storage.bulkRows.range('r1', 3, 1_000_000)).toEqual(sorted.slice(3));
     expect(await storage.bulkRows.range('r1', 5, 10)).toEqual([]);
-    expect(await storage.bulkRows.counts('r1')).toEqual({ total: 5, failed: 2 });
+    expect(await rowCounts(storage, 'r1')).toEqual({ total: 5, failed: 2 });
     expect(await storage.bulkRows.nextRowIndex('r1')).toBe(5);
-    expect(await storage.bulkRows.counts('r2')).toEqual({ total: 2, failed: 0 });
+    expect(await rowCounts(storage, 'r2')).toEqual({ total: 2, failed: 0 });
     expect(await storage.bulkRows.nextRowIndex('r2')).toBe(10);
     const failed = (await storage.bulkRows.range('r1', 1, 2))[0]!;
     expect(failed).toEqual({ requestId: 'r1', rowIndex: 1, status: 'failed', reason: 'zip-1: must be 5 digits; dob: required' });
@@ -116,17 +116,17 @@ export function bulkContract({ test }: StorageContractGroup): void {
     await storage.bulkRows.putMany(replay);
     await storage.bulkRows.putMany(replay);
     expect(await storage.bulkRows.range('r', 0, 2)).toEqual(replay);
-    expect(await storage.bulkRows.counts('r')).toEqual({ total: 2, failed: 0 });
+    expect(await rowCounts(storage, 'r')).toEqual({ total: 2, failed: 0 });
     // A batch naming one row twice keeps the last, as two sequential puts would.
     await storage.bulkRows.putMany([row('r', 2, { reason: 'first' }), row('r', 2, { status: 'failed', reason: 'second' })]);
     expect((await storage.bulkRows.range('r', 2, 3))[0]).toMatchObject({ status: 'failed', reason: 'second' });
-    expect(await storage.bulkRows.counts('r')).toEqual({ total: 3, failed: 1 });
+    expect(await rowCounts(storage, 'r')).toEqual({ total: 3, failed: 1 });
   });
 
   test('bulkRows: a large batch is stored whole', async (storage) => {
     const outcomes = Array.from({ length: 2_500 }, (_, i) => row('big', i, i % 7 === 0 ? { status: 'failed', reason: 'bad' } : {}));
     await storage.bulkRows.putMany(outcomes);
-    expect(await storage.bulkRows.counts('big')).toEqual({ total: 2_500, failed: outcomes.filter((o) => o.status === 'failed').length });
+    expect(await rowCounts(storage, 'big')).toEqual({ total: 2_500, failed: outcomes.filter((o) => o.status === 'failed').length });
     expect(await storage.bulkRows.nextRowIndex('big')).toBe(2_500);
     expect(await storage.bulkRows.range('big', 1_000, 1_003)).toEqual(outcomes.slice(1_000, 1_003));
   });

@@ -1,4 +1,5 @@
 import type { Account, Address, BulkRequest, BulkRowOutcome, Cohort, ConsolidatedQuery, DocumentQuery, DocumentRecord, Facility, FhirResourceRecord, NetworkQuery, Organization, OutboxMessage, Patient, WebhookEndpoint, WebhookSettings } from '../../../core/domain/types.js';
+import type { StoragePort } from '../../../core/ports/storage.port.js';
 
 // ---------------------------------------------------------------------------------------------------------
 // Fixtures: every builder gives a complete, valid record; ids and times come from a per-test sequence.
@@ -228,3 +229,14 @@ export const row = (requestId: string, rowIndex: number, overrides: Partial<Bulk
 });
 
 export const ids = (records: readonly { id: string }[]) => records.map((record) => record.id);
+
+/** How many outcomes of the request are stored and how many of them failed, read through `range`. */
+export async function rowCounts(storage: Pick<StoragePort, 'bulkRows'>, requestId: string): Promise<{ total: number; failed: number }> {
+  const rows = await storage.bulkRows.range(requestId, 0, await storage.bulkRows.nextRowIndex(requestId));
+  return { total: rows.length, failed: rows.filter((outcome) => outcome.status === 'failed').length };
+}
+
+/** How many patients the account has, read through `list` (unpaged). */
+export async function patientCount(storage: Pick<StoragePort, 'patients'>, accountId: string): Promise<number> {
+  return (await storage.patients.list(accountId)).length;
+}

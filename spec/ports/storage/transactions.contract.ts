@@ -2,7 +2,7 @@ import { expect } from 'vitest';
 import type { Patient } from '../../../core/domain/types.js';
 import type { StoragePort } from '../../../core/ports/storage.port.js';
 import { settleAll } from '../../../core/settle.js';
-import { ACCOUNT_A, builders, row, ids } from './fixtures.js';
+import { ACCOUNT_A, builders, row, ids, patientCount, rowCounts } from './fixtures.js';
 import type { StorageContractGroup } from './suite.js';
 
 /** Transactions across repositories: commit, rollback, nesting, concurrency, isolation. */
@@ -15,7 +15,7 @@ export function transactionsContract({ test, options }: StorageContractGroup): v
     await tx.patients.insertMany(patients);
     await tx.bulkRows.putMany(patients.map((patient, i) => row(requestId, i, { patientId: patient.id })));
     const request = (await tx.bulkRequests.get(ACCOUNT_A, requestId))!;
-    await tx.bulkRequests.update({ ...request, processed: request.processed + 2, succeeded: request.succeeded + 2 });
+    await tx.bulkRequests.updateIfStatus({ ...request, processed: request.processed + 2, succeeded: request.succeeded + 2 }, request.status);
     const message = build.outbox(ACCOUNT_A);
     await tx.outbox.add(message);
     return { patients, message };
@@ -29,12 +29,12 @@ export function transactionsContract({ test, options }: StorageContractGroup): v
       // Reads through tx see its own writes.
       expect(await tx.patients.get(ACCOUNT_A, written.patients[0]!.id)).toEqual(written.patients[0]);
       expect(ids(await tx.patients.findByMatchKeys(ACCOUNT_A, ['tx-key']))).toEqual(ids(written.patients));
-      expect(await tx.bulkRows.counts(request.id)).toEqual({ total: 2, failed: 0 });
+      expect(await rowCounts(tx, request.id)).toEqual({ total: 2, failed: 0 });
       return written;
     });
     expect(await storage.patients.list(ACCOUNT_A)).toEqual(patients);
     expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, ['tx-key']))).toEqual(ids(patients));
-    expect(await storage.bulkRows.counts(request.id)).toEqual({ total: 2, failed: 0 });
+    expect(await rowCounts(storage, request.id)).toEqual({ total: 2, failed: 0 });
     expect((await storage.bulkRequests.get(ACCOUNT_A, request.id))!.processed).toBe(2);
     expect(await storage.outbox.get(ACCOUNT_A, message.id)).toEqual(message);
   });
@@ -82,13 +82,13 @@ export function transactionsContract({ test, options }: StorageContractGroup): v
     for (const patient of written!.patients) expect(await storage.patients.get(ACCOUNT_A, patient.id)).toBeUndefined();
     expect(await storage.patients.list(ACCOUNT_A)).toEqual([survivor]);
     expect(ids(await storage.patients.findByMatchKeys(ACCOUNT_A, ['tx-key', 'gone']))).toEqual([survivor.id]);
-    expect(await storage.bulkRows.counts(request.id)).toEqual({ total: 0, failed: 0 });
+    expect(await rowCounts(storage, request.id)).toEqual({ total: 0, failed: 0 });
     expect(await storage.bulkRequests.get(ACCOUNT_A, request.id)).toEqual(request);
     expect(await storage.outbox.list(ACCOUNT_A)).toEqual([]);
     expect(await storage.fhirResources.listByPatient(ACCOUNT_A, survivor.id)).toEqual([]);
     // The storage is usable afterwards.
     await storage.transaction(async (tx) => tx.patients.insert(build.patient(ACCOUNT_A)));
-    expect(await storage.patients.count(ACCOUNT_A)).toBe(2);
+    expect(await patientCount(storage, ACCOUNT_A)).toBe(2);
   });
 
   test('transaction: a failed insertMany inside leaves the whole transaction to roll back', async (storage, build) => {
@@ -147,7 +147,7 @@ export function transactionsContract({ test, options }: StorageContractGroup): v
     ).rejects.toThrow();
     expect(await storage.patients.list(ACCOUNT_A)).toEqual([existing]);
     expect(await storage.patients.findByMatchKeys(ACCOUNT_A, ['fresh-key'])).toEqual([]);
-    expect(await storage.bulkRows.counts(request.id)).toEqual({ total: 0, failed: 0 });
+    expect(await rowCounts(storage, request.id)).toEqual({ total: 0, failed: 0 });
     expect(await storage.bulkRequests.get(ACCOUNT_A, request.id)).toEqual(request);
     expect(await storage.outbox.list(ACCOUNT_A)).toEqual([]);
     // Nothing ran after the rollback: the storage takes the same writes afterwards.
@@ -202,7 +202,7 @@ export function transactionsContract({ test, options }: StorageContractGroup): v
           storage.transaction(async (tx) => {
             const current = (await tx.bulkRequests.get(ACCOUNT_A, request.id))!;
             await new Promise((resolve) => setTimeout(resolve, 1));
-            await tx.bulkRequests.update({ ...current, processed: current.processed + 1 });
+            await tx.bulkRequests.updateIfStatus({ ...current, processed: current.processed + 1 }, current.status);
           }),
         ),
       );

@@ -1,10 +1,18 @@
 import { expect } from 'vitest';
 import type { OutboxMessage, WebhookAttempt, WebhookEndpoint } from '../../../core/domain/types.js';
+import type { StoragePort } from '../../../core/ports/storage.port.js';
 import { at, ACCOUNT_A, ACCOUNT_B, row, ids } from './fixtures.js';
 import type { StorageContractGroup } from './suite.js';
 
 /** Webhooks: the settings (the default endpoint), the other endpoints, the outbox and its claims, the delivery log. */
 export function webhooksContract({ test }: StorageContractGroup): void {
+  /** What one claim takes now, handed back at once: while no one holds a claim, every message that may go now. */
+  const claimable = async (storage: StoragePort, now: string, limit: number, accountId?: string): Promise<OutboxMessage[]> => {
+    const claimed = await storage.outbox.claim(now, limit, { owner: 'probe', leaseMs: 60_000, ...(accountId === undefined ? {} : { accountId }) });
+    await storage.outbox.releaseClaims('probe');
+    return claimed;
+  };
+
   // ----- webhook settings
 
   test('webhookSettings: missing is undefined; put inserts then replaces; scoped by account', async (storage, build) => {
@@ -292,7 +300,7 @@ export function webhooksContract({ test }: StorageContractGroup): void {
     expect(await storage.outbox.get(ACCOUNT_A, message.id)).toEqual(delivered);
   });
 
-  test('outbox: due gives pending messages due by now, oldest first (ties by id), limited, optionally one account', async (storage, build) => {
+  test('outbox: a claim takes pending messages due by now, oldest first (ties by id), limited, optionally one account', async (storage, build) => {
     const old = build.outbox(ACCOUNT_A, { createdAt: at(1), nextAttemptAt: at(50) });
     const sameTimeB = build.outbox(ACCOUNT_B, { createdAt: at(2), nextAttemptAt: at(10) });
     const sameTimeA = build.outbox(ACCOUNT_A, { createdAt: at(2), nextAttemptAt: at(100) });
@@ -302,14 +310,14 @@ export function webhooksContract({ test }: StorageContractGroup): void {
     // Insert in an order that is neither creation nor id order.
     for (const message of [sameTimeB, notYet, delivered, sameTimeA, parked, old]) await storage.outbox.add(message);
     const [low, high] = [sameTimeA, sameTimeB].sort((a, b) => (a.id < b.id ? -1 : 1));
-    expect(ids(await storage.outbox.due(at(100), 10))).toEqual([old.id, low!.id, high!.id]);
-    expect(ids(await storage.outbox.due(at(100), 2))).toEqual([old.id, low!.id]);
-    expect(ids(await storage.outbox.due(at(100), 10, ACCOUNT_A))).toEqual([old.id, sameTimeA.id]);
-    expect(ids(await storage.outbox.due(at(49), 10))).toEqual([sameTimeB.id]);
-    expect(await storage.outbox.due(at(9), 10)).toEqual([]);
+    expect(ids(await claimable(storage, at(100), 10))).toEqual([old.id, low!.id, high!.id]);
+    expect(ids(await claimable(storage, at(100), 2))).toEqual([old.id, low!.id]);
+    expect(ids(await claimable(storage, at(100), 10, ACCOUNT_A))).toEqual([old.id, sameTimeA.id]);
+    expect(ids(await claimable(storage, at(49), 10))).toEqual([sameTimeB.id]);
+    expect(await claimable(storage, at(9), 10)).toEqual([]);
   });
 
-  test('outbox: deliverable gives due messages not behind a waiting older message of their stream, oldest first, limited', async (storage, build) => {
+  test('outbox: a claim takes due messages not behind a waiting older message of their stream, oldest first, limited', async (storage, build) => {
     // Stream s1: a failing head waiting for its retry holds back the later, due messages of s1 only.
     const s1Head = build.outbox(ACCOUNT_A, { streamKey: 's1', createdAt: at(1), nextAttemptAt: at(60) });
     const s1Next = build.outbox(ACCOUNT_A, { streamKey: 's1', createdAt: at(2), nextAttemptAt: at(2) });
@@ -325,21 +333,21 @@ export function webhooksContract({ test }: StorageContractGroup): void {
     const otherAccount = build.outbox(ACCOUNT_B, { streamKey: 's1', createdAt: at(8), nextAttemptAt: at(8) });
     for (const message of [s3Tail, otherAccount, s1Next, s2Second, s3Waiting, s2Parked, s1Head, s3Head, s2First]) await storage.outbox.add(message);
 
-    expect(ids(await storage.outbox.deliverable(at(50), 10))).toEqual([s2First.id, s2Second.id, s3Head.id, otherAccount.id]);
-    expect(ids(await storage.outbox.deliverable(at(50), 2))).toEqual([s2First.id, s2Second.id]);
-    expect(ids(await storage.outbox.deliverable(at(50), 10, ACCOUNT_B))).toEqual([otherAccount.id]);
+    expect(ids(await claimable(storage, at(50), 10))).toEqual([s2First.id, s2Second.id, s3Head.id, otherAccount.id]);
+    expect(ids(await claimable(storage, at(50), 2))).toEqual([s2First.id, s2Second.id]);
+    expect(ids(await claimable(storage, at(50), 10, ACCOUNT_B))).toEqual([otherAccount.id]);
     // Once the head is due, the stream goes on from it; at 100 every pending message is due.
-    expect(ids(await storage.outbox.deliverable(at(60), 10, ACCOUNT_A))).toEqual([s1Head.id, s1Next.id, s2First.id, s2Second.id, s3Head.id]);
-    expect(ids(await storage.outbox.deliverable(at(100), 10, ACCOUNT_A))).toEqual([
+    expect(ids(await claimable(storage, at(60), 10, ACCOUNT_A))).toEqual([s1Head.id, s1Next.id, s2First.id, s2Second.id, s3Head.id]);
+    expect(ids(await claimable(storage, at(100), 10, ACCOUNT_A))).toEqual([
       s1Head.id, s1Next.id, s2First.id, s2Second.id, s3Head.id, s3Waiting.id, s3Tail.id,
     ]);
     // Delivered: no longer holds anything back.
     await storage.outbox.update({ ...s1Head, status: 'delivered', attempts: 1, deliveredAt: at(61) });
-    expect(ids(await storage.outbox.deliverable(at(50), 10, ACCOUNT_A))).toEqual([s1Next.id, s2First.id, s2Second.id, s3Head.id]);
+    expect(ids(await claimable(storage, at(50), 10, ACCOUNT_A))).toEqual([s1Next.id, s2First.id, s2Second.id, s3Head.id]);
     expect((await storage.outbox.get(ACCOUNT_A, s3Tail.id))!.streamKey).toBe('s3');
   });
 
-  test('outbox: claim takes deliverable messages for a lease; no other claim gets them or their stream until it ends', async (storage, build) => {
+  test('outbox: claim takes the messages that may go now for a lease; no other claim gets them or their stream until it ends', async (storage, build) => {
     const s1Head = build.outbox(ACCOUNT_A, { streamKey: 's1', createdAt: at(1), nextAttemptAt: at(1) });
     const s1Next = build.outbox(ACCOUNT_A, { streamKey: 's1', createdAt: at(2), nextAttemptAt: at(2) });
     const s2Head = build.outbox(ACCOUNT_A, { streamKey: 's2', createdAt: at(3), nextAttemptAt: at(3) });

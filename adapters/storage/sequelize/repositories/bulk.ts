@@ -20,7 +20,6 @@ export function bulkRequestsRepository(db: SqlAccess): BulkRequestRepository {
       const row = await db.findOne(model, { id });
       return row && toRequest(row);
     },
-    update: async (request) => ((await db.replace(model, db.map.bulkRequestRow(request))) ? copy(request) : undefined),
     // One UPDATE ... WHERE status = expected: the database decides which of two racing callers wins.
     updateIfStatus: async (request, expected) =>
       (await db.replace(model, db.map.bulkRequestRow(request), { status: expected })) ? copy(request) : undefined,
@@ -43,15 +42,6 @@ export function bulkRowsRepository(db: SqlAccess): BulkRowRepository {
       (await db.findAll(model, { request_id: requestId, row_index: { [Op.gte]: from, [Op.lt]: to } }, [['row_index', 'ASC']])).map((row) =>
         db.map.bulkRow(row),
       ),
-    counts: async (requestId) => {
-      const [row] = await db.select(
-        `SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0) AS failed
-           FROM bulk_rows WHERE request_id = :requestId`,
-        { requestId },
-      );
-      // PostgreSQL returns COUNT and SUM as strings.
-      return { total: Number(row?.total ?? 0), failed: Number(row?.failed ?? 0) };
-    },
     nextRowIndex: async (requestId) => {
       const [row] = await db.select(`SELECT MAX(row_index) AS last FROM bulk_rows WHERE request_id = :requestId`, { requestId });
       return row?.last === null || row?.last === undefined ? 0 : Number(row.last) + 1;

@@ -142,7 +142,6 @@ export function facilitiesRepository(db: SqlAccess): FacilityRepository {
       return row && db.map.facility(row);
     },
     list: async (accountId) => (await db.findAll(model, { account_id: accountId }, OLDEST_FIRST)).map((row) => db.map.facility(row)),
-    count: (accountId) => model.count({ where: { account_id: accountId }, transaction: db.transaction }),
     update: async (facility) => ((await db.replace(model, db.map.facilityRow(facility))) ? copy(facility) : undefined),
     remove: async (accountId, id) => (await db.destroy(model, { account_id: accountId, id })) > 0,
   };

@@ -15,26 +15,6 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
       const row = await db.findOne(model, { account_id: accountId, id });
       return row && toMessage(row);
     },
-    due: async (now, limit, accountId) => {
-      const where: WhereOptions = { status: 'pending', next_attempt_at: { [Op.lte]: now } };
-      if (accountId !== undefined) where.account_id = accountId;
-      return (await db.findAll(model, where, OLDEST_FIRST, limit)).map(toMessage);
-    },
-    deliverable: async (now, limit, accountId) => {
-      const rows = await db.select(
-        `SELECT o.* FROM outbox o
-         WHERE o.status = 'pending' AND o.next_attempt_at <= :now${accountId === undefined ? '' : ' AND o.account_id = :accountId'}
-           AND NOT EXISTS (
-             SELECT 1 FROM outbox w
-             WHERE w.account_id = o.account_id AND w.stream_key = o.stream_key AND w.status = 'pending'
-               AND w.next_attempt_at > :now
-               AND (w.created_at < o.created_at OR (w.created_at = o.created_at AND w.id < o.id)))
-         ORDER BY o.created_at, o.id
-         LIMIT :limit`,
-        { now, limit, accountId: accountId ?? null },
-      );
-      return rows.map(toMessage);
-    },
     claim: (now, limit, lease) =>
       db.atomic(async (transaction) => {
         // Claims queue up behind one lock: a claim must see the streams the previous one took, which row

@@ -140,7 +140,6 @@ export function patientsRepository(db: SqlAccess): PatientRepository {
       if (options.cohortId !== undefined) conditions.push(arrayHolds('cohort_ids', options.cohortId));
       return (await db.findAll(model, { [Op.and]: conditions }, [['id', 'ASC']], options.limit)).map(toPatient);
     },
-    count: (accountId) => model.count({ where: { account_id: accountId }, transaction: db.transaction }),
     search: async (accountId, search, { after, limit, scan }) => {
       const found: string[] = [];
       let examined = 0;
