@@ -15,32 +15,46 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
       const row = await db.findOne(model, { account_id: accountId, id });
       return row && toMessage(row);
     },
-    claim: (now, limit, lease) =>
-      db.atomic(async (transaction) => {
+    claim: async (now, limit, lease) => {
+      let scope = '';
+      if (lease.accountId !== undefined) {
+        scope = ' AND o.account_id = :accountId';
+        if (lease.endpointId === null) scope += ' AND o.endpoint_id IS NULL';
+        else if (lease.endpointId !== undefined) scope += ' AND o.endpoint_id = :endpointId';
+      }
+      const except = lease.exceptEndpoints ?? [];
+      if (except.length > 0) {
+        // [accountId, endpointId | null] pairs as one JSON parameter, however many.
+        const pairs = db.context.postgres ? 'json_array_elements(CAST(:except AS json))' : 'json_each(:except)';
+        scope += ` AND NOT EXISTS (SELECT 1 FROM ${pairs} AS x
+                     WHERE x.value ->> 0 = o.account_id AND COALESCE(x.value ->> 1, '') = COALESCE(o.endpoint_id, ''))`;
+      }
+      const claimableFrom = (columns: string) => `SELECT ${columns} FROM outbox o
+           WHERE o.status = 'pending' AND o.next_attempt_at <= :now${scope}
+             AND NOT EXISTS (
+               SELECT 1 FROM outbox w
+               WHERE w.account_id = o.account_id AND w.stream_key = o.stream_key AND w.status = 'pending'
+                 AND ((w.next_attempt_at > :now AND (w.created_at < o.created_at OR (w.created_at = o.created_at AND w.id < o.id)))
+                   OR w.lease_until > :now))`;
+      const claimable = claimableFrom(lease.perEndpoint === undefined ? 'o.id' : 'o.id, o.account_id, o.endpoint_id, o.created_at');
+      const replacements = {
+        now,
+        limit,
+        accountId: lease.accountId ?? null,
+        endpointId: lease.endpointId ?? null,
+        perEndpoint: lease.perEndpoint ?? null,
+        except: JSON.stringify(except.map((e) => [e.accountId, e.endpointId])),
+        owner: lease.owner,
+        leaseUntil: new Date(Date.parse(now) + lease.leaseMs).toISOString(),
+      };
+      // Most claims find nothing (a poll while every endpoint with messages has its lane, woken by each job
+      // that ends): a read says so without a turn of the writer, which on SQLite every write of the journey
+      // waits for. A message that lands after the read is the next poll's, as if this claim had run earlier.
+      if (limit < 1 || (db.transaction === undefined && (await db.select(`${claimableFrom('1')} LIMIT 1`, replacements)).length === 0)) return [];
+      return db.atomic(async (transaction) => {
         // Claims queue up behind one lock: a claim must see the streams the previous one took, which row
         // locks alone (SKIP LOCKED) would hide from it until that claim commits. Claims are short.
         if (db.context.postgres) await db.select('SELECT pg_advisory_xact_lock(:key)', { key: OUTBOX_CLAIM_LOCK }, transaction);
-        let scope = '';
-        if (lease.accountId !== undefined) {
-          scope = ' AND o.account_id = :accountId';
-          if (lease.endpointId === null) scope += ' AND o.endpoint_id IS NULL';
-          else if (lease.endpointId !== undefined) scope += ' AND o.endpoint_id = :endpointId';
-        }
-        const except = lease.exceptEndpoints ?? [];
-        if (except.length > 0) {
-          // [accountId, endpointId | null] pairs as one JSON parameter, however many.
-          const pairs = db.context.postgres ? 'json_array_elements(CAST(:except AS json))' : 'json_each(:except)';
-          scope += ` AND NOT EXISTS (SELECT 1 FROM ${pairs} AS x
-                       WHERE x.value ->> 0 = o.account_id AND COALESCE(x.value ->> 1, '') = COALESCE(o.endpoint_id, ''))`;
-        }
-        const columns = lease.perEndpoint === undefined ? 'o.id' : 'o.id, o.account_id, o.endpoint_id, o.created_at';
-        const claimable = `SELECT ${columns} FROM outbox o
-             WHERE o.status = 'pending' AND o.next_attempt_at <= :now${scope}
-               AND NOT EXISTS (
-                 SELECT 1 FROM outbox w
-                 WHERE w.account_id = o.account_id AND w.stream_key = o.stream_key AND w.status = 'pending'
-                   AND ((w.next_attempt_at > :now AND (w.created_at < o.created_at OR (w.created_at = o.created_at AND w.id < o.id)))
-                     OR w.lease_until > :now))`;
         // With a cap per endpoint, each endpoint's oldest are numbered and the rest left out (NULLs, the
         // default endpoints, partition by account).
         const chosen =
@@ -54,20 +68,12 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
           `UPDATE outbox SET lease_until = :leaseUntil, lease_owner = :owner
            WHERE id IN (${chosen})
            RETURNING *`,
-          {
-            now,
-            limit,
-            accountId: lease.accountId ?? null,
-            endpointId: lease.endpointId ?? null,
-            perEndpoint: lease.perEndpoint ?? null,
-            except: JSON.stringify(except.map((e) => [e.accountId, e.endpointId])),
-            owner: lease.owner,
-            leaseUntil: new Date(Date.parse(now) + lease.leaseMs).toISOString(),
-          },
+          replacements,
           transaction,
         );
         return rows.map(toMessage).sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-      }),
+      });
+    },
     // Every write outside a caller's transaction goes through the writer (`writing`): on SQLite, a write left
     // to autocommit on the connection reads share waited in the busy handler while a transaction held the
     // database, and every read of the API waited behind it (up to the busy timeout).
