@@ -16,9 +16,7 @@ import { uploadFileName } from './document-reference.js';
 import { storeFhirBundleDocument } from './fhir-documents.js';
 import { inRenderSlot } from './render-slots.js';
 import { newJob } from '../job-catalogue.js';
-
-/** Resources one call may add: a bound on the work and the memory of one request. */
-export const MAX_RESOURCES_PER_CALL = 1_000;
+import { MAX_RESOURCES_PER_CALL } from '../../contract/limits.js';
 
 /**
  * Resource types the consolidated store takes from a customer: clinical and administrative resources
