@@ -748,14 +748,14 @@ export type EndpointOf<N extends EndpointName> = (typeof ENDPOINTS)[N];
 /** The path params of endpoint `N`, by name. */
 export type EndpointParams<N extends EndpointName> = PathParams<EndpointOf<N>['path']>;
 
-/** `path` with each `:name` segment replaced by its value in `params`, percent-encoded. */
+/**
+ * `path` with each `:name` segment replaced by its value in `params`, percent-encoded. A value is encoded
+ * as its string whatever it is, as the client always sent it: an untyped caller's mistake reaches the
+ * service as a path that names nothing rather than failing in the client.
+ */
 export function fillPath<P extends string>(path: P, params: PathParams<P>): string {
-  const values = params as Record<string, string | undefined>;
-  return path.replace(/:([A-Za-z0-9_]+)/g, (_segment, name: string) => {
-    const value = values[name];
-    if (value === undefined) throw new TypeError(`${path}: no value for :${name}`);
-    return encodeURIComponent(value);
-  });
+  const values = params as Record<string, unknown>;
+  return path.replace(/:([A-Za-z0-9_]+)/g, (_segment, name: string) => encodeURIComponent(String(values[name])));
 }
 
 /** The method and path of a request to endpoint `name`; `params` fills its path's `:name` segments (when it has any). */
