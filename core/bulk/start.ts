@@ -7,12 +7,13 @@ import { issueSignedUrl } from '../signed-urls.js';
 import { MINUTE_MS, nowIso } from '../time.js';
 import { newJob } from '../job-catalogue.js';
 import { BULK_LIST_MAX } from '../../contract/limits.js';
+import { requestTo } from '../../contract/endpoints.js';
 
 /** Upload the CSV — the URL is valid 10 minutes and single-use. */
 export const UPLOAD_URL_VALIDITY_MS = 10 * MINUTE_MS;
 
 export function uploadPath(requestId: string): string {
-  return `/medical/v1/patient/bulk/${requestId}/upload`;
+  return requestTo('uploadBulkPatientCsv', { requestId }).path;
 }
 
 export interface StartBulkInput {

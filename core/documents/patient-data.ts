@@ -17,6 +17,7 @@ import { storeFhirBundleDocument } from './fhir-documents.js';
 import { inRenderSlot } from './render-slots.js';
 import { newJob } from '../job-catalogue.js';
 import { MAX_RESOURCES_PER_CALL } from '../../contract/limits.js';
+import { requestTo } from '../../contract/endpoints.js';
 
 /**
  * Resource types the consolidated store takes from a customer: clinical and administrative resources
@@ -123,7 +124,7 @@ export async function countPatientResources(deps: Pick<CoreDeps, 'storage'>, acc
 export type MedicalRecordFormat = 'html' | 'pdf';
 
 export function medicalRecordPath(patientId: string, recordId: string, format: MedicalRecordFormat): string {
-  return `/medical/v1/patient/${patientId}/medical-record/${recordId}/summary.${format}`;
+  return requestTo('downloadMedicalRecord', { id: patientId, recordId, file: `summary.${format}` }).path;
 }
 
 export function medicalRecordBlobKey(accountId: string, recordId: string, format: MedicalRecordFormat): string {
