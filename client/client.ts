@@ -2,6 +2,7 @@ import { createWriteStream, openAsBlob } from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
+import { requestTo, type HttpMethod } from '../contract/endpoints.js';
 import { CarebridgeApiError, CarebridgeClientError, CarebridgeNetworkError, problemFrom } from './errors.js';
 import type {
   AddedResources,
@@ -125,11 +126,8 @@ function conditionHeaders(condition: WriteCondition): Record<string, string> {
   return { 'if-match': tag === '*' || tag.startsWith('"') || tag.startsWith('W/') ? tag : `"${tag}"` };
 }
 
-const V1 = '/medical/v1';
 const DEFAULT_TIMEOUT_MS = 20_000;
 const DEFAULT_UPLOAD_TIMEOUT_MS = 10 * 60_000;
-
-const id = (value: string) => encodeURIComponent(value);
 
 function resourcesParam(resources: ConsolidatedFiltersInput['resources']): string | undefined {
   if (resources === undefined) return undefined;
@@ -180,82 +178,82 @@ export class CarebridgeClient {
   // --- Organization (one per account) ---
 
   createOrganization(input: OrganizationCreate): Promise<Organization> {
-    return this.call('POST', `${V1}/organization`, { body: input });
+    return this.call(requestTo('createOrganization'), { body: input });
   }
 
   /** The account's organization, or `undefined` when none was created yet. */
   getOrganization(): Promise<Organization | undefined> {
-    return this.call('GET', `${V1}/organization`);
+    return this.call(requestTo('getOrganization'));
   }
 
   updateOrganization(organizationId: string, input: OrganizationCreate): Promise<Organization> {
-    return this.call('PUT', `${V1}/organization/${id(organizationId)}`, { body: input });
+    return this.call(requestTo('updateOrganization', { id: organizationId }), { body: input });
   }
 
   // --- Facilities ---
 
   createFacility(input: FacilityCreate): Promise<Facility> {
-    return this.call('POST', `${V1}/facility`, { body: input });
+    return this.call(requestTo('createFacility'), { body: input });
   }
 
   /** Oldest first. */
   async listFacilities(): Promise<Facility[]> {
-    return (await this.call<{ facilities: Facility[] }>('GET', `${V1}/facility`)).facilities;
+    return (await this.call<{ facilities: Facility[] }>(requestTo('listFacilities'))).facilities;
   }
 
   getFacility(facilityId: string): Promise<Facility> {
-    return this.call('GET', `${V1}/facility/${id(facilityId)}`);
+    return this.call(requestTo('getFacility', { id: facilityId }));
   }
 
   updateFacility(facilityId: string, input: FacilityCreate): Promise<Facility> {
-    return this.call('PUT', `${V1}/facility/${id(facilityId)}`, { body: input });
+    return this.call(requestTo('updateFacility', { id: facilityId }), { body: input });
   }
 
   /** Only a facility without patients can be removed (`FACILITY_IN_USE` otherwise). */
   async removeFacility(facilityId: string): Promise<void> {
-    await this.call('DELETE', `${V1}/facility/${id(facilityId)}`);
+    await this.call(requestTo('removeFacility', { id: facilityId }));
   }
 
   // --- Cohorts ---
 
   createCohort(input: CohortCreate): Promise<Cohort> {
-    return this.call('POST', `${V1}/cohort`, { body: input });
+    return this.call(requestTo('createCohort'), { body: input });
   }
 
   /** Oldest first. */
   async listCohorts(): Promise<Cohort[]> {
-    return (await this.call<{ cohorts: Cohort[] }>('GET', `${V1}/cohort`)).cohorts;
+    return (await this.call<{ cohorts: Cohort[] }>(requestTo('listCohorts'))).cohorts;
   }
 
   getCohort(cohortId: string): Promise<Cohort> {
-    return this.call('GET', `${V1}/cohort/${id(cohortId)}`);
+    return this.call(requestTo('getCohort', { id: cohortId }));
   }
 
   updateCohort(cohortId: string, input: CohortCreate): Promise<Cohort> {
-    return this.call('PUT', `${V1}/cohort/${id(cohortId)}`, { body: input });
+    return this.call(requestTo('updateCohort', { id: cohortId }), { body: input });
   }
 
   async removeCohort(cohortId: string): Promise<void> {
-    await this.call('DELETE', `${V1}/cohort/${id(cohortId)}`);
+    await this.call(requestTo('removeCohort', { id: cohortId }));
   }
 
   /** Changes only the fields given (`description: null` clears it). */
   patchCohort(cohortId: string, input: { name?: string; description?: string | null }): Promise<Cohort> {
-    return this.call('PATCH', `${V1}/cohort/${id(cohortId)}`, { body: input });
+    return this.call(requestTo('patchCohort', { id: cohortId }), { body: input });
   }
 
   /** Adds the patients to the cohort (idempotent); every id must be a patient of the account, or nothing changes. */
   addPatientsToCohort(cohortId: string, members: CohortMembers): Promise<CohortMembersChange> {
-    return this.call('POST', `${V1}/cohort/${id(cohortId)}/patient`, { body: members });
+    return this.call(requestTo('addPatientsToCohort', { id: cohortId }), { body: members });
   }
 
   removePatientsFromCohort(cohortId: string, members: CohortMembers): Promise<CohortMembersChange> {
-    return this.call('DELETE', `${V1}/cohort/${id(cohortId)}/patient`, { body: members });
+    return this.call(requestTo('removePatientsFromCohort', { id: cohortId }), { body: members });
   }
 
   /** One page of the cohort's patients, oldest first; `nextCursor` as for `listPatients`. */
   async listCohortPatients(cohortId: string, options: Pick<ListPatientsOptions, 'count' | 'cursor'> = {}): Promise<PatientPage & { nextCursor?: string }> {
-    const page = await this.call<PatientPage>('GET', `${V1}/cohort/${id(cohortId)}/patient`, { query: { count: options.count, cursor: options.cursor } });
+    const page = await this.call<PatientPage>(requestTo('listCohortPatients', { id: cohortId }), { query: { count: options.count, cursor: options.cursor } });
     const nextCursor = page.meta.nextPage ? (new URL(page.meta.nextPage).searchParams.get('cursor') ?? undefined) : undefined;
     return nextCursor ? { ...page, nextCursor } : page;
   }
@@ -264,7 +262,7 @@ export class CarebridgeClient {
 
   /** `facilityId` may be left out when the account has exactly one facility. */
   createPatient(input: PatientCreate, facilityId?: string): Promise<Patient> {
-    return this.call('POST', `${V1}/patient`, { query: { facilityId }, body: input });
+    return this.call(requestTo('createPatient'), { query: { facilityId }, body: input });
   }
 
   /**
@@ -275,7 +273,7 @@ export class CarebridgeClient {
    */
   async listPatients(options: ListPatientsOptions = {}): Promise<PatientPage & { nextCursor?: string }> {
     const { facilityId, count, cursor, name, dob, externalId } = options;
-    const page = await this.call<PatientPage>('GET', `${V1}/patient`, { query: { facilityId, count, cursor, name, dob, externalId } });
+    const page = await this.call<PatientPage>(requestTo('listPatients'), { query: { facilityId, count, cursor, name, dob, externalId } });
     const nextCursor = page.meta.nextPage ? (new URL(page.meta.nextPage).searchParams.get('cursor') ?? undefined) : undefined;
     return nextCursor ? { ...page, nextCursor } : page;
   }
@@ -291,12 +289,12 @@ export class CarebridgeClient {
   }
 
   getPatient(patientId: string): Promise<Patient> {
-    return this.call('GET', `${V1}/patient/${id(patientId)}`);
+    return this.call(requestTo('getPatient', { id: patientId }));
   }
 
   /** The patient with this externalId; `CONFLICT` (409) when several patients share it. */
   getPatientByExternalId(externalId: string): Promise<Patient> {
-    return this.call('GET', `${V1}/patient/external-id`, { query: { externalId } });
+    return this.call(requestTo('getPatientByExternalId'), { query: { externalId } });
   }
 
   /**
@@ -305,7 +303,7 @@ export class CarebridgeClient {
    */
   async matchPatient(demographics: PatientCreate): Promise<Patient | undefined> {
     try {
-      return await this.call<Patient>('POST', `${V1}/patient/match`, { body: demographics });
+      return await this.call<Patient>(requestTo('matchPatient'), { body: demographics });
     } catch (error) {
       if (error instanceof CarebridgeApiError && error.code === 'PATIENT_NOT_FOUND') return undefined;
       throw error;
@@ -313,21 +311,21 @@ export class CarebridgeClient {
   }
 
   async getPatientFacilities(patientId: string): Promise<PatientFacilities> {
-    return (await this.call<{ facilities: PatientFacilities }>('GET', `${V1}/patient/${id(patientId)}/facility`)).facilities;
+    return (await this.call<{ facilities: PatientFacilities }>(requestTo('getPatientFacilities', { id: patientId }))).facilities;
   }
 
   /** Replaces the patient's facilities (at least one); answers them. */
   async setPatientFacilities(patientId: string, facilityIds: readonly string[]): Promise<PatientFacilities> {
-    return (await this.call<{ facilities: PatientFacilities }>('POST', `${V1}/patient/${id(patientId)}/facility`, { body: { facilityIds } })).facilities;
+    return (await this.call<{ facilities: PatientFacilities }>(requestTo('setPatientFacilities', { id: patientId }), { body: { facilityIds } })).facilities;
   }
 
   async getPatientCohorts(patientId: string): Promise<PatientCohorts> {
-    return (await this.call<{ cohorts: PatientCohorts }>('GET', `${V1}/patient/${id(patientId)}/cohort`)).cohorts;
+    return (await this.call<{ cohorts: PatientCohorts }>(requestTo('getPatientCohorts', { id: patientId }))).cohorts;
   }
 
   /** Adds the patient to the cohorts; answers every cohort the patient is in. */
   async addPatientToCohorts(patientId: string, cohortIds: readonly string[]): Promise<PatientCohorts> {
-    return (await this.call<{ cohorts: PatientCohorts }>('POST', `${V1}/patient/${id(patientId)}/cohort`, { body: { cohortIds } })).cohorts;
+    return (await this.call<{ cohorts: PatientCohorts }>(requestTo('addPatientToCohorts', { id: patientId }), { body: { cohortIds } })).cohorts;
   }
 
   /**
@@ -336,11 +334,11 @@ export class CarebridgeClient {
    * otherwise); without, the demographics are replaced whatever changed meanwhile (and nothing else is lost).
    */
   updatePatient(patientId: string, input: PatientCreate, facilityId?: string, condition: WriteCondition = {}): Promise<Patient> {
-    return this.call('PUT', `${V1}/patient/${id(patientId)}`, { query: { facilityId }, body: input, headers: conditionHeaders(condition) });
+    return this.call(requestTo('updatePatient', { id: patientId }), { query: { facilityId }, body: input, headers: conditionHeaders(condition) });
   }
 
   async removePatient(patientId: string): Promise<void> {
-    await this.call('DELETE', `${V1}/patient/${id(patientId)}`);
+    await this.call(requestTo('removePatient', { id: patientId }));
   }
 
   /**
@@ -348,11 +346,11 @@ export class CarebridgeClient {
    * `ifMatch` as for `updatePatient`.
    */
   updatePatientHieOptOut(patientId: string, hieOptOut: boolean, condition: WriteCondition = {}): Promise<HieOptOutUpdate> {
-    return this.call('PUT', `${V1}/patient/${id(patientId)}/hie-opt-out`, { query: { hieOptOut }, headers: conditionHeaders(condition) });
+    return this.call(requestTo('updatePatientHieOptOut', { id: patientId }), { query: { hieOptOut }, headers: conditionHeaders(condition) });
   }
 
   getPatientHieOptOut(patientId: string): Promise<HieOptOutStatus> {
-    return this.call('GET', `${V1}/patient/${id(patientId)}/hie-opt-out`);
+    return this.call(requestTo('getPatientHieOptOut', { id: patientId }));
   }
 
   // --- Bulk patient create ---
@@ -362,7 +360,7 @@ export class CarebridgeClient {
    * `facilityId` may be left out when the account has one facility; `dryRun` only validates the rows.
    */
   startBulkPatientCreate(options: { facilityId?: string; dryRun?: boolean } = {}): Promise<BulkPatientCreateStart> {
-    return this.call('POST', `${V1}/patient/bulk`, { query: { facilityId: options.facilityId, dryRun: options.dryRun } });
+    return this.call(requestTo('startBulkPatientCreate'), { query: { facilityId: options.facilityId, dryRun: options.dryRun } });
   }
 
   /**
@@ -376,12 +374,12 @@ export class CarebridgeClient {
 
   /** The account's bulk patient creates with their outcome, newest first (`limit` at most 100, default 20). */
   listBulkPatientCreates(options: { limit?: number } = {}): Promise<BulkPatientCreateList> {
-    return this.call('GET', `${V1}/patient/bulk`, { query: { limit: options.limit } });
+    return this.call(requestTo('listBulkPatientCreates'), { query: { limit: options.limit } });
   }
 
   /** Status and progress; `result` (when completed) is a fresh URL of the result CSV (see `download`). */
   getBulkPatientCreate(requestId: string): Promise<BulkPatientCreate> {
-    return this.call('GET', `${V1}/patient/bulk/${id(requestId)}`);
+    return this.call(requestTo('getBulkPatientCreate', { requestId }));
   }
 
   /**
@@ -439,12 +437,12 @@ export class CarebridgeClient {
    * is a 400 `PATIENT_OPTED_OUT`.
    */
   startDocumentQuery(patientId: string, facilityId?: string, metadata?: WebhookRequestMetadata): Promise<DocumentQuery> {
-    return this.call('POST', `${V1}/document/query`, { query: { patientId, facilityId }, body: metadataBody(metadata) });
+    return this.call(requestTo('startDocumentQuery'), { query: { patientId, facilityId }, body: metadataBody(metadata) });
   }
 
   /** Progress of the patient's latest document query; `undefined` when there was none. */
   async getDocumentQueryStatus(patientId: string): Promise<DocumentQuery | undefined> {
-    const status = await this.call<Partial<DocumentQuery>>('GET', `${V1}/document/query`, { query: { patientId } });
+    const status = await this.call<Partial<DocumentQuery>>(requestTo('getDocumentQueryStatus'), { query: { patientId } });
     return status.requestId === undefined ? undefined : (status as DocumentQuery);
   }
 
@@ -455,23 +453,23 @@ export class CarebridgeClient {
    */
   async listDocuments(patientId: string, facilityId?: string, options: ListDocumentsOptions = {}): Promise<FhirResource[]> {
     const query = { patientId, facilityId, dateFrom: options.dateFrom, dateTo: options.dateTo, content: options.content, count: options.count };
-    return (await this.call<{ documents: FhirResource[] }>('GET', `${V1}/document`, { query })).documents;
+    return (await this.call<{ documents: FhirResource[] }>(requestTo('listDocuments'), { query })).documents;
   }
 
   /** The same documents in the short form (`output=dto`): id, fileName, description, size... */
   async listDocumentSummaries(patientId: string, options: ListDocumentsOptions = {}): Promise<DocumentSummary[]> {
     const query = { patientId, dateFrom: options.dateFrom, dateTo: options.dateTo, content: options.content, count: options.count, output: 'dto' };
-    return (await this.call<{ documents: DocumentSummary[] }>('GET', `${V1}/document`, { query })).documents;
+    return (await this.call<{ documents: DocumentSummary[] }>(requestTo('listDocuments'), { query })).documents;
   }
 
   /** A short-lived pre-signed URL to the file, or for a C-CDA to its `html` or `pdf` rendering (see `download`). */
   getDocumentUrl(fileName: string, conversionType?: Extract<ConversionType, 'html' | 'pdf'>): Promise<{ url: string }> {
-    return this.call('GET', `${V1}/document/download-url`, { query: { fileName, conversionType } });
+    return this.call(requestTo('getDocumentUrl'), { query: { fileName, conversionType } });
   }
 
   /** Sends the download URLs of all the patient's documents by webhook (`medical.document-bulk-download-urls`). */
   startBulkGetDocumentUrl(patientId: string, metadata?: WebhookRequestMetadata): Promise<BulkDocumentUrlRequest> {
-    return this.call('POST', `${V1}/document/download-url/bulk`, { query: { patientId }, body: metadataBody(metadata) });
+    return this.call(requestTo('startBulkGetDocumentUrl'), { query: { patientId }, body: metadataBody(metadata) });
   }
 
   /**
@@ -479,7 +477,7 @@ export class CarebridgeClient {
    * PUT the file to (`uploadDocument`).
    */
   createDocumentReference(patientId: string, documentReference: Record<string, unknown>): Promise<DocumentUpload> {
-    return this.call('POST', `${V1}/document/upload`, { query: { patientId }, body: documentReference });
+    return this.call(requestTo('createDocumentReference'), { query: { patientId }, body: documentReference });
   }
 
   /** PUTs a document's file to the `uploadUrl` of `createDocumentReference`; a C-CDA is then converted. */
@@ -496,22 +494,22 @@ export class CarebridgeClient {
    */
   startConsolidatedQuery(patientId: string, options: ConsolidatedQueryOptions = {}): Promise<ConsolidatedQuery> {
     const query = { resources: resourcesParam(options.resources), dateFrom: options.dateFrom, dateTo: options.dateTo, conversionType: options.conversionType };
-    return this.call('POST', `${V1}/patient/${id(patientId)}/consolidated/query`, { query, body: metadataBody(options.metadata) });
+    return this.call(requestTo('startConsolidatedQuery', { id: patientId }), { query, body: metadataBody(options.metadata) });
   }
 
   /** The patient's consolidated queries still running (`queries` is null when none) and the latest status. */
   getConsolidatedQueryStatus(patientId: string): Promise<ConsolidatedQueryStatus> {
-    return this.call('GET', `${V1}/patient/${id(patientId)}/consolidated/query`);
+    return this.call(requestTo('getConsolidatedQueryStatus', { id: patientId }));
   }
 
   getConsolidatedQuery(patientId: string, requestId: string): Promise<ConsolidatedQuery> {
-    return this.call('GET', `${V1}/patient/${id(patientId)}/consolidated/query/${id(requestId)}`);
+    return this.call(requestTo('getConsolidatedQuery', { id: patientId, requestId }));
   }
 
   /** The patient's consolidated data at once, as a FHIR searchset Bundle. */
   getPatientConsolidated(patientId: string, filters: ConsolidatedFiltersInput = {}): Promise<ConsolidatedBundle> {
     const query = { resources: resourcesParam(filters.resources), dateFrom: filters.dateFrom, dateTo: filters.dateTo };
-    return this.call('GET', `${V1}/patient/${id(patientId)}/consolidated`, { query });
+    return this.call(requestTo('getPatientConsolidated', { id: patientId }), { query });
   }
 
   /**
@@ -520,7 +518,7 @@ export class CarebridgeClient {
    * @deprecated The endpoint is deprecated.
    */
   searchPatientData(patientId: string, query?: string): Promise<ConsolidatedSearch> {
-    return this.call('GET', `${V1}/patient/${id(patientId)}/consolidated/search`, { query: { query } });
+    return this.call(requestTo('searchPatientData', { id: patientId }), { query: { query } });
   }
 
   /**
@@ -529,19 +527,19 @@ export class CarebridgeClient {
    * `200 OK` with the `location` of the resource it merged into.
    */
   addPatientResources(patientId: string, bundle: { resourceType: 'Bundle'; type?: string; entry: { resource: FhirResource }[] }): Promise<AddedResources> {
-    return this.call('PUT', `${V1}/patient/${id(patientId)}/consolidated`, { body: bundle });
+    return this.call(requestTo('addPatientResources', { id: patientId }), { body: bundle });
   }
 
   /** How many resources the consolidated data holds per type, with these filters. */
   countPatientResources(patientId: string, filters: ConsolidatedFiltersInput = {}): Promise<ConsolidatedCount> {
-    return this.call('GET', `${V1}/patient/${id(patientId)}/consolidated/count`, {
+    return this.call(requestTo('countPatientResources', { id: patientId }), {
       query: { resources: resourcesParam(filters.resources), dateFrom: filters.dateFrom, dateTo: filters.dateTo },
     });
   }
 
   /** A URL (valid 10 minutes) to the patient's medical record summary, rendered now; `NOT_FOUND` while the patient has no data. */
   getMedicalRecordUrl(patientId: string, format: 'html' | 'pdf'): Promise<{ url: string }> {
-    return this.call('GET', `${V1}/patient/${id(patientId)}/medical-record`, { query: { conversionType: format } });
+    return this.call(requestTo('getMedicalRecordUrl', { id: patientId }), { query: { conversionType: format } });
   }
 
   // --- Network query ---
@@ -553,16 +551,16 @@ export class CarebridgeClient {
    * returned instead of a new one. An opted-out patient is refused (`PATIENT_OPTED_OUT`).
    */
   startNetworkQuery(patientId: string, sources: readonly NetworkSource[], metadata?: WebhookRequestMetadata): Promise<NetworkQuery> {
-    return this.call('POST', `${V1}/network/query`, { query: { patientId }, body: { sources, ...(metadata ? { metadata } : {}) } });
+    return this.call(requestTo('startNetworkQuery'), { query: { patientId }, body: { sources, ...(metadata ? { metadata } : {}) } });
   }
 
   getNetworkQuery(requestId: string): Promise<NetworkQuery> {
-    return this.call('GET', `${V1}/network/query/${id(requestId)}`);
+    return this.call(requestTo('getNetworkQuery', { requestId }));
   }
 
   /** One page of the directory of the organizations the networks reach, by name. */
   async listNetworkEntries(options: ListNetworkEntriesOptions = {}): Promise<NetworkEntryPage> {
-    const page = await this.call<NetworkEntryPage>('GET', `${V1}/network-entry`, {
+    const page = await this.call<NetworkEntryPage>(requestTo('listNetworkEntries'), {
       query: {
         filter: options.filter,
         npi: options.npi,
@@ -580,12 +578,12 @@ export class CarebridgeClient {
   // --- Settings and webhooks ---
 
   getSettings(): Promise<Settings> {
-    return this.call('GET', '/settings');
+    return this.call(requestTo('getSettings'));
   }
 
   /** Sets the webhook URL (the service pings it at once; `webhookEnabled` says whether it answered). `''` clears it. */
   updateSettings(input: SettingsUpdate): Promise<Settings> {
-    return this.call('POST', '/settings', { body: input });
+    return this.call(requestTo('updateSettings'), { body: input });
   }
 
   /**
@@ -593,35 +591,35 @@ export class CarebridgeClient {
    * which stops working within a few seconds: make a new client with the answer's `apiKey`.
    */
   rotateApiKey(): Promise<ApiKeyRotation> {
-    return this.call('POST', '/settings/api-key/rotate');
+    return this.call(requestTo('rotateApiKey'));
   }
 
   getWebhookStatus(): Promise<WebhookStatus> {
-    return this.call('GET', '/settings/webhook');
+    return this.call(requestTo('getWebhookStatus'));
   }
 
   /** Redelivers every parked message of the default endpoint (same `messageId`); other endpoints replay theirs. */
   retryWebhookRequests(): Promise<WebhookRetry> {
-    return this.call('POST', '/settings/webhook/retry');
+    return this.call(requestTo('retryWebhookRequests'));
   }
 
   /** Adds a webhook endpoint beside `webhookUrl` (pinged at once; `enabled` says whether it answered). */
   createWebhookEndpoint(input: WebhookEndpointCreate): Promise<WebhookEndpoint> {
-    return this.call('POST', '/settings/webhook/endpoints', { body: input });
+    return this.call(requestTo('createWebhookEndpoint'), { body: input });
   }
 
   /** The account's webhook endpoints besides `webhookUrl`, oldest first. */
   listWebhookEndpoints(): Promise<WebhookEndpointList> {
-    return this.call('GET', '/settings/webhook/endpoints');
+    return this.call(requestTo('listWebhookEndpoints'));
   }
 
   getWebhookEndpoint(endpointId: string): Promise<WebhookEndpoint> {
-    return this.call('GET', `/settings/webhook/endpoints/${id(endpointId)}`);
+    return this.call(requestTo('getWebhookEndpoint', { id: endpointId }));
   }
 
   /** Changes an endpoint; a new URL is pinged, `enabled: true` re-enables it. */
   updateWebhookEndpoint(endpointId: string, input: WebhookEndpointUpdate): Promise<WebhookEndpoint> {
-    return this.call('PATCH', `/settings/webhook/endpoints/${id(endpointId)}`, { body: input });
+    return this.call(requestTo('updateWebhookEndpoint', { id: endpointId }), { body: input });
   }
 
   /**
@@ -629,7 +627,7 @@ export class CarebridgeClient {
    * `endpointId` is an endpoint's id or `default` (webhookUrl); `status` is `delivered` or `failed`.
    */
   listWebhookAttempts(query: WebhookAttemptQuery = {}): Promise<WebhookAttemptPage> {
-    return this.call('GET', '/settings/webhook/attempts', { query: { ...query } });
+    return this.call(requestTo('listWebhookAttempts'), { query: { ...query } });
   }
 
   /**
@@ -637,7 +635,7 @@ export class CarebridgeClient {
    * order: one message (`messageId`), every parked one (`parked: true`), or a time window (`since`, `until`).
    */
   replayWebhookMessages(endpointId: string, request: WebhookReplay): Promise<WebhookReplayResult> {
-    return this.call('POST', `/settings/webhook/endpoints/${id(endpointId)}/replay`, { body: request });
+    return this.call(requestTo('replayWebhookMessages', { id: endpointId }), { body: request });
   }
 
   /**
@@ -645,17 +643,17 @@ export class CarebridgeClient {
    * `default` for webhookUrl), signed, with `meta.test: true`; answers what the receiver did.
    */
   sendWebhookTestEvent(endpointId: string, input: WebhookTestEvent): Promise<WebhookTestEventResult> {
-    return this.call('POST', `/settings/webhook/endpoints/${id(endpointId)}/test`, { body: input });
+    return this.call(requestTo('sendWebhookTestEvent', { id: endpointId }), { body: input });
   }
 
   /** Gives the endpoint a new secret; the old one keeps signing beside it for the grace period (default 24 h). */
   rotateWebhookEndpointSecret(endpointId: string, input: WebhookSecretRotation = {}): Promise<WebhookEndpoint> {
-    return this.call('POST', `/settings/webhook/endpoints/${id(endpointId)}/rotate-secret`, { body: input });
+    return this.call(requestTo('rotateWebhookEndpointSecret', { id: endpointId }), { body: input });
   }
 
   /** Deletes an endpoint and the messages waiting for it. */
   async removeWebhookEndpoint(endpointId: string): Promise<void> {
-    await this.call('DELETE', `/settings/webhook/endpoints/${id(endpointId)}`);
+    await this.call(requestTo('removeWebhookEndpoint', { id: endpointId }));
   }
 
   // --- Files handed out as pre-signed URLs ---
@@ -675,7 +673,9 @@ export class CarebridgeClient {
 
   // --- Transport ---
 
-  private async call<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, options: CallOptions = {}): Promise<T> {
+  /** One API call: `target` is the endpoint's method and path (`requestTo`), filled with its params. */
+  private async call<T>(target: { method: HttpMethod; path: string }, options: CallOptions = {}): Promise<T> {
+    const { method, path } = target;
     const url = new URL(`${this.baseUrl}${path}`);
     for (const [name, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) url.searchParams.set(name, String(value));

@@ -98,7 +98,7 @@ export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}
       const parsedQuery = route.query ? parseWith(route.query, query) : query;
       const parsedBody = route.body ? parseWith(route.body, request.body ?? {}) : request.body;
       const condition = route.ifMatch ? ifMatchOf(request) : undefined;
-      const response = await route.handle({ deps, request, params, query: parsedQuery, body: parsedBody, account: account as Account, condition });
+      const response = await route.handle({ deps, request, params, query: parsedQuery, body: parsedBody, account, condition });
       if (route.deprecated) response.headers.deprecation = 'true';
       return response;
     } catch (error) {

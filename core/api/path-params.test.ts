@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { defineRoute, json, Router, type PathParamNames } from './router.js';
+import { json, routeFor, Router, type PathParamNames } from './router.js';
 
 // Compile-time facts, checked by spec/typecheck.test.ts: a handler sees exactly its path's params.
 const both: PathParamNames<'/medical/v1/patient/:id/consolidated/:queryId'> = 'queryId';
@@ -7,12 +7,8 @@ const both: PathParamNames<'/medical/v1/patient/:id/consolidated/:queryId'> = 'q
 const none: PathParamNames<'/medical/v1/patient/:id'> = 'queryId';
 const V1 = '/medical/v1';
 
-const route = defineRoute({
-  method: 'GET',
-  path: `${V1}/patient/:id/document/:documentId`,
-  auth: 'none',
-  tag: 'Test',
-  summary: 'a route with two params',
+const endpoint = { method: 'GET', path: `${V1}/patient/:id/document/:documentId`, auth: 'none', tag: 'Test', summary: 'a route with two params', success: { status: 200 } } as const;
+const route = routeFor('twoParams', endpoint, {
   async handle({ params }) {
     const id: string = params.id;
     const documentId: string = params.documentId;

@@ -3,68 +3,65 @@ import type { CoreDeps } from '../deps.js';
 import type { Account } from '../domain/types.js';
 import type { VersionCondition } from '../entities/patients.js';
 import type { ApiRequest, ApiResponse } from './types.js';
+import { ENDPOINTS, type Endpoint, type EndpointAuth, type EndpointName, type EndpointOf, type HttpMethod, type PathParams } from '../../contract/endpoints.js';
 
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export type { HttpMethod, PathParamNames, PathParams } from '../../contract/endpoints.js';
 
-/**
- * How a route is authorised: `apiKey` (x-api-key), `signed` (a pre-signed URL alone, for downloads
- * handed out in webhooks), `signedAndApiKey` (the upload PUT carries both), `none`.
- */
-export type RouteAuth = 'apiKey' | 'signed' | 'signedAndApiKey' | 'none';
+/** How a route is authorised: see `EndpointAuth`. */
+export type RouteAuth = EndpointAuth;
 
-/** The names of a path's `:name` segments: `'/patient/:id/consolidated/:queryId'` -> `'id' | 'queryId'`. */
-export type PathParamNames<P extends string> = P extends `${string}:${infer Name}/${infer Rest}` ? Name | PathParamNames<`/${Rest}`> : P extends `${string}:${infer Name}` ? Name : never;
+/** The account a handler sees: none on a route without authorisation, the caller's on every other. */
+export type AccountOf<A extends EndpointAuth> = A extends 'none' ? undefined : Account;
 
-/** A route's path params by name, each present (the router matched every segment). */
-export type PathParams<P extends string> = { [Name in PathParamNames<P>]: string };
-
-export interface RouteContext<Q = Record<string, string | undefined>, B = unknown, PP = Record<string, string>> {
+export interface RouteContext<Q = Record<string, string | undefined>, B = unknown, PP = Record<string, string>, A extends Account | undefined = Account | undefined> {
   deps: CoreDeps;
   request: ApiRequest;
   params: PP;
   query: Q;
   body: B;
-  /** Present for every route whose auth involves an API key. */
-  account: Account;
+  /** The caller's account, on every route whose auth is not `none`. */
+  account: A;
   /** The request's `If-Match`, for a route that declares `ifMatch`; undefined when it sent none. */
   condition: VersionCondition | undefined;
 }
 
-export interface RouteDefinition<QS extends z.ZodType = z.ZodType, BS extends z.ZodType = z.ZodType, P extends string = string> {
-  method: HttpMethod;
-  /** `/medical/v1/patient/:id`; `:name` segments become params, typed by name for the handler. */
-  path: P;
-  auth: RouteAuth;
-  summary: string;
-  tag: string;
-  deprecated?: boolean;
+/** What the core adds to an endpoint of the table: its request validators (built on the core's normalisers) and its handler. */
+export interface RouteImplementation<QS extends z.ZodType, BS extends z.ZodType, E extends Endpoint> {
   query?: QS;
   body?: BS;
-  /** Media type of a raw body the route streams (uploads). */
-  rawBody?: string;
   /**
    * Largest body the route accepts, in bytes, enforced on the stream by every HTTP translation: a JSON
    * body is buffered up to it, a raw body is streamed and cut off past it. Default `bodyLimitOf`.
    */
   bodyLimitBytes?: number;
-  /**
-   * The route writes a versioned resource and honours `If-Match` (handed to it as `condition`): a version
-   * that is not the current one answers 412 PRECONDITION_FAILED. Documented as a header and a 412 answer.
-   */
-  ifMatch?: boolean;
-  /** The success answer carries the resource's version as its `ETag` header (documented on the answer). */
-  etag?: boolean;
-  /** Success status and schema, for the OpenAPI document. */
-  success?: {
-    status: number;
-    schema?: z.ZodType;
-    mediaType?: string;
-    /** Media types the answer may also come as (a file in several formats), documented as text or binary. */
-    otherMediaTypes?: readonly string[];
-    /** The OpenAPI example of the answer; one made from the schema when absent. */
-    example?: unknown;
-  };
-  handle(context: RouteContext<z.output<QS>, z.output<BS>, string extends P ? Record<string, string> : PathParams<P>>): Promise<ApiResponse>;
+  handle(context: RouteContext<z.output<QS>, z.output<BS>, string extends E['path'] ? Record<string, string> : PathParams<E['path']>, AccountOf<E['auth']>>): Promise<ApiResponse>;
+}
+
+/** A served endpoint: its entry of the table (method, path and wire facts), named, with the core's implementation. */
+export interface RouteDefinition extends Endpoint {
+  name: string;
+  query?: z.ZodType;
+  body?: z.ZodType;
+  bodyLimitBytes?: number;
+  handle(context: RouteContext<unknown, unknown>): Promise<ApiResponse>;
+}
+
+/** The route of endpoint `name`: its handler sees its own parsed query and body, its path's params and its account. */
+export function defineRoute<N extends EndpointName, QS extends z.ZodType = z.ZodType, BS extends z.ZodType = z.ZodType>(
+  name: N,
+  implementation: RouteImplementation<QS, BS, EndpointOf<N>>,
+): RouteDefinition & { name: N } {
+  return routeFor(name, ENDPOINTS[name], implementation) as RouteDefinition & { name: N };
+}
+
+/** A route of an endpoint given whole rather than by its name in the table (tests of the router). */
+export function routeFor<const E extends Endpoint, QS extends z.ZodType = z.ZodType, BS extends z.ZodType = z.ZodType>(
+  name: string,
+  endpoint: E,
+  implementation: RouteImplementation<QS, BS, E>,
+): RouteDefinition {
+  // The handler's context is typed by this endpoint; the router calls every route alike.
+  return { name, ...endpoint, ...implementation } as unknown as RouteDefinition;
 }
 
 /** JSON bodies are read whole before parsing: 1 MB keeps one request's memory small. */
@@ -75,11 +72,6 @@ export const UPLOAD_BODY_LIMIT_BYTES = 200 * 1024 * 1024;
 /** The body limit of a route: its own, else 200 MB for a streamed upload and 1 MB for JSON. */
 export function bodyLimitOf(route: Pick<RouteDefinition, 'rawBody' | 'bodyLimitBytes'>): number {
   return route.bodyLimitBytes ?? (route.rawBody ? UPLOAD_BODY_LIMIT_BYTES : JSON_BODY_LIMIT_BYTES);
-}
-
-/** Typed helper so each route's handler sees its own parsed query and body types and its path's params. */
-export function defineRoute<QS extends z.ZodType = z.ZodType, BS extends z.ZodType = z.ZodType, P extends string = string>(route: RouteDefinition<QS, BS, P>): RouteDefinition {
-  return route as unknown as RouteDefinition;
 }
 
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): ApiResponse {

@@ -4,6 +4,7 @@ import { CoreError } from '../errors.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { csvRecords } from './csv-stream.js';
 import { csvSafeCell, csvText } from './csv-text.js';
+import { requestTo } from '../../contract/endpoints.js';
 
 // csv-stringify, used before, ran at 10 ms per 1,000 result rows on the import's main thread, and with
 // `record_delimiter` alone left a lone LF unquoted, so a multi-line cell broke its result row.
@@ -18,7 +19,7 @@ export const RESULT_COLUMNS = ['metriportId', 'status', 'reason'] as const;
 const OUTCOME_PAGE = 1_000;
 
 export function resultPath(requestId: string): string {
-  return `/medical/v1/patient/bulk/${requestId}/result`;
+  return requestTo('downloadBulkPatientCreateResult', { requestId }).path;
 }
 
 export function resultDownloadUrl(deps: Pick<CoreDeps, 'urlSigner' | 'clock' | 'config'>, request: BulkRequest): string {

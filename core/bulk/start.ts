@@ -6,12 +6,14 @@ import { nextStatus } from './machine.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { MINUTE_MS, nowIso } from '../time.js';
 import { newJob } from '../job-catalogue.js';
+import { BULK_LIST_MAX } from '../../contract/limits.js';
+import { requestTo } from '../../contract/endpoints.js';
 
 /** Upload the CSV — the URL is valid 10 minutes and single-use. */
 export const UPLOAD_URL_VALIDITY_MS = 10 * MINUTE_MS;
 
 export function uploadPath(requestId: string): string {
-  return `/medical/v1/patient/bulk/${requestId}/upload`;
+  return requestTo('uploadBulkPatientCsv', { requestId }).path;
 }
 
 export interface StartBulkInput {
@@ -63,9 +65,6 @@ export async function expireIfDue(deps: Pick<CoreDeps, 'storage' | 'clock'>, req
   const stored = await deps.storage.bulkRequests.updateIfStatus(expired, 'waiting');
   return stored ?? (await deps.storage.bulkRequests.getById(request.id)) ?? request;
 }
-
-/** Most imports one listing answers. */
-export const BULK_LIST_MAX = 100;
 
 /**
  * The account's imports, newest first, at most `limit` (at most BULK_LIST_MAX): each as `getBulkRequest`

@@ -23,6 +23,7 @@ import { gzip } from './gzip.js';
 import { inRenderSlot } from './render-slots.js';
 import { patientDisplayName, patientReference, patientResourceOf } from './patient-resource.js';
 import { newJob, runningOrStarted } from '../job-catalogue.js';
+import { requestTo } from '../../contract/endpoints.js';
 
 /** Consolidated attachment URLs are valid 10 minutes. */
 export const CONSOLIDATED_URL_VALIDITY_MS = 10 * MINUTE_MS;
@@ -158,7 +159,7 @@ export async function getPatientConsolidated(deps: Pick<CoreDeps, 'storage'>, ac
 }
 
 export function consolidatedFilePath(query: Pick<ConsolidatedQuery, 'patientId' | 'id'>, file: ConsolidatedFile): string {
-  return `/medical/v1/patient/${query.patientId}/consolidated/query/${query.id}/${file}`;
+  return requestTo('downloadConsolidatedData', { id: query.patientId, requestId: query.id, file }).path;
 }
 
 export function consolidatedBlobKey(query: Pick<ConsolidatedQuery, 'accountId' | 'id'>, file: ConsolidatedFile): string {

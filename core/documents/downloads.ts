@@ -20,6 +20,7 @@ import { inRenderSlot } from './render-slots.js';
 import { hasFile } from './patient-index.js';
 import { patientDisplayName, patientResourceOf } from './patient-resource.js';
 import { newJob, type JobPayload } from '../job-catalogue.js';
+import { requestTo } from '../../contract/endpoints.js';
 
 /** A single download URL is short-lived: long enough to start a download, not to be shared around. */
 export const DOWNLOAD_URL_VALIDITY_MS = 10 * MINUTE_MS;
@@ -30,7 +31,7 @@ export const BULK_DOWNLOAD_URL_VALIDITY_MS = 600_000;
 export type DownloadFormat = 'html' | 'pdf';
 
 export function documentFilePath(documentId: string, format?: DownloadFormat): string {
-  return `/medical/v1/document/file/${documentId}${format ? `/${format}` : ''}`;
+  return format ? requestTo('downloadRenderedDocument', { documentId, format }).path : requestTo('downloadDocument', { documentId }).path;
 }
 
 /**

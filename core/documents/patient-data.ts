@@ -16,9 +16,8 @@ import { uploadFileName } from './document-reference.js';
 import { storeFhirBundleDocument } from './fhir-documents.js';
 import { inRenderSlot } from './render-slots.js';
 import { newJob } from '../job-catalogue.js';
-
-/** Resources one call may add: a bound on the work and the memory of one request. */
-export const MAX_RESOURCES_PER_CALL = 1_000;
+import { MAX_RESOURCES_PER_CALL } from '../../contract/limits.js';
+import { requestTo } from '../../contract/endpoints.js';
 
 /**
  * Resource types the consolidated store takes from a customer: clinical and administrative resources
@@ -125,7 +124,7 @@ export async function countPatientResources(deps: Pick<CoreDeps, 'storage'>, acc
 export type MedicalRecordFormat = 'html' | 'pdf';
 
 export function medicalRecordPath(patientId: string, recordId: string, format: MedicalRecordFormat): string {
-  return `/medical/v1/patient/${patientId}/medical-record/${recordId}/summary.${format}`;
+  return requestTo('downloadMedicalRecord', { id: patientId, recordId, file: `summary.${format}` }).path;
 }
 
 export function medicalRecordBlobKey(accountId: string, recordId: string, format: MedicalRecordFormat): string {

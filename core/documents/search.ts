@@ -13,6 +13,7 @@ import { currentPatientData, indexReflects } from './patient-index.js';
 import { patientResourceOf } from './patient-resource.js';
 import { relatedKeys } from './related.js';
 import { newJob } from '../job-catalogue.js';
+import { requestTo } from '../../contract/endpoints.js';
 
 /** The search result URL is valid 60 seconds. */
 export const SEARCH_URL_VALIDITY_MS = 60_000;
@@ -70,7 +71,7 @@ export async function searchEntries(deps: Pick<CoreDeps, 'storage' | 'blob' | 's
 }
 
 export function searchResultPath(patientId: string, searchId: string): string {
-  return `/medical/v1/patient/${patientId}/consolidated/search/${searchId}`;
+  return requestTo('downloadSearchResult', { id: patientId, searchId }).path;
 }
 
 export function searchResultBlobKey(accountId: string, searchId: string): string {

@@ -13,6 +13,7 @@ import { MINUTE_MS, nowIso } from '../time.js';
 import { documentBlobKey, isCcdaMediaType, mediaTypeOf, uploadFileName } from './document-reference.js';
 import { storeDocument } from './store-document.js';
 import { newJob } from '../job-catalogue.js';
+import { requestTo } from '../../contract/endpoints.js';
 
 /** As the bulk CSV upload URL: valid 10 minutes, used once. */
 export const DOCUMENT_UPLOAD_URL_VALIDITY_MS = 10 * MINUTE_MS;
@@ -20,7 +21,7 @@ export const DOCUMENT_UPLOAD_URL_VALIDITY_MS = 10 * MINUTE_MS;
 const UNINFORMATIVE_TYPES = new Set(['application/octet-stream', 'binary/octet-stream']);
 
 export function documentUploadPath(documentId: string): string {
-  return `/medical/v1/document/upload/${documentId}`;
+  return requestTo('uploadDocument', { documentId }).path;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -11,12 +11,13 @@ import { issueSignedUrl } from '../signed-urls.js';
 import { MINUTE_MS, nowIso } from '../time.js';
 import { enqueueMessage } from '../webhooks/enqueue.js';
 import { networkQueryMessage } from '../webhooks/envelope.js';
+import { requestTo } from '../../contract/endpoints.js';
 
 /** Consolidated data URLs in network query messages are valid 10 minutes. */
 export const NETWORK_DATA_URL_VALIDITY_MS = 10 * MINUTE_MS;
 
 export function networkDataPath(query: Pick<NetworkQuery, 'id'>): string {
-  return `/medical/v1/network/query/${query.id}/consolidated`;
+  return requestTo('downloadNetworkQueryConsolidated', { requestId: query.id }).path;
 }
 
 type EndDeps = Pick<CoreDeps, 'ids' | 'clock' | 'urlSigner' | 'config'>;

@@ -1,6 +1,7 @@
 import { pauseOf, pauseReason } from '../../bulk/pause.js';
 import { resultDownloadUrl } from '../../bulk/result.js';
-import { BULK_LIST_MAX, getBulkRequest, listBulkRequests, startBulkCreate } from '../../bulk/start.js';
+import { BULK_LIST_MAX } from '../../../contract/limits.js';
+import { getBulkRequest, listBulkRequests, startBulkCreate } from '../../bulk/start.js';
 import { acceptUpload } from '../../bulk/upload.js';
 import type { CoreDeps } from '../../deps.js';
 import type { BulkQueriesProgress, BulkRequest } from '../../domain/types.js';
@@ -8,9 +9,6 @@ import { CoreError } from '../../errors.js';
 import { z } from 'zod';
 import { defineRoute, json } from '../router.js';
 import { bulkStartQuerySchema } from '../schemas.js';
-import { bulkListResponse, bulkStartResponse, bulkStatusResponse } from '../../../contract/responses.js';
-
-const BULK = '/medical/v1/patient/bulk';
 
 export function bulkStatusToWire(deps: Pick<CoreDeps, 'urlSigner' | 'clock' | 'config' | 'pauses'>, request: BulkRequest, documentQueries?: BulkQueriesProgress) {
   const pause = pauseOf(deps, request);
@@ -55,52 +53,27 @@ export function bulkStartToWire(request: BulkRequest, uploadUrl: string) {
 }
 
 export const bulkRoutes = [
-  defineRoute({
-    method: 'POST',
-    path: BULK,
-    auth: 'apiKey',
-    tag: 'Bulk Patient Create',
-    summary: 'Start a bulk patient create; returns the pre-signed URL to PUT the CSV to (valid 10 minutes, single use)',
+  defineRoute('startBulkPatientCreate', {
     query: bulkStartQuerySchema,
-    success: { status: 200, schema: bulkStartResponse },
     async handle({ deps, account, query }) {
       const { request, uploadUrl } = await startBulkCreate(deps, account, { facilityId: query.facilityId, dryRun: query.dryRun });
       return json(200, bulkStartToWire(request, uploadUrl));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: BULK,
-    auth: 'apiKey',
-    tag: 'Bulk Patient Create',
-    summary: `The account's bulk patient creates with their outcome, newest first (at most ${BULK_LIST_MAX}, default 20)`,
+  defineRoute('listBulkPatientCreates', {
     query: z.object({ limit: z.coerce.number().int().min(1).max(BULK_LIST_MAX).optional().describe(`At most ${BULK_LIST_MAX}; default 20`) }),
-    success: { status: 200, schema: bulkListResponse },
     async handle({ deps, account, query }) {
       const requests = await listBulkRequests(deps, account.id, query.limit ?? 20);
       return json(200, { requests: requests.map((request) => bulkStatusToWire(deps, request)) });
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${BULK}/:requestId`,
-    auth: 'apiKey',
-    tag: 'Bulk Patient Create',
-    summary: 'Status and progress of a bulk patient create',
-    success: { status: 200, schema: bulkStatusResponse },
+  defineRoute('getBulkPatientCreate', {
     async handle({ deps, account, params }) {
       const request = await getBulkRequest(deps, account.id, params.requestId);
       return json(200, bulkStatusToWire(deps, request, await queriesOf(deps, request)));
     },
   }),
-  defineRoute({
-    method: 'PUT',
-    path: `${BULK}/:requestId/upload`,
-    auth: 'signedAndApiKey',
-    tag: 'Bulk Patient Create',
-    summary: 'Upload the CSV to the pre-signed URL (x-api-key required too)',
-    rawBody: 'text/csv',
-    success: { status: 200, schema: bulkStatusResponse },
+  defineRoute('uploadBulkPatientCsv', {
     async handle({ deps, account, params, request }) {
       const stored = await acceptUpload(deps, account, params.requestId, {
         contentType: request.headers['content-type'],
@@ -109,13 +82,7 @@ export const bulkRoutes = [
       return json(200, bulkStatusToWire(deps, stored));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${BULK}/:requestId/result`,
-    auth: 'signed',
-    tag: 'Bulk Patient Create',
-    summary: 'Download the result CSV (pre-signed URL from the completed webhook or the status)',
-    success: { status: 200, mediaType: 'text/csv' },
+  defineRoute('downloadBulkPatientCreateResult', {
     async handle({ deps, account, params }) {
       const request = await deps.storage.bulkRequests.get(account.id, params.requestId);
       const stream = request?.resultKey ? await deps.blob.stream(request.resultKey) : undefined;

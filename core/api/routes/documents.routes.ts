@@ -10,10 +10,6 @@ import { acceptDocumentUpload, createDocumentUpload } from '../../documents/uplo
 import { getPatient } from '../../entities/patients.js';
 import { defineRoute, json } from '../router.js';
 import { metadataBodySchema, uuidSchema } from '../schemas.js';
-import { bulkDownloadUrlsResponse, documentListResponse, documentQueryResponse, documentUploadResponse, documentUploadedResponse, latestDocumentQueryResponse, uploadUrlResponse, urlResponse } from '../../../contract/responses.js';
-
-const DOCUMENT = '/medical/v1/document';
-const TAG = 'Document';
 
 const patientQuery = z.object({ patientId: z.string().trim().min(1) });
 const day = z.string().trim().regex(/^\d{4}-\d{2}-\d{2}/, 'must be a date written YYYY-MM-DD');
@@ -47,41 +43,23 @@ function textOfDocumentReference(resource: FhirResource): string {
 }
 
 export const documentRoutes = [
-  defineRoute({
-    method: 'POST',
-    path: `${DOCUMENT}/query`,
-    auth: 'apiKey',
-    tag: TAG,
-    summary: "Start a document query for the patient at the HIE networks (returns the running one if there is one); the outcome comes by webhook",
+  defineRoute('startDocumentQuery', {
     query: patientQuery.extend({ facilityId: z.string().trim().min(1).optional() }),
     body: metadataBodySchema,
-    success: { status: 200, schema: documentQueryResponse },
     async handle({ deps, account, query, body }) {
       const started = await startDocumentQuery(deps, account, { patientId: query.patientId, facilityId: query.facilityId, metadata: body?.metadata });
       return json(200, documentQueryToWire(started));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${DOCUMENT}/query`,
-    auth: 'apiKey',
-    tag: TAG,
-    summary: "Progress of the patient's latest document query (an empty object when there was none)",
+  defineRoute('getDocumentQueryStatus', {
     query: patientQuery,
-    success: { status: 200, schema: latestDocumentQueryResponse },
     async handle({ deps, account, query }) {
       const latest = await getDocumentQueryStatus(deps, account.id, query.patientId);
       return json(200, latest ? documentQueryToWire(latest) : {});
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: DOCUMENT,
-    auth: 'apiKey',
-    tag: TAG,
-    summary: "The patient's documents as FHIR DocumentReferences (`output=dto` for the short form), oldest first",
+  defineRoute('listDocuments', {
     query: listQuery,
-    success: { status: 200, schema: documentListResponse },
     async handle({ deps, account, query }) {
       await getPatient(deps, account.id, query.patientId);
       const [from, to] = [query.dateFrom?.slice(0, 10), query.dateTo?.slice(0, 10)];
@@ -103,26 +81,14 @@ export const documentRoutes = [
       return json(200, { documents: references });
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${DOCUMENT}/download-url`,
-    auth: 'apiKey',
-    tag: TAG,
-    summary: 'A short-lived pre-signed URL to the file (or, for a C-CDA, its HTML or PDF rendering)',
+  defineRoute('getDocumentUrl', {
     query: z.object({ fileName: z.string().min(1).max(1_000), conversionType: z.enum(['html', 'pdf']).optional() }),
-    success: { status: 200, schema: urlResponse },
     async handle({ deps, account, query }) {
       const { url } = await documentDownloadUrl(deps, account.id, query.fileName, query.conversionType);
       return json(200, { url });
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${DOCUMENT}/file/:documentId`,
-    auth: 'signed',
-    tag: TAG,
-    summary: 'Download a document file (pre-signed URL from download-url or the bulk URL webhook)',
-    success: { status: 200, mediaType: 'application/octet-stream' },
+  defineRoute('downloadDocument', {
     async handle({ deps, account, params }) {
       const document = await documentWithFile(deps, account.id, uuidSchema.parse(params.documentId));
       const stream = await deps.blob.stream(document.blobKey);
@@ -134,13 +100,7 @@ export const documentRoutes = [
       };
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${DOCUMENT}/file/:documentId/:format`,
-    auth: 'signed',
-    tag: TAG,
-    summary: 'Download a C-CDA document rendered as HTML or PDF (pre-signed URL from download-url)',
-    success: { status: 200, mediaType: 'text/html' },
+  defineRoute('downloadRenderedDocument', {
     async handle({ deps, account, params }) {
       const format = z.enum(['html', 'pdf']).parse(params.format);
       const document = await documentWithFile(deps, account.id, uuidSchema.parse(params.documentId));
@@ -154,53 +114,27 @@ export const documentRoutes = [
       };
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: `${DOCUMENT}/download-url/bulk`,
-    auth: 'apiKey',
-    tag: TAG,
-    summary: "Send the download URLs of all the patient's documents by webhook (medical.document-bulk-download-urls; URLs valid 600 s)",
+  defineRoute('startBulkGetDocumentUrl', {
     query: patientQuery,
     body: metadataBodySchema,
-    success: { status: 200, schema: bulkDownloadUrlsResponse },
     async handle({ deps, account, query, body }) {
       return json(200, await startBulkDownloadUrls(deps, account, { patientId: query.patientId, metadata: body?.metadata }));
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: `${DOCUMENT}/upload`,
-    auth: 'apiKey',
-    tag: TAG,
-    summary: 'Describe a document you hold with a FHIR DocumentReference; returns its id and the pre-signed URL to PUT the file to (10 minutes, single use)',
+  defineRoute('createDocumentReference', {
     query: patientQuery,
-    success: { status: 200, schema: documentUploadResponse },
     async handle({ deps, account, query, body }) {
       return json(200, await createDocumentUpload(deps, account, { patientId: query.patientId, documentReference: body }));
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: `${DOCUMENT}/upload-url`,
-    auth: 'apiKey',
-    tag: TAG,
-    deprecated: true,
-    summary: 'As POST /document/upload, answering only the pre-signed upload URL (a JSON string); use /document/upload for the DocumentReference id too',
+  defineRoute('getDocumentUploadUrl', {
     query: patientQuery,
-    success: { status: 200, schema: uploadUrlResponse },
     async handle({ deps, account, query, body }) {
       const { uploadUrl } = await createDocumentUpload(deps, account, { patientId: query.patientId, documentReference: body });
       return json(200, uploadUrl);
     },
   }),
-  defineRoute({
-    method: 'PUT',
-    path: `${DOCUMENT}/upload/:documentId`,
-    auth: 'signed',
-    tag: TAG,
-    summary: 'Upload the file of a document to its pre-signed URL; a C-CDA is converted like a document from a network',
-    rawBody: 'application/xml',
-    success: { status: 200, schema: documentUploadedResponse },
+  defineRoute('uploadDocument', {
     async handle({ deps, account, params, request }) {
       const document = await acceptDocumentUpload(deps, account.id, uuidSchema.parse(params.documentId), {
         contentType: request.headers['content-type'],

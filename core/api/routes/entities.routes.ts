@@ -22,21 +22,8 @@ import type { Patient } from '../../domain/types.js';
 import { etagHeader } from '../conditional.js';
 import { defineRoute, json, noContent } from '../router.js';
 import { cohortCreateSchema, facilityCreateSchema, organizationCreateSchema, patientCreateSchema, queryBoolean } from '../schemas.js';
-import {
-  cohortListResponse,
-  cohortResponse,
-  facilityListResponse,
-  facilityResponse,
-  cohortMembersResponse,
-  hieOptOutResponse,
-  organizationResponse,
-  patientFacilitiesResponse,
-  patientPageResponse,
-  patientResponse,
-} from '../../../contract/responses.js';
 import { CoreError } from '../../errors.js';
 
-const V1 = '/medical/v1';
 const facilityQuery = z.object({ facilityId: z.string().trim().min(1).optional() });
 
 const MAX_PAGE = 500;
@@ -96,40 +83,21 @@ const cohortMembersBody = z.object({
   allPatients: z.boolean().optional(),
 });
 
-
 export const organizationRoutes = [
-  defineRoute({
-    method: 'POST',
-    path: `${V1}/organization`,
-    auth: 'apiKey',
-    tag: 'Organization',
-    summary: 'Create the organization of the account (one per account)',
+  defineRoute('createOrganization', {
     body: organizationCreateSchema,
-    success: { status: 201, schema: organizationResponse },
     async handle({ deps, account, body }) {
       return json(201, organizationToWire(await createOrganization(deps, account.id, body)));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${V1}/organization`,
-    auth: 'apiKey',
-    tag: 'Organization',
-    summary: 'Get the organization of the account (empty body when none was created)',
-    success: { status: 200, schema: organizationResponse },
+  defineRoute('getOrganization', {
     async handle({ deps, account }) {
       const org = await getOrganization(deps, account.id);
       return org ? json(200, organizationToWire(org)) : noContent();
     },
   }),
-  defineRoute({
-    method: 'PUT',
-    path: `${V1}/organization/:id`,
-    auth: 'apiKey',
-    tag: 'Organization',
-    summary: 'Update the organization',
+  defineRoute('updateOrganization', {
     body: organizationCreateSchema,
-    success: { status: 200, schema: organizationResponse },
     async handle({ deps, account, params, body }) {
       return json(200, organizationToWire(await updateOrganization(deps, account.id, params.id, body)));
     },
@@ -137,60 +105,30 @@ export const organizationRoutes = [
 ];
 
 export const facilityRoutes = [
-  defineRoute({
-    method: 'POST',
-    path: `${V1}/facility`,
-    auth: 'apiKey',
-    tag: 'Facility',
-    summary: 'Create a facility',
+  defineRoute('createFacility', {
     body: facilityCreateSchema,
-    success: { status: 201, schema: facilityResponse },
     async handle({ deps, account, body }) {
       return json(201, facilityToWire(await createFacility(deps, account.id, body)));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${V1}/facility`,
-    auth: 'apiKey',
-    tag: 'Facility',
-    summary: 'List the facilities of the account, oldest first',
-    success: { status: 200, schema: facilityListResponse },
+  defineRoute('listFacilities', {
     async handle({ deps, account }) {
       const facilities = await deps.storage.facilities.list(account.id);
       return json(200, { facilities: facilities.map(facilityToWire) });
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${V1}/facility/:id`,
-    auth: 'apiKey',
-    tag: 'Facility',
-    summary: 'Get a facility',
-    success: { status: 200, schema: facilityResponse },
+  defineRoute('getFacility', {
     async handle({ deps, account, params }) {
       return json(200, facilityToWire(await getFacility(deps, account.id, params.id)));
     },
   }),
-  defineRoute({
-    method: 'PUT',
-    path: `${V1}/facility/:id`,
-    auth: 'apiKey',
-    tag: 'Facility',
-    summary: 'Update a facility',
+  defineRoute('updateFacility', {
     body: facilityCreateSchema,
-    success: { status: 200, schema: facilityResponse },
     async handle({ deps, account, params, body }) {
       return json(200, facilityToWire(await updateFacility(deps, account.id, params.id, body)));
     },
   }),
-  defineRoute({
-    method: 'DELETE',
-    path: `${V1}/facility/:id`,
-    auth: 'apiKey',
-    tag: 'Facility',
-    summary: 'Remove a facility that has no patients',
-    success: { status: 204 },
+  defineRoute('removeFacility', {
     async handle({ deps, account, params }) {
       await removeFacility(deps, account.id, params.id);
       return noContent();
@@ -199,108 +137,54 @@ export const facilityRoutes = [
 ];
 
 export const cohortRoutes = [
-  defineRoute({
-    method: 'POST',
-    path: `${V1}/cohort`,
-    auth: 'apiKey',
-    tag: 'Cohort',
-    summary: 'Create a cohort',
+  defineRoute('createCohort', {
     body: cohortCreateSchema,
-    success: { status: 201, schema: cohortResponse },
     async handle({ deps, account, body }) {
       return json(201, cohortToWire(await createCohort(deps, account.id, body)));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${V1}/cohort`,
-    auth: 'apiKey',
-    tag: 'Cohort',
-    summary: 'List the cohorts of the account, oldest first',
-    success: { status: 200, schema: cohortListResponse },
+  defineRoute('listCohorts', {
     async handle({ deps, account }) {
       return json(200, { cohorts: (await deps.storage.cohorts.list(account.id)).map(cohortToWire) });
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${V1}/cohort/:id`,
-    auth: 'apiKey',
-    tag: 'Cohort',
-    summary: 'Get a cohort',
-    success: { status: 200, schema: cohortResponse },
+  defineRoute('getCohort', {
     async handle({ deps, account, params }) {
       return json(200, cohortToWire(await getCohort(deps, account.id, params.id)));
     },
   }),
-  defineRoute({
-    method: 'PUT',
-    path: `${V1}/cohort/:id`,
-    auth: 'apiKey',
-    tag: 'Cohort',
-    summary: 'Update a cohort',
+  defineRoute('updateCohort', {
     body: cohortCreateSchema,
-    success: { status: 200, schema: cohortResponse },
     async handle({ deps, account, params, body }) {
       return json(200, cohortToWire(await updateCohort(deps, account.id, params.id, body)));
     },
   }),
-  defineRoute({
-    method: 'DELETE',
-    path: `${V1}/cohort/:id`,
-    auth: 'apiKey',
-    tag: 'Cohort',
-    summary: 'Remove a cohort',
-    success: { status: 204 },
+  defineRoute('removeCohort', {
     async handle({ deps, account, params }) {
       await removeCohort(deps, account.id, params.id);
       return noContent();
     },
   }),
-  defineRoute({
-    method: 'PATCH',
-    path: `${V1}/cohort/:id`,
-    auth: 'apiKey',
-    tag: 'Cohort',
-    summary: 'Update some fields of a cohort (only those given change)',
+  defineRoute('patchCohort', {
     body: z.object({ name: cohortCreateSchema.shape.name.optional(), description: z.string().trim().max(2000).nullable().optional() }),
-    success: { status: 200, schema: cohortResponse },
     async handle({ deps, account, params, body }) {
       return json(200, cohortToWire(await patchCohort(deps, account.id, params.id, body)));
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: `${V1}/cohort/:id/patient`,
-    auth: 'apiKey',
-    tag: 'Cohort',
-    summary: 'Add patients to the cohort (patientIds, or allPatients: true)',
+  defineRoute('addPatientsToCohort', {
     body: cohortMembersBody,
-    success: { status: 200, schema: cohortMembersResponse },
     async handle({ deps, account, params, body }) {
       return json(200, await changeCohortMembers(deps, account.id, params.id, body, 'add'));
     },
   }),
-  defineRoute({
-    method: 'DELETE',
-    path: `${V1}/cohort/:id/patient`,
-    auth: 'apiKey',
-    tag: 'Cohort',
-    summary: 'Remove patients from the cohort (patientIds, or allPatients: true)',
+  defineRoute('removePatientsFromCohort', {
     body: cohortMembersBody,
-    success: { status: 200, schema: cohortMembersResponse },
     async handle({ deps, account, params, body }) {
       return json(200, await changeCohortMembers(deps, account.id, params.id, body, 'remove'));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${V1}/cohort/:id/patient`,
-    auth: 'apiKey',
-    tag: 'Cohort',
-    summary: 'The patients of the cohort, oldest first, paged like the patient list',
+  defineRoute('listCohortPatients', {
     query: pageQuery,
-    success: { status: 200, schema: patientPageResponse },
     async handle({ deps, account, params, query, request }) {
       const cohort = await getCohort(deps, account.id, params.id);
       checkPageQuery(query);
@@ -318,29 +202,16 @@ export function patientPageToWire(patients: readonly Patient[], nextPage: string
 }
 
 export const patientRoutes = [
-  defineRoute({
-    method: 'POST',
-    path: `${V1}/patient`,
-    auth: 'apiKey',
-    tag: 'Patient',
-    summary: 'Create a patient; when a patient of the account is the same person (the import matching rule), 200 with that patient, unchanged (409 when several are)',
+  defineRoute('createPatient', {
     query: facilityQuery,
     body: patientCreateSchema,
-    etag: true,
-    success: { status: 201, schema: patientResponse },
     async handle({ deps, account, query, body }) {
       const { patient, created } = await createPatient(deps, account.id, query.facilityId, body);
       return json(created ? 201 : 200, patientToWire(patient), etagHeader(patient.version));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${V1}/patient`,
-    auth: 'apiKey',
-    tag: 'Patient',
-    summary: 'List patients, optionally of one facility and filtered by name, date of birth or externalId, oldest first, paged by cursor',
+  defineRoute('listPatients', {
     query: facilityQuery.merge(pageQuery).merge(patientFilterQuery),
-    success: { status: 200, schema: patientPageResponse },
     async handle({ deps, account, query, request }) {
       checkPageQuery(query);
       const filters = { name: query.name, dob: query.dob, externalId: query.externalId };
@@ -348,141 +219,69 @@ export const patientRoutes = [
       return json(200, patientPageToWire(page.patients, nextPageUrl(deps.config.publicUrl, request.path, page.next, query.count, { facilityId: query.facilityId, ...filters })));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${V1}/patient/external-id`,
-    auth: 'apiKey',
-    tag: 'Patient',
-    summary: 'Get the patient with this externalId (409 when several patients share it)',
+  defineRoute('getPatientByExternalId', {
     query: z.object({ externalId: z.string().trim().min(1).max(200), source: z.string().trim().max(100).optional() }),
-    success: { status: 200, schema: patientResponse },
     async handle({ deps, account, query }) {
       return json(200, patientToWire(await getPatientByExternalId(deps, account.id, query.externalId, query.source || undefined)));
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: `${V1}/patient/match`,
-    auth: 'apiKey',
-    tag: 'Patient',
-    summary: 'Find the patient whose demographics match (404 when none does, 409 when several do)',
+  defineRoute('matchPatient', {
     body: patientCreateSchema,
-    success: { status: 200, schema: patientResponse },
     async handle({ deps, account, body }) {
       return json(200, patientToWire(await matchPatient(deps, account.id, body)));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${V1}/patient/:id/facility`,
-    auth: 'apiKey',
-    tag: 'Patient',
-    summary: "The patient's facilities",
-    success: { status: 200, schema: patientFacilitiesResponse },
+  defineRoute('getPatientFacilities', {
     async handle({ deps, account, params }) {
       return json(200, await getPatientFacilities(deps, account.id, params.id));
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: `${V1}/patient/:id/facility`,
-    auth: 'apiKey',
-    tag: 'Patient',
-    summary: "Replace the patient's facilities with these (at least one)",
+  defineRoute('setPatientFacilities', {
     body: z.object({ facilityIds: z.array(z.string().trim().min(1).max(100)).min(1).max(100) }),
-    success: { status: 200, schema: patientFacilitiesResponse },
     async handle({ deps, account, params, body }) {
       return json(200, await setPatientFacilities(deps, account.id, params.id, body.facilityIds));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${V1}/patient/:id/cohort`,
-    auth: 'apiKey',
-    tag: 'Patient',
-    summary: 'The cohorts the patient is in',
-    success: { status: 200, schema: cohortListResponse },
+  defineRoute('getPatientCohorts', {
     async handle({ deps, account, params }) {
       return json(200, await cohortsOfPatient(deps, account.id, params.id));
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: `${V1}/patient/:id/cohort`,
-    auth: 'apiKey',
-    tag: 'Patient',
-    summary: 'Add the patient to these cohorts; answers all the cohorts the patient is in',
+  defineRoute('addPatientToCohorts', {
     body: z.object({ cohortIds: z.array(z.string().trim().min(1).max(100)).min(1).max(100) }),
-    success: { status: 200, schema: cohortListResponse },
     async handle({ deps, account, params, body }) {
       return json(200, await addPatientToCohorts(deps, account.id, params.id, body.cohortIds));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${V1}/patient/:id`,
-    auth: 'apiKey',
-    tag: 'Patient',
-    summary: 'Get a patient',
-    etag: true,
-    success: { status: 200, schema: patientResponse },
+  defineRoute('getPatient', {
     async handle({ deps, account, params }) {
       const patient = await getPatient(deps, account.id, params.id);
       return json(200, patientToWire(patient), etagHeader(patient.version));
     },
   }),
-  defineRoute({
-    method: 'PUT',
-    path: `${V1}/patient/:id`,
-    auth: 'apiKey',
-    tag: 'Patient',
-    summary: "Replace a patient's demographics (with If-Match: only the version it names)",
+  defineRoute('updatePatient', {
     query: facilityQuery,
     body: patientCreateSchema,
-    ifMatch: true,
-    etag: true,
-    success: { status: 200, schema: patientResponse },
     async handle({ deps, account, params, query, body, condition }) {
       const patient = await updatePatient(deps, account.id, params.id, query.facilityId, body, condition);
       return json(200, patientToWire(patient), etagHeader(patient.version));
     },
   }),
-  defineRoute({
-    method: 'DELETE',
-    path: `${V1}/patient/:id`,
-    auth: 'apiKey',
-    tag: 'Patient',
-    summary: 'Remove a patient (with If-Match: only the version it names)',
+  defineRoute('removePatient', {
     query: facilityQuery,
-    ifMatch: true,
-    success: { status: 204 },
     async handle({ deps, account, params, condition }) {
       await removePatient(deps, account.id, params.id, condition);
       return noContent();
     },
   }),
-  defineRoute({
-    method: 'PUT',
-    path: `${V1}/patient/:id/hie-opt-out`,
-    auth: 'apiKey',
-    tag: 'Patient',
-    summary: 'Opt a patient out of (true) or back into (false) health information exchanges (with If-Match: only from the version it names)',
+  defineRoute('updatePatientHieOptOut', {
     query: z.object({ hieOptOut: queryBoolean }),
-    ifMatch: true,
-    etag: true,
-    success: { status: 200, schema: hieOptOutResponse },
     async handle({ deps, account, params, query, condition }) {
       const patient = await setHieOptOut(deps, account.id, params.id, query.hieOptOut, condition);
       return json(200, hieOptOutChangeToWire(patient), etagHeader(patient.version));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${V1}/patient/:id/hie-opt-out`,
-    auth: 'apiKey',
-    tag: 'Patient',
-    summary: "Read a patient's HIE opt-out status",
-    success: { status: 200, schema: hieOptOutResponse },
+  defineRoute('getPatientHieOptOut', {
     async handle({ deps, account, params }) {
       return json(200, await getHieOptOut(deps, account.id, params.id));
     },

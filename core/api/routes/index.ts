@@ -1,3 +1,4 @@
+import type { EndpointName } from '../../../contract/endpoints.js';
 import type { RouteDefinition } from '../router.js';
 import { bulkRoutes } from './bulk.routes.js';
 import { consolidatedRoutes } from './consolidated.routes.js';
@@ -7,7 +8,7 @@ import { networkRoutes } from './network.routes.js';
 import { settingsRoutes } from './settings.routes.js';
 import { unservedRoutes } from './unserved.routes.js';
 
-export const apiRoutes: readonly RouteDefinition[] = [
+const routes = [
   ...organizationRoutes,
   ...facilityRoutes,
   ...cohortRoutes,
@@ -19,3 +20,12 @@ export const apiRoutes: readonly RouteDefinition[] = [
   ...networkRoutes,
   ...unservedRoutes,
 ];
+
+/**
+ * Does not compile while an endpoint of the table has no route: its name is a missing key here. A route
+ * can only name an endpoint of the table (`defineRoute`); `routes.test.ts` checks each is served once.
+ */
+const unserved: Record<Exclude<EndpointName, (typeof routes)[number]['name']>, never> = {};
+void unserved;
+
+export const apiRoutes: readonly RouteDefinition[] = routes;

@@ -4,60 +4,33 @@ import { getPatient } from '../../entities/patients.js';
 import { getNetworkQuery, listNetworkEntries, networkQueryToWire, startNetworkQuery } from '../../network/query.js';
 import { defineRoute, json } from '../router.js';
 import { queryBoolean } from '../schemas.js';
-import { fhirBundleResponse, networkEntriesResponse, networkQueryResponse } from '../../../contract/responses.js';
 
-const V1 = '/medical/v1';
-const TAG = 'Network';
 const ENTRIES_PAGE_MAX = 500;
 
 export const networkRoutes = [
-  defineRoute({
-    method: 'POST',
-    path: `${V1}/network/query`,
-    auth: 'apiKey',
-    tag: TAG,
-    summary:
-      "Query the networks for the patient's data: sources hie (documents), pharmacy (medications) and lab (results). Each source ends with its own webhook (network-query.hie, .pharmacy, .lab); a query still running for the patient is returned",
+  defineRoute('startNetworkQuery', {
     query: z.object({ patientId: z.string().trim().min(1) }),
     body: z.object({
       sources: z.unknown().describe('A list of sources (["hie", "pharmacy", "lab"]) or an object ({ hie: { enabled: true } })'),
       metadata: z.unknown().optional().describe('String key-value pairs echoed as meta.data of the webhooks'),
     }),
-    success: { status: 200, schema: networkQueryResponse },
     async handle({ deps, account, query, body }) {
       return json(200, networkQueryToWire(await startNetworkQuery(deps, account, { patientId: query.patientId, sources: body.sources, metadata: body.metadata })));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${V1}/network/query/:requestId`,
-    auth: 'apiKey',
-    tag: TAG,
-    summary: 'The status of a network query and of each of its sources',
-    success: { status: 200, schema: networkQueryResponse },
+  defineRoute('getNetworkQuery', {
     async handle({ deps, account, params }) {
       return json(200, networkQueryToWire(await getNetworkQuery(deps, account.id, params.requestId)));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${V1}/network/query/:requestId/consolidated`,
-    auth: 'signed',
-    tag: TAG,
-    summary: "The patient's consolidated data as a FHIR collection Bundle (pre-signed URL from a network-query webhook, valid 10 minutes)",
-    success: { status: 200, schema: fhirBundleResponse },
+  defineRoute('downloadNetworkQueryConsolidated', {
     async handle({ deps, account, params }) {
       const query = await getNetworkQuery(deps, account.id, params.requestId);
       const patient = await getPatient(deps, account.id, query.patientId);
       return json(200, bundleOf(await consolidatedResources(deps, patient, {}), 'collection'), { 'content-type': 'application/fhir+json' });
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: `${V1}/network-entry`,
-    auth: 'apiKey',
-    tag: TAG,
-    summary: 'The directory of the organizations the (sandbox) networks reach, by name, paged',
+  defineRoute('listNetworkEntries', {
     query: z.object({
       filter: z.string().max(200).optional().describe('Words that must all appear (name, city, state, zip, NPI, OID)'),
       npi: z.string().trim().max(20).optional(),
@@ -68,7 +41,6 @@ export const networkRoutes = [
       fromItem: z.string().trim().max(200).optional().describe('Start at this OID, inclusive'),
       count: z.coerce.number().int().min(1).max(ENTRIES_PAGE_MAX).optional().default(100),
     }),
-    success: { status: 200, schema: networkEntriesResponse },
     async handle({ deps, query, request }) {
       const page = await listNetworkEntries(deps, {
         ...(query.filter ? { filter: query.filter } : {}),

@@ -17,18 +17,6 @@ import {
   webhookSecretRotationSchema,
   webhookTestEventSchema,
 } from '../schemas.js';
-import {
-  apiKeyRotationResponse,
-  parkedMessagesResponse,
-  settingsResponse,
-  webhookAttemptPageResponse,
-  webhookEndpointListResponse,
-  webhookEndpointResponse,
-  webhookReplayResponse,
-  webhookRetryResponse,
-  webhookStatusResponse,
-  webhookTestEventResponse,
-} from '../../../contract/responses.js';
 
 /** Parked messages listed at once, at most: support needs the oldest first, not all of them. */
 const PARKED_PAGE_MAX = 100;
@@ -54,59 +42,29 @@ function replayRequestOf(body: z.output<typeof webhookReplaySchema>): ReplayRequ
 
 /** Settings live outside /medical/v1, as in the public Metriport API. */
 export const settingsRoutes = [
-  defineRoute({
-    method: 'GET',
-    path: '/settings',
-    auth: 'apiKey',
-    tag: 'Settings',
-    summary: 'Webhook settings of the account (URL, signing key, status)',
-    success: { status: 200, schema: settingsResponse },
+  defineRoute('getSettings', {
     async handle({ deps, account }) {
       return json(200, settingsToWire(await getSettings(deps, account.id)));
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/settings',
-    auth: 'apiKey',
-    tag: 'Settings',
-    summary: 'Set the webhook URL (pinged at once; an empty string clears it)',
+  defineRoute('updateSettings', {
     body: settingsUpdateSchema,
-    success: { status: 200, schema: settingsResponse },
     async handle({ deps, account, body }) {
       return json(200, settingsToWire(await updateSettings(deps, account.id, body)));
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/settings/api-key/rotate',
-    auth: 'apiKey',
-    tag: 'Settings',
-    summary: 'Give the account a new API key, answered this once; the key that made the call stops working within a few seconds',
-    success: { status: 200, schema: apiKeyRotationResponse },
+  defineRoute('rotateApiKey', {
     async handle({ deps, account }) {
       return json(200, await rotateApiKey(deps, account.id));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/settings/webhook',
-    auth: 'apiKey',
-    tag: 'Settings',
-    summary: 'The default endpoint (webhookUrl): enabled, detail, health, and its messages by state (pending, delivered, parked)',
-    success: { status: 200, schema: webhookStatusResponse },
+  defineRoute('getWebhookStatus', {
     async handle({ deps, account }) {
       return json(200, await getWebhookStatus(deps, account.id));
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/settings/webhook/parked',
-    auth: 'apiKey',
-    tag: 'Settings',
-    summary: 'Parked messages of the default endpoint (every attempt failed), oldest first, with their last error',
+  defineRoute('listParkedWebhookMessages', {
     query: z.object({ limit: z.coerce.number().int().min(1).max(PARKED_PAGE_MAX).optional() }),
-    success: { status: 200, schema: parkedMessagesResponse },
     async handle({ deps, account, query }) {
       const parked = await deps.storage.outbox.listForEndpoint(account.id, null, { status: 'parked' }, query.limit ?? PARKED_PAGE_MAX);
       return json(200, {
@@ -120,81 +78,40 @@ export const settingsRoutes = [
       });
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/settings/webhook/retry',
-    auth: 'apiKey',
-    tag: 'Settings',
-    summary: 'Redeliver every parked message of the default endpoint (same messageId); other endpoints replay theirs',
-    success: { status: 200, schema: webhookRetryResponse },
+  defineRoute('retryWebhookRequests', {
     async handle({ deps, account }) {
       return json(200, await retryWebhookMessages(deps, account.id));
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/settings/webhook/endpoints',
-    auth: 'apiKey',
-    tag: 'Settings',
-    summary: 'Add a webhook endpoint beside webhookUrl, with its own secret and event type filter (pinged at once)',
+  defineRoute('createWebhookEndpoint', {
     body: webhookEndpointCreateSchema,
-    success: { status: 201, schema: webhookEndpointResponse },
     async handle({ deps, account, body }) {
       return json(201, (await endpointsToWire(deps, account.id, [await createEndpoint(deps, account.id, body)]))[0]);
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/settings/webhook/endpoints',
-    auth: 'apiKey',
-    tag: 'Settings',
-    summary: 'The webhook endpoints of the account besides webhookUrl, oldest first (at most 20)',
-    success: { status: 200, schema: webhookEndpointListResponse },
+  defineRoute('listWebhookEndpoints', {
     async handle({ deps, account }) {
       return json(200, { endpoints: await endpointsToWire(deps, account.id, await deps.storage.webhookEndpoints.list(account.id)) });
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/settings/webhook/endpoints/:id',
-    auth: 'apiKey',
-    tag: 'Settings',
-    summary: 'One webhook endpoint',
-    success: { status: 200, schema: webhookEndpointResponse },
+  defineRoute('getWebhookEndpoint', {
     async handle({ deps, account, params }) {
       return json(200, (await endpointsToWire(deps, account.id, [await getEndpoint(deps, account.id, params.id)]))[0]);
     },
   }),
-  defineRoute({
-    method: 'PATCH',
-    path: '/settings/webhook/endpoints/:id',
-    auth: 'apiKey',
-    tag: 'Settings',
-    summary: 'Change a webhook endpoint (a new URL is pinged; enabled: true re-enables it)',
+  defineRoute('updateWebhookEndpoint', {
     body: webhookEndpointUpdateSchema,
-    success: { status: 200, schema: webhookEndpointResponse },
     async handle({ deps, account, params, body }) {
       return json(200, (await endpointsToWire(deps, account.id, [await updateEndpoint(deps, account.id, params.id, body)]))[0]);
     },
   }),
-  defineRoute({
-    method: 'DELETE',
-    path: '/settings/webhook/endpoints/:id',
-    auth: 'apiKey',
-    tag: 'Settings',
-    summary: 'Delete a webhook endpoint and the messages waiting for it',
-    success: { status: 204 },
+  defineRoute('removeWebhookEndpoint', {
     async handle({ deps, account, params }) {
       await removeEndpoint(deps, account.id, params.id);
       return noContent();
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/settings/webhook/attempts',
-    auth: 'apiKey',
-    tag: 'Settings',
-    summary: 'The delivery log: every attempt to deliver a message to an endpoint, newest first, filtered and paged by cursor',
+  defineRoute('listWebhookAttempts', {
     query: z.object({
       endpointId: z.string().trim().min(1).max(100).optional().describe('An endpoint id, or `default` for webhookUrl'),
       type: z.enum(FILTERABLE_EVENT_TYPES).optional(),
@@ -205,43 +122,24 @@ export const settingsRoutes = [
       limit: z.coerce.number().int().min(1).max(MAX_ATTEMPTS_PAGE).optional().describe(`Attempts per page, at most ${MAX_ATTEMPTS_PAGE} (default 50)`),
       cursor: z.string().trim().min(1).max(200).optional().describe('nextCursor of the previous page'),
     }),
-    success: { status: 200, schema: webhookAttemptPageResponse },
     async handle({ deps, account, query }) {
       return json(200, await listAttempts(deps, account.id, query));
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/settings/webhook/endpoints/:id/replay',
-    auth: 'apiKey',
-    tag: 'Settings',
-    summary: 'Send messages again to one endpoint (`default`: webhookUrl), same messageId, in stream order: one message, every parked one, or a time window',
+  defineRoute('replayWebhookMessages', {
     body: webhookReplaySchema,
-    success: { status: 200, schema: webhookReplayResponse },
     async handle({ deps, account, params, body }) {
       return json(200, await replayMessages(deps, account.id, params.id, replayRequestOf(body)));
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/settings/webhook/endpoints/:id/test',
-    auth: 'apiKey',
-    tag: 'Settings',
-    summary: 'Send a sample message of any type to one endpoint (`default`: webhookUrl) now, signed, with meta.test: true; answers what the receiver did',
+  defineRoute('sendWebhookTestEvent', {
     body: webhookTestEventSchema,
-    success: { status: 200, schema: webhookTestEventResponse },
     async handle({ deps, account, params, body }) {
       return json(200, await sendTestEvent(deps, account.id, params.id, body.type));
     },
   }),
-  defineRoute({
-    method: 'POST',
-    path: '/settings/webhook/endpoints/:id/rotate-secret',
-    auth: 'apiKey',
-    tag: 'Settings',
-    summary: 'Give an endpoint a new secret; the old one keeps signing beside it for a grace period (default 24 h)',
+  defineRoute('rotateWebhookEndpointSecret', {
     body: webhookSecretRotationSchema,
-    success: { status: 200, schema: webhookEndpointResponse },
     async handle({ deps, account, params, body }) {
       const graceMs = body?.graceSeconds === undefined ? undefined : body.graceSeconds * 1000;
       const rotated = await rotateEndpointSecret(deps, account.id, params.id, graceMs);
