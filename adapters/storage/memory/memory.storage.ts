@@ -999,5 +999,15 @@ export class MemoryStorage implements StoragePort {
     });
   }
 
+  /**
+   * What the outbox's claims rest on: endpoints and streams with pending messages (the indexes a claim
+   * reads) and claims not yet ended. Each follows the pending messages, emptied as they are delivered,
+   * parked or deleted; for the test that holds them to it.
+   */
+  outboxFootprint(): { endpoints: number; streams: number; claims: number } {
+    const { outbox } = this.engine.tables;
+    return { endpoints: outbox.indexKeys('pendingByEndpoint').length, streams: outbox.indexKeys('pendingByStream').length, claims: this.engine.outboxLeases.size };
+  }
+
   async close(): Promise<void> {}
 }
