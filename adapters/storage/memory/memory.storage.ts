@@ -724,12 +724,12 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
    * What `deliverable` and `claim` give (see their contract), the stored rows themselves, oldest first, at
    * most `limit`. It reads the pending messages of the endpoints in scope and of the streams they are in,
    * nothing else: endpoints left out (`except`) cost nothing, as the busy ones of a poll must not.
-   * `unclaimed`: leave out streams with a live claim.
+   * `endpointId` counts with `accountId` only. `unclaimed`: leave out streams with a live claim.
    */
   const sendableNow = (
     now: string,
     limit: number,
-    scope: { accountId?: string; endpointId?: string | null; except?: ReadonlySet<string>; perEndpoint?: number; unclaimed: boolean },
+    scope: { accountId?: string | undefined; endpointId?: string | null | undefined; except?: ReadonlySet<string>; perEndpoint?: number | undefined; unclaimed: boolean },
   ): OutboxMessage[] => {
     let endpoints: string[];
     if (scope.accountId === undefined) endpoints = views.outbox.indexKeys('pendingByEndpoint');
@@ -781,14 +781,15 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
         .map(copy);
     },
     async deliverable(now, limit, accountId) {
-      return sendableNow(now, limit, { ...(accountId === undefined ? {} : { accountId }), unclaimed: false }).map(copy);
+      return sendableNow(now, limit, { accountId, unclaimed: false }).map(copy);
     },
     async claim(now, limit, lease) {
       // No await from here to the leases being set: concurrent claims must not interleave.
       const available = sendableNow(now, limit, {
-        ...(lease.accountId === undefined ? {} : { accountId: lease.accountId, ...(lease.endpointId === undefined ? {} : { endpointId: lease.endpointId }) }),
+        accountId: lease.accountId,
+        endpointId: lease.endpointId,
         except: new Set((lease.exceptEndpoints ?? []).map((e) => endpointKey(e.accountId, e.endpointId))),
-        ...(lease.perEndpoint === undefined ? {} : { perEndpoint: lease.perEndpoint }),
+        perEndpoint: lease.perEndpoint,
         unclaimed: true,
       });
       const until = new Date(Date.parse(now) + lease.leaseMs).toISOString();
