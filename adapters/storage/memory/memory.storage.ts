@@ -86,6 +86,8 @@ const oldestFirst = (a: Timestamped, b: Timestamped): number =>
 const newestFirst = (a: Timestamped, b: Timestamped): number => oldestFirst(b, a);
 
 const byAccount = (row: { accountId: string }) => [row.accountId];
+/** An endpoint of an account as the outbox indexes it: an extra endpoint's id, or '' for the default one. */
+const endpointKey = (accountId: string, endpointId: string | null): string => key(accountId, endpointId ?? '');
 const byPatient = (row: { accountId: string; patientId: string }) => [key(row.accountId, row.patientId)];
 
 const INDEXES = {
@@ -119,9 +121,11 @@ const INDEXES = {
   outbox: {
     byAccount,
     byStatus: (row: OutboxMessage) => [row.status],
-    // What a delivery pass claims from: an account's pending messages, and one endpoint's ('' the default one).
-    pendingByAccount: (row: OutboxMessage) => (row.status === 'pending' ? [row.accountId] : []),
-    pendingByEndpoint: (row: OutboxMessage) => (row.status === 'pending' ? [key(row.accountId, row.endpointId ?? '')] : []),
+    // What a claim reads: the pending messages of each endpoint ('' the default one), and of each stream
+    // (whose waiting or claimed messages hold the others back). Both hold pending messages only, so they
+    // shrink as messages are delivered or parked.
+    pendingByEndpoint: (row: OutboxMessage) => (row.status === 'pending' ? [endpointKey(row.accountId, row.endpointId ?? null)] : []),
+    pendingByStream: (row: OutboxMessage) => (row.status === 'pending' ? [key(row.accountId, row.streamKey)] : []),
   } satisfies IndexSpec<OutboxMessage>,
   webhookAttempts: { byAccount, all: () => [''] } satisfies IndexSpec<WebhookAttempt>,
   patientRevisions: {} satisfies IndexSpec<PatientRevision>,
@@ -220,6 +224,29 @@ function smallestIds(ids: Iterable<string>, after: string | undefined, limit: nu
       else high = middle;
     }
     page.splice(low, 0, id);
+    if (page.length > limit) page.pop();
+  }
+  return page;
+}
+
+/**
+ * The `limit` oldest of `rows` (createdAt, ties by id), oldest first, without sorting them all: a claim takes
+ * a few hundred of an endpoint's thousands.
+ */
+function oldest<T extends Timestamped>(rows: readonly T[], limit: number): T[] {
+  if (limit <= 0) return [];
+  if (rows.length <= limit) return [...rows].sort(oldestFirst);
+  const page: T[] = [];
+  for (const row of rows) {
+    if (page.length === limit && oldestFirst(row, page[limit - 1]!) >= 0) continue;
+    let low = 0;
+    let high = page.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (oldestFirst(page[middle]!, row) < 0) low = middle + 1;
+      else high = middle;
+    }
+    page.splice(low, 0, row);
     if (page.length > limit) page.pop();
   }
   return page;
@@ -680,30 +707,49 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
     },
   };
 
-  /** `endpointId`: only one endpoint's (null: the default one); a stream is one endpoint's, so its rule holds within. */
-  const pendingRows = (accountId: string | undefined, endpointId?: string | null): OutboxMessage[] => {
-    if (accountId === undefined) return rowsOf(views.outbox, views.outbox.keysBy('byStatus', 'pending'));
-    if (endpointId === undefined) return rowsOf(views.outbox, views.outbox.keysBy('pendingByAccount', accountId));
-    return rowsOf(views.outbox, views.outbox.keysBy('pendingByEndpoint', key(accountId, endpointId ?? '')));
-  };
-  const deliverableNow = (now: string, accountId: string | undefined, endpointId?: string | null): OutboxMessage[] => {
-    const pending = pendingRows(accountId, endpointId);
-    // The oldest waiting (not yet due) message of each stream: nothing of the stream after it may go.
-    const waiting = new Map<string, OutboxMessage>();
-    for (const row of pending) {
-      if (row.nextAttemptAt <= now) continue;
-      const stream = key(row.accountId, row.streamKey);
-      const first = waiting.get(stream);
-      if (!first || oldestFirst(row, first) < 0) waiting.set(stream, row);
+  /**
+   * What `claim` takes (see its contract), the stored rows themselves, oldest first, at
+   * most `limit`. It reads the pending messages of the endpoints in scope and of the streams they are in,
+   * nothing else: endpoints left out (`except`) cost nothing, as the busy ones of a poll must not.
+   * `endpointId` counts with `accountId` only. Streams with a live claim are left out.
+   */
+  const sendableNow = (
+    now: string,
+    limit: number,
+    scope: { accountId?: string | undefined; endpointId?: string | null | undefined; except?: ReadonlySet<string>; perEndpoint?: number | undefined },
+  ): OutboxMessage[] => {
+    let endpoints: string[];
+    if (scope.accountId === undefined) endpoints = views.outbox.indexKeys('pendingByEndpoint');
+    else if (scope.endpointId !== undefined) endpoints = [endpointKey(scope.accountId, scope.endpointId)];
+    else {
+      const prefix = key(scope.accountId, '');
+      endpoints = views.outbox.indexKeys('pendingByEndpoint').filter((endpoint) => endpoint.startsWith(prefix));
     }
-    return pending
-      .filter((row) => {
+    /** Per stream: its oldest waiting (not yet due) message, behind which nothing may go, and whether it is claimed. */
+    const streams = new Map<string, { waiting: OutboxMessage | undefined; claimed: boolean }>();
+    const streamOf = (row: OutboxMessage) => {
+      const stream = key(row.accountId, row.streamKey);
+      let state = streams.get(stream);
+      if (state) return state;
+      state = { waiting: undefined, claimed: false };
+      for (const other of rowsOf(views.outbox, views.outbox.keysBy('pendingByStream', stream))) {
+        if (other.nextAttemptAt > now && (!state.waiting || oldestFirst(other, state.waiting) < 0)) state.waiting = other;
+        if (!state.claimed) state.claimed = (leases.get(other.id)?.until ?? '') > now;
+      }
+      streams.set(stream, state);
+      return state;
+    };
+    const chosen: OutboxMessage[] = [];
+    for (const endpoint of endpoints) {
+      if (scope.except?.has(endpoint)) continue;
+      const sendable = rowsOf(views.outbox, views.outbox.keysBy('pendingByEndpoint', endpoint)).filter((row) => {
         if (row.nextAttemptAt > now) return false;
-        const first = waiting.get(key(row.accountId, row.streamKey));
-        return !first || oldestFirst(row, first) < 0;
-      })
-      .sort(oldestFirst)
-      .map(copy);
+        const stream = streamOf(row);
+        return !stream.claimed && (!stream.waiting || oldestFirst(row, stream.waiting) < 0);
+      });
+      for (const row of oldest(sendable, Math.min(limit, scope.perEndpoint ?? limit))) chosen.push(row);
+    }
+    return oldest(chosen, limit);
   };
 
   const outbox: OutboxRepository = {
@@ -715,32 +761,16 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
       return row && copy(row);
     },
     async claim(now, limit, lease) {
-      // A stream is one endpoint's: the streams of the endpoint claimed from are all that can be held.
-      const endpointId = lease.accountId === undefined ? undefined : lease.endpointId;
-      const pending = pendingRows(lease.accountId, endpointId);
-      const claimedStreams = new Set<string>();
-      for (const row of pending) {
-        const held = leases.get(row.id);
-        if (held && held.until > now) claimedStreams.add(key(row.accountId, row.streamKey));
-      }
       // No await from here to the leases being set: concurrent claims must not interleave.
-      const perEndpoint = new Map<string, number>();
-      const excepted = new Set((lease.exceptEndpoints ?? []).map((e) => key(e.accountId, e.endpointId ?? '')));
-      const available = deliverableNow(now, lease.accountId, endpointId)
-        .filter((row) => {
-          if (claimedStreams.has(key(row.accountId, row.streamKey))) return false;
-          if (excepted.has(key(row.accountId, row.endpointId ?? ''))) return false;
-          if (lease.perEndpoint === undefined) return true;
-          const endpoint = key(row.accountId, row.endpointId ?? '');
-          const taken = perEndpoint.get(endpoint) ?? 0;
-          if (taken >= lease.perEndpoint) return false;
-          perEndpoint.set(endpoint, taken + 1);
-          return true;
-        })
-        .slice(0, limit);
+      const available = sendableNow(now, limit, {
+        accountId: lease.accountId,
+        endpointId: lease.endpointId,
+        except: new Set((lease.exceptEndpoints ?? []).map((e) => endpointKey(e.accountId, e.endpointId))),
+        perEndpoint: lease.perEndpoint,
+      });
       const until = new Date(Date.parse(now) + lease.leaseMs).toISOString();
       for (const row of available) leases.set(row.id, { owner: lease.owner, until });
-      return available;
+      return available.map(copy);
     },
     async releaseClaims(owner, ids) {
       if (ids === undefined) {
@@ -944,6 +974,16 @@ export class MemoryStorage implements StoragePort {
       for (const name of TABLE_NAMES) overlays[name].commit();
       return result;
     });
+  }
+
+  /**
+   * What the outbox's claims rest on: endpoints and streams with pending messages (the indexes a claim
+   * reads) and claims not yet ended. Each follows the pending messages, emptied as they are delivered,
+   * parked or deleted; for the test that holds them to it.
+   */
+  outboxFootprint(): { endpoints: number; streams: number; claims: number } {
+    const { outbox } = this.engine.tables;
+    return { endpoints: outbox.indexKeys('pendingByEndpoint').length, streams: outbox.indexKeys('pendingByStream').length, claims: this.engine.outboxLeases.size };
   }
 
   async close(): Promise<void> {}

@@ -16,6 +16,11 @@ export interface TableView<T> {
   keysBy(index: string, indexKey: string): string[];
   /** Number of rows under `indexKey`, without materialising them. */
   countBy(index: string, indexKey: string): number;
+  /**
+   * The index keys with rows under them, in no promised order; a key leaves once no row is under it. An
+   * overlay may also list a key whose rows it has all rewritten (`keysBy` then finds none).
+   */
+  indexKeys(index: string): string[];
   set(key: string, row: T): void;
   delete(key: string): boolean;
 }
@@ -47,6 +52,10 @@ class SecondaryIndex<T> {
 
   lookup(indexKey: string): ReadonlySet<string> {
     return this.entries.get(indexKey) ?? EMPTY;
+  }
+
+  indexKeys(): IterableIterator<string> {
+    return this.entries.keys();
   }
 }
 
@@ -85,6 +94,10 @@ export class Table<T> implements TableView<T> {
 
   countBy(index: string, indexKey: string): number {
     return indexOf(this.indexes, index).lookup(indexKey).size;
+  }
+
+  indexKeys(index: string): string[] {
+    return [...indexOf(this.indexes, index).indexKeys()];
   }
 
   set(key: string, row: T): void {
@@ -144,6 +157,13 @@ export class TableOverlay<T> implements TableView<T> {
   countBy(index: string, indexKey: string): number {
     if (this.writes.size === 0) return this.base.countBy(index, indexKey);
     return this.keysBy(index, indexKey).length;
+  }
+
+  indexKeys(index: string): string[] {
+    this.updateIndexes();
+    const keys = new Set(this.base.indexKeys(index));
+    for (const key of indexOf(this.indexes, index).indexKeys()) keys.add(key);
+    return [...keys];
   }
 
   set(key: string, row: T): void {

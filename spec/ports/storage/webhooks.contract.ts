@@ -1,11 +1,12 @@
+import fc from 'fast-check';
 import { expect } from 'vitest';
 import type { OutboxMessage, WebhookAttempt, WebhookEndpoint } from '../../../core/domain/types.js';
-import type { StoragePort } from '../../../core/ports/storage.port.js';
-import { at, ACCOUNT_A, ACCOUNT_B, row, ids } from './fixtures.js';
+import type { OutboxLease, StoragePort } from '../../../core/ports/storage.port.js';
+import { at, ACCOUNT_A, ACCOUNT_B, row, ids, sequence } from './fixtures.js';
 import type { StorageContractGroup } from './suite.js';
 
 /** Webhooks: the settings (the default endpoint), the other endpoints, the outbox and its claims, the delivery log. */
-export function webhooksContract({ test }: StorageContractGroup): void {
+export function webhooksContract({ test, numRuns }: StorageContractGroup): void {
   /** What one claim takes now, handed back at once: while no one holds a claim, every message that may go now. */
   const claimable = async (storage: StoragePort, now: string, limit: number, accountId?: string): Promise<OutboxMessage[]> => {
     const claimed = await storage.outbox.claim(now, limit, { owner: 'probe', leaseMs: 60_000, ...(accountId === undefined ? {} : { accountId }) });
@@ -413,6 +414,111 @@ export function webhooksContract({ test }: StorageContractGroup): void {
     expect(new Set(claimed).size).toBe(claimed.length);
   });
 
+  test('property: over a busy outbox, claims give what the contract says, whatever the scope, the cap, the endpoints left out and the claims held', async (storage) => {
+    const nextId = sequence();
+    await fc.assert(
+      fc.asyncProperty(fc.array(outboxRowArb, { minLength: 1, maxLength: 30 }), fc.array(outboxOpArb, { minLength: 1, maxLength: 20 }), async (rows, ops) => {
+        // Accounts of this run only; what a run leaves pending is delivered at its end, so global claims of
+        // the next run see its own messages alone.
+        const run = nextId();
+        const accounts = [`claims-${run}-a`, `claims-${run}-b`];
+        const messages: OutboxMessage[] = rows.map((r) => {
+          const id = nextId();
+          const endpointId = r.endpoint === 0 ? undefined : `e${r.endpoint}`;
+          return {
+            id,
+            accountId: accounts[r.account]!,
+            type: 'medical.bulk-patient-create',
+            body: '{"meta":{"type":"medical.bulk-patient-create"}}',
+            // A stream is the account's and the key's, whatever endpoint its messages go to.
+            streamKey: `s${r.stream}`,
+            status: r.status,
+            attempts: r.status === 'pending' ? 0 : 1,
+            nextAttemptAt: at(r.due),
+            createdAt: at(r.created),
+            ...(r.status === 'delivered' ? { deliveredAt: at(r.created) } : {}),
+            ...(endpointId === undefined ? {} : { endpointId, messageId: `m-${id}` }),
+          };
+        });
+        const model = new Map(messages.map((message) => [message.id, message]));
+        const leases = new Map<string, { owner: string; until: string }>();
+        const oldestFirst = (a: OutboxMessage, b: OutboxMessage) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+        const endpointOf = (message: { accountId: string; endpointId?: string | null }) => `${message.accountId}/${message.endpointId ?? ''}`;
+        /** The contract of `claim`, written plainly over every message. */
+        const expected = (now: string, limit: number, lease: Omit<OutboxLease, 'owner' | 'leaseMs'> | undefined, accountId?: string): OutboxMessage[] => {
+          const pending = [...model.values()].filter((m) => m.status === 'pending');
+          const held = (m: OutboxMessage) =>
+            pending.some(
+              (w) =>
+                w.accountId === m.accountId &&
+                w.streamKey === m.streamKey &&
+                ((w.nextAttemptAt > now && oldestFirst(w, m) < 0) || (lease !== undefined && (leases.get(w.id)?.until ?? '') > now)),
+            );
+          const except = new Set((lease?.exceptEndpoints ?? []).map(endpointOf));
+          const scopeAccount = lease ? lease.accountId : accountId;
+          const taken = new Map<string, number>();
+          return pending
+            .filter(
+              (m) =>
+                m.nextAttemptAt <= now &&
+                (scopeAccount === undefined || m.accountId === scopeAccount) &&
+                (lease?.accountId === undefined || lease.endpointId === undefined || (m.endpointId ?? null) === lease.endpointId) &&
+                !except.has(endpointOf(m)) &&
+                !held(m),
+            )
+            .sort(oldestFirst)
+            .filter((m) => {
+              if (lease?.perEndpoint === undefined) return true;
+              const count = taken.get(endpointOf(m)) ?? 0;
+              taken.set(endpointOf(m), count + 1);
+              return count < lease.perEndpoint;
+            })
+            .slice(0, limit);
+        };
+        try {
+          // Stored in reverse: neither creation nor id order.
+          for (const message of [...messages].reverse()) await storage.outbox.add(message);
+          for (const op of ops) {
+            const now = at(op.now);
+            if (op.kind === 'claim') {
+              const scope: Omit<OutboxLease, 'owner' | 'leaseMs'> = {
+                ...(op.account === undefined ? {} : { accountId: accounts[op.account]! }),
+                ...(op.account === undefined || op.endpoint === undefined ? {} : { endpointId: op.endpoint === 0 ? null : `e${op.endpoint}` }),
+                ...(op.perEndpoint === undefined ? {} : { perEndpoint: op.perEndpoint }),
+                exceptEndpoints: op.except.map(([account, endpoint]) => ({ accountId: accounts[account]!, endpointId: endpoint === 0 ? null : `e${endpoint}` })),
+              };
+              const want = expected(now, op.limit, scope);
+              const owner = `w${op.owner}`;
+              expect(await storage.outbox.claim(now, op.limit, { owner, leaseMs: op.leaseSeconds * 1000, ...scope })).toEqual(want);
+              for (const message of want) leases.set(message.id, { owner, until: at(op.now + op.leaseSeconds) });
+            } else if (op.kind === 'write') {
+              const message = messages[op.pick % messages.length]!;
+              const current = model.get(message.id)!;
+              const written: OutboxMessage =
+                op.outcome === 'delivered'
+                  ? { ...current, status: 'delivered', attempts: current.attempts + 1, deliveredAt: now }
+                  : op.outcome === 'parked'
+                    ? { ...current, status: 'parked', attempts: current.attempts + 1, lastError: 'the receiver answered HTTP 500' }
+                    : { ...current, attempts: current.attempts + 1, nextAttemptAt: at(op.retryAt), lastError: 'the receiver answered HTTP 500' };
+              await storage.outbox.update(written);
+              model.set(written.id, written);
+              leases.delete(written.id);
+            } else {
+              const owner = `w${op.owner}`;
+              const named = op.picks === undefined ? undefined : op.picks.map((pick) => messages[pick % messages.length]!.id);
+              await storage.outbox.releaseClaims(owner, named);
+              for (const [id, lease] of leases) if (lease.owner === owner && (named === undefined || named.includes(id))) leases.delete(id);
+            }
+          }
+        } finally {
+          const left = [...model.values()].filter((m) => m.status === 'pending');
+          await storage.outbox.updateMany(left.map((m) => ({ ...m, status: 'delivered', deliveredAt: at(0) })));
+        }
+      }),
+      { numRuns },
+    );
+  });
+
   test('outbox: updateMany replaces many messages at once, ends their claims, and skips missing or foreign ones', async (storage, build) => {
     const first = build.outbox(ACCOUNT_A, { streamKey: 's1', createdAt: at(1), nextAttemptAt: at(1) });
     const second = build.outbox(ACCOUNT_A, { streamKey: 's2', createdAt: at(2), nextAttemptAt: at(2) });
@@ -463,3 +569,51 @@ export function webhooksContract({ test }: StorageContractGroup): void {
     expect(await storage.outbox.counts(ACCOUNT_B)).toEqual({ pending: 1, delivered: 0, parked: 0 });
   });
 }
+
+/** A message of the busy-outbox property: of two accounts, the default endpoint (0) or e1, e2; few streams and times, so ties and shared streams are common. */
+const outboxRowArb = fc.record({
+  account: fc.integer({ min: 0, max: 1 }),
+  endpoint: fc.integer({ min: 0, max: 2 }),
+  stream: fc.integer({ min: 0, max: 3 }),
+  created: fc.integer({ min: 0, max: 12 }),
+  due: fc.integer({ min: 0, max: 30 }),
+  status: fc.constantFrom<OutboxMessage['status'][]>('pending', 'pending', 'pending', 'pending', 'parked', 'delivered'),
+});
+
+const endpointArb = fc.integer({ min: 0, max: 2 });
+const outboxOpArb = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.record(
+      {
+        kind: fc.constant('claim' as const),
+        now: fc.integer({ min: 0, max: 40 }),
+        limit: fc.integer({ min: 1, max: 12 }),
+        account: fc.integer({ min: 0, max: 1 }),
+        endpoint: endpointArb,
+        perEndpoint: fc.integer({ min: 1, max: 4 }),
+        except: fc.array(fc.tuple(fc.integer({ min: 0, max: 1 }), endpointArb), { maxLength: 3 }),
+        owner: fc.integer({ min: 0, max: 2 }),
+        leaseSeconds: fc.integer({ min: 1, max: 30 }),
+      },
+      { requiredKeys: ['kind', 'now', 'limit', 'except', 'owner', 'leaseSeconds'] },
+    ),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('write' as const),
+      now: fc.integer({ min: 0, max: 40 }),
+      pick: fc.nat(),
+      outcome: fc.constantFrom('delivered', 'retry', 'parked'),
+      retryAt: fc.integer({ min: 0, max: 40 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record(
+      { kind: fc.constant('release' as const), now: fc.constant(0), owner: fc.integer({ min: 0, max: 2 }), picks: fc.array(fc.nat(), { maxLength: 4 }) },
+      { requiredKeys: ['kind', 'now', 'owner'] },
+    ),
+  },
+);
