@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { FhirBundle, FhirResource } from '../../core/ports/ccda.port.js';
-import { MedplumCcdaConverter } from './medplum.ccda.js';
+import { declaresEntities, MedplumCcdaConverter } from './medplum.ccda.js';
 import { normaliseParsedCcda } from './normalise-ccda.js';
 import { uuidFromSeed } from './stable-ids.js';
 
@@ -101,4 +102,15 @@ describe('MedplumCcdaConverter on the HL7 examples', () => {
       Math.random = original;
     }
   });
+});
+
+test('an entity declaration is found as the case-insensitive expression finds it, and only then', () => {
+  const near = fc.constantFrom('<!', '<!ENTITY', '<!entity', '<!EnTiTy', '<!ENTIT', '<!ENTıTY', '<!-- ', 'ENTITY', '<', '!', 'x', ' ', '<!DOCTYPE');
+  fc.assert(
+    fc.property(fc.array(fc.oneof(near, fc.string({ maxLength: 4 })), { maxLength: 12 }), (parts) => {
+      const text = parts.join('');
+      expect(declaresEntities(text)).toBe(/<!ENTITY/i.test(text));
+    }),
+    { numRuns: 3000 },
+  );
 });

@@ -9,7 +9,7 @@ import { linkLiftedStatements } from './nested-statements.js';
 import { narrativeIndex } from './narrative.js';
 import { repairPatient } from './patient.js';
 import { repairConvertedResources, type RepairContext } from './repair.js';
-import { replaceRandomUuids, sha256Hex, uuidFromSeed, uuidsIn } from './stable-ids.js';
+import { sha256Hex, uuidFromSeed, uuidsIn, withRandomUuidsReplaced } from './stable-ids.js';
 
 export interface MedplumCcdaOptions {
   /**
@@ -56,7 +56,7 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
   async convert(xml: string): Promise<FhirBundle> {
     if (typeof xml !== 'string' || xml.trim() === '') throw invalid('the document is empty');
     // Entity declarations are no part of C-CDA and are the way to blow a parser up.
-    if (/<!ENTITY/i.test(xml)) throw invalid('the document declares XML entities');
+    if (declaresEntities(xml)) throw invalid('the document declares XML entities');
     const validation = XMLValidator.validate(xml);
     if (validation !== true) throw invalid(`the document is not well-formed XML (line ${validation.err.line})`);
 
@@ -81,7 +81,7 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
     }
 
     const keep = new Set([...uuidsIn(xml), ...assignedUuids]);
-    const stable = JSON.parse(replaceRandomUuids(JSON.stringify(converted), keep, seed)) as typeof converted;
+    const stable = withRandomUuidsReplaced(converted, keep, seed) as typeof converted;
     const bundle = toBundle(stable.entry ?? [], seed);
     if (!this.repairs) return bundle;
     // The sections added for nested statements are the converter's input, not the document's.
@@ -158,6 +158,22 @@ function dropReferences(value: unknown, gone: ReadonlySet<string>): void {
     }
   }
 }
+
+/**
+ * Whether the text holds `<!ENTITY` in any case, as `/<!ENTITY/i` finds it, but looking only where `<!`
+ * stands: a case-insensitive expression without a literal to anchor on tries every position of a document.
+ */
+export function declaresEntities(xml: string): boolean {
+  for (let at = xml.indexOf('<!'); at !== -1; at = xml.indexOf('<!', at + 2)) {
+    let k = 0;
+    // ASCII letters either case (a letter's code with bit 5 set is its lower case), nothing else.
+    while (k < 6 && (xml.charCodeAt(at + 2 + k) | 0x20) === ENTITY.charCodeAt(k)) k++;
+    if (k === 6) return true;
+  }
+  return false;
+}
+
+const ENTITY = 'entity';
 
 function invalid(reason: string, cause?: unknown): CoreError {
   return new CoreError('CCDA_INVALID', `Not a readable C-CDA document: ${reason}.`, cause === undefined ? undefined : { cause });
