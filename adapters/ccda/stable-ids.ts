@@ -103,8 +103,9 @@ export function replaceRandomUuids(json: string, keep: ReadonlySet<string>, seed
  * `JSON.parse(replaceRandomUuids(JSON.stringify(value), keep, seedPrefix))` without the text in between: a
  * copy of `value` as JSON would give it (undefined members left out, undefined items and numbers JSON
  * cannot hold as null, `toJSON` honoured), every string and key with its UUIDs replaced, numbered in the
- * order `JSON.stringify` writes them, so the ids are the same as by the text. Twice as fast on a converted
- * document, and the copy shares nothing with `value` (whose objects the converter may reuse).
+ * order `JSON.stringify` writes them, so the ids are the same as by the text: a third less CPU on a
+ * converted document (0.37 against 0.54 ms over the corpus), and the copy shares nothing with `value`
+ * (whose objects the converter may reuse).
  */
 export function withRandomUuidsReplaced(value: unknown, keep: ReadonlySet<string>, seedPrefix: string): unknown {
   const replacer = new UuidReplacer(keep, seedPrefix);
