@@ -1,7 +1,7 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import { CoreError } from '../../../core/errors.js';
 import type { Columns } from './mappers.js';
-import type { Row } from './models.js';
+import type { Row } from './schema.js';
 
 /**
  * Statements run straight on the driver connection of a Sequelize transaction. The hot paths of a bulk

@@ -2,9 +2,8 @@ import { BaseError, type Sequelize, type Transaction } from 'sequelize';
 import { CoreError } from '../../../core/errors.js';
 import type { Patient } from '../../../core/domain/types.js';
 import { BULK_ROW_COLUMNS, PATIENT_COLUMNS, RowMapper, type Columns } from './mappers.js';
-import type { Row, StorageModels } from './models.js';
 import { Params, RawSql } from './raw-sql.js';
-import { columnsOf, type TABLES, type TableName } from './schema.js';
+import { columnsOf, type Row, type TABLES, type TableName } from './schema.js';
 
 /*
  * What every repository of the SQL storage reads and writes through, every statement on the driver
@@ -89,15 +88,14 @@ export function orderOf<T extends TableName>(order: Order<T> | undefined): strin
   return ` ORDER BY ${order.map(([column, direction]) => `${quoted(column)} ${direction}`).join(', ')}`;
 }
 
-/** What a storage shares with the storages its transactions hand out. */
 /** Arbitrary constant: the PostgreSQL advisory lock that serialises outbox claims. */
 export const OUTBOX_CLAIM_LOCK = 0x63626f78;
 
+/** What a storage shares with the storages its transactions hand out. */
 export interface Context {
   sequelize: Sequelize;
-  models: StorageModels;
   map: RowMapper;
-  /** Batch statements on the driver connection (the bulk import's hot paths). */
+  /** Every statement of the repositories, on the driver connection. */
   raw: RawSql;
   postgres: boolean;
   /** Whether `close` closes the Sequelize instance (it opened it). */
@@ -163,8 +161,6 @@ export function guarded<R extends object>(repository: R): R {
 
 /** The data access of one storage (or of one transaction's), shared by its repositories. */
 export class SqlAccess {
-  readonly sequelize: Sequelize;
-  readonly models: StorageModels;
   readonly map: RowMapper;
   readonly raw: RawSql;
 
@@ -173,8 +169,6 @@ export class SqlAccess {
     readonly transaction: Transaction | undefined,
     readonly atomic: <T>(work: (transaction: Transaction) => Promise<T>) => Promise<T>,
   ) {
-    this.sequelize = context.sequelize;
-    this.models = context.models;
     this.map = context.map;
     this.raw = context.raw;
   }

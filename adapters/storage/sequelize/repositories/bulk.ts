@@ -1,7 +1,7 @@
 import type { BulkRowOutcome } from '../../../../core/domain/types.js';
 import type { BulkRequestRepository, BulkRowRepository } from '../../../../core/ports/storage.port.js';
 import { BULK_ROW_COLUMNS } from '../mappers.js';
-import type { Row } from '../models.js';
+import type { Row } from '../schema.js';
 import { BULK_ROW_UPSERT, NEWEST_FIRST, OLDEST_FIRST, columnList, copy, lastByKey, type SqlAccess } from '../sql-access.js';
 
 /* Bulk requests and the outcome of each of their rows. */

@@ -1,6 +1,6 @@
 import type { BulkQueriesProgress, FhirResourceRecord } from '../../../../core/domain/types.js';
 import type { ConsolidatedQueryRepository, DocumentQueryRepository, DocumentRepository, FhirResourceRepository, NetworkQueryRepository } from '../../../../core/ports/storage.port.js';
-import type { Row } from '../models.js';
+import type { Row } from '../schema.js';
 import { Params } from '../raw-sql.js';
 import { IDS_PER_STATEMENT, NEWEST_FIRST, OLDEST_FIRST, chunks, columnList, copy, lastByKey, type SqlAccess } from '../sql-access.js';
 

@@ -1,6 +1,6 @@
 import type { EndpointMessageCounts, OutboxMessage } from '../../../../core/domain/types.js';
 import type { OutboxRepository, WebhookAttemptRepository } from '../../../../core/ports/storage.port.js';
-import type { Row } from '../models.js';
+import type { Row } from '../schema.js';
 import { Params } from '../raw-sql.js';
 import { IDS_PER_STATEMENT, OLDEST_FIRST, OUTBOX_CLAIM_LOCK, ROWS_PER_STATEMENT, chunks, columnList, orderOf, type Conditions, type SqlAccess } from '../sql-access.js';
 

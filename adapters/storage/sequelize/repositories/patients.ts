@@ -5,7 +5,7 @@ import type { Patient } from '../../../../core/domain/types.js';
 import { matchesPatientSearch } from '../../../../core/entities/patient-search.js';
 import type { PatientRepository } from '../../../../core/ports/storage.port.js';
 import { KEY_HASH_COLUMNS } from '../mappers.js';
-import type { Row } from '../models.js';
+import type { Row } from '../schema.js';
 import { Params } from '../raw-sql.js';
 import { IDS_PER_STATEMENT, KEY_ENTRIES_PER_STATEMENT, OLDEST_FIRST, PATIENT_UPSERT, ROWS_PER_STATEMENT, type StoredKeys, chunks, columnList, copy, lastByKey, matchKeysText, type SqlAccess } from '../sql-access.js';
 
