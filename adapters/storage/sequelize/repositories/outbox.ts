@@ -17,13 +17,13 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
       ]);
       return row && toMessage(row);
     },
-    claim: (now_, limit, lease) =>
+    claim: (at, limit, lease) =>
       db.atomic(async (transaction) => {
         // Claims queue up behind one lock: a claim must see the streams the previous one took, which row
         // locks alone (SKIP LOCKED) would hide from it until that claim commits. Claims are short.
         if (db.context.postgres) await db.query(`SELECT pg_advisory_xact_lock(${OUTBOX_CLAIM_LOCK})`, [], { transaction });
         const params = new Params();
-        const now = params.add(now_);
+        const now = params.add(at);
         let scope = '';
         if (lease.accountId !== undefined) {
           scope = ` AND o.account_id = ${params.add(lease.accountId)}`;
@@ -55,7 +55,7 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
                  SELECT m.id, m.created_at, ROW_NUMBER() OVER (PARTITION BY m.account_id, m.endpoint_id ORDER BY m.created_at, m.id) AS n
                  FROM (${claimable}) m) c
                WHERE c.n <= ${params.add(lease.perEndpoint)} ORDER BY c.created_at, c.id LIMIT ${params.add(limit)}`;
-        const leaseUntil = params.add(new Date(Date.parse(now_) + lease.leaseMs).toISOString());
+        const leaseUntil = params.add(new Date(Date.parse(at) + lease.leaseMs).toISOString());
         const rows = await db.query(
           `UPDATE outbox SET lease_until = ${leaseUntil}, lease_owner = ${params.add(lease.owner)}
            WHERE id IN (${chosen})
@@ -75,7 +75,6 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
           return;
         }
         for (const chunk of chunks(ids, IDS_PER_STATEMENT)) {
-          if (chunk.length === 0) continue;
           const params = new Params();
           const sql = `UPDATE outbox SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ${params.add(owner)} AND id IN (${params.list(chunk)})`;
           await db.raw.runOnce(transaction, sql, params.values);
