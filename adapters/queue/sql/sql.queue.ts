@@ -1,5 +1,6 @@
-import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import type { Sequelize, Transaction } from 'sequelize';
 import { runTransaction } from '../../storage/sequelize/connection.js';
+import { Params, RawSql } from '../../storage/sequelize/raw-sql.js';
 import { SequelizeStorage, Umzug } from 'umzug';
 import { CoreError } from '../../../core/errors.js';
 import type { ClaimedJob, JobFailure, JobLane, JsonValue, NewJob, QueuePort, QueueStats } from '../../../core/ports/queue.port.js';
@@ -54,15 +55,24 @@ const num = (value: unknown): number => (typeof value === 'number' ? value : Num
  *
  * Times are stored as epoch milliseconds (BIGINT) from the clock port, never the database's clock, so a
  * stepped clock drives leases and retries in tests exactly as in the memory queue.
+ *
+ * Statements run on the driver (`RawSql`, as the storage's do), kept prepared on SQLite: a claim and a
+ * completion are the statements the service runs most, and through Sequelize's query path each cost the
+ * event loop several times what it cost the database.
  */
 export class SqlQueue implements QueuePort {
+  private readonly raw: RawSql;
+
   private constructor(
     private readonly sequelize: Sequelize,
     private readonly dialect: Dialect,
     /** Quoted, schema-qualified table name. */
     private readonly table: string,
     private readonly options: ResolvedQueueOptions,
-  ) {}
+  ) {
+    // Not logged: idle workers poll with claims.
+    this.raw = new RawSql(sequelize, { logging: false });
+  }
 
   /** Creates (or upgrades) the queue tables, then returns a queue on them. Safe to call from many processes. */
   static async open(options: SqlQueueOptions): Promise<SqlQueue> {
@@ -85,26 +95,22 @@ export class SqlQueue implements QueuePort {
     const prepared = prepareJob(job, this.options, nowMs);
     // A few rounds are enough: a round only repeats when the job holding the key finished in between.
     for (let round = 0; round < 5; round += 1) {
-      // The leading comment matters: Sequelize's SQLite dialect discards the rows of any statement that
-      // starts with INSERT INTO, RETURNING included.
       // The turn: after the key's last active job, but never one its lane has already passed (the lowest
       // pending turn), so a key that queues behind another key's backlog is served within a round.
       const greatest = this.dialect === 'postgres' ? 'GREATEST' : 'MAX';
       const inserted = await this.writeReturning(
-        `/* enqueue */ INSERT INTO ${this.table} (id, type, payload, status, dedupe_key, attempts, max_attempts, run_at, created_at, updated_at, lane, fairness_key, turn)
-         VALUES (:id, :type, :payload, 'pending', :key, 0, :maxAttempts, :runAt, :now, :now, :lane, :fairnessKey,
+        `INSERT INTO ${this.table} (id, type, payload, status, dedupe_key, attempts, max_attempts, run_at, created_at, updated_at, lane, fairness_key, turn)
+         VALUES ($1, $2, $3, 'pending', $4, 0, $5, $6, $7, $7, $8, $9,
            ${greatest}(
-             COALESCE((SELECT MAX(turn) + 1 FROM ${this.table} WHERE lane = :lane AND fairness_key = :fairnessKey AND status IN ('pending', 'running')), 0),
-             COALESCE((SELECT MIN(turn) FROM ${this.table} WHERE status = 'pending' AND lane = :lane), 0)))
+             COALESCE((SELECT MAX(turn) + 1 FROM ${this.table} WHERE lane = $10 AND fairness_key = $11 AND status IN ('pending', 'running')), 0),
+             COALESCE((SELECT MIN(turn) FROM ${this.table} WHERE status = 'pending' AND lane = $10), 0)))
          ON CONFLICT (dedupe_key) WHERE status IN ('pending', 'running') DO NOTHING
          RETURNING id`,
-        { ...prepared, key: prepared.key ?? null, runAt: prepared.runAtMs, now: nowMs, lane: LANE_RANK[prepared.lane] },
+        // Lane and key bound twice: PostgreSQL types a parameter the column's type (VARCHAR) in VALUES and text in a comparison.
+        [prepared.id, prepared.type, prepared.payload, prepared.key ?? null, prepared.maxAttempts, prepared.runAtMs, nowMs, LANE_RANK[prepared.lane], prepared.fairnessKey, LANE_RANK[prepared.lane], prepared.fairnessKey],
       );
       if (inserted[0]) return String(inserted[0].id);
-      const existing = await this.select(
-        `SELECT id FROM ${this.table} WHERE dedupe_key = :key AND status IN ('pending', 'running')`,
-        { key: prepared.key ?? null },
-      );
+      const existing = await this.select(`SELECT id FROM ${this.table} WHERE dedupe_key = $1 AND status IN ('pending', 'running')`, [prepared.key ?? null]);
       if (existing[0]) {
         if (prepared.lane === 'interactive') await this.promote(String(existing[0].id), nowMs);
         return String(existing[0].id);
@@ -118,11 +124,11 @@ export class SqlQueue implements QueuePort {
     const greatest = this.dialect === 'postgres' ? 'GREATEST' : 'MAX';
     await this.run(
       `UPDATE ${this.table}
-       SET lane = 0, updated_at = :now, turn = ${greatest}(
+       SET lane = 0, updated_at = $2, turn = ${greatest}(
          COALESCE((SELECT MAX(k.turn) + 1 FROM ${this.table} k WHERE k.lane = 0 AND k.fairness_key = ${this.table}.fairness_key AND k.status IN ('pending', 'running')), 0),
          COALESCE((SELECT MIN(p.turn) FROM ${this.table} p WHERE p.status = 'pending' AND p.lane = 0), 0))
-       WHERE id = :id AND status = 'pending' AND lane = 1`,
-      { id, now: nowMs },
+       WHERE id = $1 AND status = 'pending' AND lane = 1`,
+      [id, nowMs],
     );
   }
 
@@ -144,47 +150,43 @@ export class SqlQueue implements QueuePort {
     // Both multi-row statements skip rows another worker has locked, so concurrent claims never wait on
     // each other and can never deadlock; a skipped row is picked up by a later claim.
     const lock = this.dialect === 'postgres' ? 'FOR UPDATE SKIP LOCKED' : '';
-    await this.statement(
+    await this.raw.run(
       transaction,
-      QueryTypes.UPDATE,
       `UPDATE ${this.table}
-       SET status = 'dead', locked_by = NULL, lease_until = NULL, last_error = :error, updated_at = :now
+       SET status = 'dead', locked_by = NULL, lease_until = NULL, last_error = $2, updated_at = $1
        WHERE id IN (
          SELECT id FROM ${this.table}
-         WHERE status = 'running' AND lease_until <= :now AND attempts >= max_attempts
+         WHERE status = 'running' AND lease_until <= $1 AND attempts >= max_attempts
          ${lock}
        )`,
-      { now: nowMs, error: LEASE_EXPIRED_ERROR },
+      [nowMs, LEASE_EXPIRED_ERROR],
     );
     if (options.limit === 0 || options.types?.length === 0 || options.lanes?.length === 0) return [];
-    const filters = `${options.types === undefined ? '' : 'AND type IN (:types)'} ${options.lanes === undefined ? '' : 'AND lane IN (:lanes)'}`;
-    const replacements = {
-      worker: options.workerId,
-      leaseUntil: nowMs + options.leaseMs,
-      now: nowMs,
-      types: options.types ? [...options.types] : null,
-      lanes: options.lanes ? options.lanes.map((lane) => LANE_RANK[lane]) : null,
-    };
-    const take = (where: string, limit: number) =>
-      this.statement<Row[]>(
+    const take = (due: 'expired' | 'pending', limit: number) => {
+      const params = new Params();
+      const now = params.add(nowMs);
+      const where = due === 'expired' ? `status = 'running' AND lease_until <= ${now} AND attempts < max_attempts` : `status = 'pending' AND run_at <= ${now}`;
+      const filters = `${options.types === undefined ? '' : `AND type IN (${params.list(options.types)})`} ${options.lanes === undefined ? '' : `AND lane IN (${params.list(options.lanes.map((lane) => LANE_RANK[lane]))})`}`;
+      return this.raw.all(
         transaction,
-        QueryTypes.SELECT,
         `UPDATE ${this.table}
-         SET status = 'running', locked_by = :worker, lease_until = :leaseUntil, attempts = attempts + 1, updated_at = :now
+         SET status = 'running', locked_by = ${params.add(options.workerId)}, lease_until = ${params.add(nowMs + options.leaseMs)}, attempts = attempts + 1, updated_at = ${now}
          WHERE id IN (
            SELECT id FROM ${this.table}
            WHERE ${where} ${filters}
            ORDER BY lane, turn, run_at, id
-           LIMIT :limit
+           LIMIT ${params.add(limit)}
            ${lock}
          )
          RETURNING id, type, payload, attempts, max_attempts, run_at, lease_until, lane, turn`,
-        { ...replacements, limit },
+        params.values,
+        { keepPrepared: true },
       );
+    };
     // Jobs of a worker that died first (rare), then pending ones. Apart, each statement walks one index in
     // claim order and stops at its limit, where one OR of both would sort every due job on every claim.
-    const rows = await take('status = \'running\' AND lease_until <= :now AND attempts < max_attempts', options.limit);
-    if (rows.length < options.limit) rows.push(...(await take('status = \'pending\' AND run_at <= :now', options.limit - rows.length)));
+    const rows = await take('expired', options.limit);
+    if (rows.length < options.limit) rows.push(...(await take('pending', options.limit - rows.length)));
     // RETURNING follows no ORDER BY; the port promises claim order.
     rows.sort((a, b) => num(a.lane) - num(b.lane) || num(a.turn) - num(b.turn) || num(a.run_at) - num(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
     return rows.map((row) => ({
@@ -201,17 +203,17 @@ export class SqlQueue implements QueuePort {
   async complete(jobId: string, workerId: string): Promise<void> {
     await this.run(
       `UPDATE ${this.table}
-       SET status = 'done', locked_by = NULL, lease_until = NULL, updated_at = :now
-       WHERE id = :id AND status = 'running' AND locked_by = :worker`,
-      { id: jobId, worker: workerId, now: this.nowMs() },
+       SET status = 'done', locked_by = NULL, lease_until = NULL, updated_at = $3
+       WHERE id = $1 AND status = 'running' AND locked_by = $2`,
+      [jobId, workerId, this.nowMs()],
     );
   }
 
   async fail(jobId: string, workerId: string, failure: JobFailure): Promise<'retrying' | 'dead' | 'lost'> {
     const nowMs = this.nowMs();
     const [held] = await this.select(
-      `SELECT attempts, max_attempts FROM ${this.table} WHERE id = :id AND status = 'running' AND locked_by = :worker`,
-      { id: jobId, worker: workerId },
+      `SELECT attempts, max_attempts FROM ${this.table} WHERE id = $1 AND status = 'running' AND locked_by = $2`,
+      [jobId, workerId],
     );
     if (!held) return 'lost';
     const attempts = num(held.attempts);
@@ -221,20 +223,11 @@ export class SqlQueue implements QueuePort {
     // Guarded by the attempt count read above: if the lease changed hands in between, nothing is written.
     const updated = await this.writeReturning(
       `UPDATE ${this.table}
-       SET status = :status, run_at = COALESCE(:runAt, run_at), locked_by = NULL, lease_until = NULL,
-           last_error = :error, updated_at = :now, attempts = :attemptsAfter
-       WHERE id = :id AND status = 'running' AND locked_by = :worker AND attempts = :attempts
+       SET status = $1, run_at = COALESCE($2, run_at), locked_by = NULL, lease_until = NULL,
+           last_error = $3, updated_at = $4, attempts = $5
+       WHERE id = $6 AND status = 'running' AND locked_by = $7 AND attempts = $8
        RETURNING id`,
-      {
-        status: dead ? 'dead' : 'pending',
-        runAt,
-        error: clipError(failure.error),
-        now: nowMs,
-        id: jobId,
-        worker: workerId,
-        attempts,
-        attemptsAfter: counts ? attempts : Math.max(0, attempts - 1),
-      },
+      [dead ? 'dead' : 'pending', runAt, clipError(failure.error), nowMs, counts ? attempts : Math.max(0, attempts - 1), jobId, workerId, attempts],
     );
     if (updated.length === 0) return 'lost';
     return dead ? 'dead' : 'retrying';
@@ -244,10 +237,10 @@ export class SqlQueue implements QueuePort {
     checkLeaseMs(leaseMs);
     const nowMs = this.nowMs();
     const updated = await this.writeReturning(
-      `UPDATE ${this.table} SET lease_until = :leaseUntil, updated_at = :now
-       WHERE id = :id AND status = 'running' AND locked_by = :worker
+      `UPDATE ${this.table} SET lease_until = $1, updated_at = $2
+       WHERE id = $3 AND status = 'running' AND locked_by = $4
        RETURNING id`,
-      { leaseUntil: nowMs + leaseMs, now: nowMs, id: jobId, worker: workerId },
+      [nowMs + leaseMs, nowMs, jobId, workerId],
     );
     return updated.length > 0;
   }
@@ -257,27 +250,27 @@ export class SqlQueue implements QueuePort {
     await this.run(
       `UPDATE ${this.table}
        SET status = 'pending', locked_by = NULL, lease_until = NULL,
-           attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at = :now
-       WHERE status = 'running' AND locked_by = :worker`,
-      { worker: workerId, now: this.nowMs() },
+           attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at = $2
+       WHERE status = 'running' AND locked_by = $1`,
+      [workerId, this.nowMs()],
     );
   }
 
   async expireLeases(workerId: string): Promise<void> {
     await this.run(
-      `UPDATE ${this.table} SET lease_until = :now, updated_at = :now
-       WHERE status = 'running' AND locked_by = :worker AND lease_until > :now`,
-      { worker: workerId, now: this.nowMs() },
+      `UPDATE ${this.table} SET lease_until = $2, updated_at = $2
+       WHERE status = 'running' AND locked_by = $1 AND lease_until > $2`,
+      [workerId, this.nowMs()],
     );
   }
 
   async nextRunAt(): Promise<string | undefined> {
-    const [row] = await this.select(`SELECT MIN(run_at) AS next FROM ${this.table} WHERE status = 'pending'`, {});
+    const [row] = await this.select(`SELECT MIN(run_at) AS next FROM ${this.table} WHERE status = 'pending'`, []);
     return row?.next === null || row?.next === undefined ? undefined : new Date(num(row.next)).toISOString();
   }
 
   async stats(): Promise<QueueStats> {
-    const rows = await this.select(`SELECT status, COUNT(*) AS n FROM ${this.table} GROUP BY status`, {});
+    const rows = await this.select(`SELECT status, COUNT(*) AS n FROM ${this.table} GROUP BY status`, []);
     const stats: QueueStats = { pending: 0, running: 0, dead: 0, done: 0 };
     for (const row of rows) {
       const status = String(row.status) as keyof QueueStats;
@@ -290,9 +283,9 @@ export class SqlQueue implements QueuePort {
     checkLimit(limit);
     const rows = await this.writeReturning(
       `DELETE FROM ${this.table} WHERE id IN (
-         SELECT id FROM ${this.table} WHERE status IN ('done', 'dead') AND updated_at < :before ORDER BY updated_at, id LIMIT :limit)
+         SELECT id FROM ${this.table} WHERE status IN ('done', 'dead') AND updated_at < $1 ORDER BY updated_at, id LIMIT $2)
        RETURNING id`,
-      { before: Date.parse(before), limit },
+      [Date.parse(before), limit],
     );
     return rows.length;
   }
@@ -300,8 +293,8 @@ export class SqlQueue implements QueuePort {
   async dead(limit = 100): Promise<{ id: string; type: string; payload: JsonValue; attempts: number; lastError?: string }[]> {
     checkLimit(limit);
     const rows = await this.select(
-      `SELECT id, type, payload, attempts, last_error FROM ${this.table} WHERE status = 'dead' ORDER BY id LIMIT :limit`,
-      { limit },
+      `SELECT id, type, payload, attempts, last_error FROM ${this.table} WHERE status = 'dead' ORDER BY id LIMIT $1`,
+      [limit],
     );
     return rows.map((row) => {
       const entry: { id: string; type: string; payload: JsonValue; attempts: number; lastError?: string } = {
@@ -319,24 +312,19 @@ export class SqlQueue implements QueuePort {
     return this.options.clock.now().getTime();
   }
 
-  /** A statement whose rows come back (SELECT, or a write with RETURNING). */
-  /** One statement in `transaction`, or on its own where there is none (PostgreSQL). */
-  private async statement<T = unknown>(transaction: Transaction | undefined, type: QueryTypes.SELECT | QueryTypes.UPDATE, sql: string, replacements: Record<string, unknown>): Promise<T> {
-    return (await this.sequelize.query(sql, { type, replacements, logging: false, ...(transaction ? { transaction } : {}) })) as T;
-  }
-
-  private async select(sql: string, replacements: Record<string, unknown>): Promise<Row[]> {
-    return this.sequelize.query<Row>(sql, { type: QueryTypes.SELECT, replacements, logging: false });
+  /** A read, outside any transaction; `$n` placeholders for `params`. */
+  private async select(sql: string, params: unknown[]): Promise<Row[]> {
+    return this.raw.all(undefined, sql, params, { keepPrepared: true });
   }
 
   /** A write statement whose rows come back (RETURNING); see `writer`. */
-  private async writeReturning(sql: string, replacements: Record<string, unknown>): Promise<Row[]> {
-    return this.writer((transaction) => this.statement<Row[]>(transaction, QueryTypes.SELECT, sql, replacements));
+  private async writeReturning(sql: string, params: unknown[]): Promise<Row[]> {
+    return this.writer((transaction) => this.raw.all(transaction, sql, params, { keepPrepared: true }));
   }
 
   /** A write statement; see `writer`. */
-  private async run(sql: string, replacements: Record<string, unknown>): Promise<void> {
-    await this.writer((transaction) => this.statement(transaction, QueryTypes.UPDATE, sql, replacements));
+  private async run(sql: string, params: unknown[]): Promise<void> {
+    await this.writer((transaction) => this.raw.run(transaction, sql, params));
   }
 
   /** On SQLite, in a transaction of the instance's one writer (see the class comment); elsewhere as it is. */

@@ -1,5 +1,6 @@
-import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
+import type { Sequelize, Transaction } from 'sequelize';
 import { runTransaction } from './connection.js';
+import { RawSql } from './raw-sql.js';
 
 /** One running instance of the service, as it registered itself in the database it shares. */
 export interface InstanceRecord {
@@ -27,12 +28,14 @@ const JOIN_LOCK_KEY = 716_253_001;
 export class SqlInstanceRegistry {
   private readonly table: string;
   private readonly dialect: string;
+  private readonly raw: RawSql;
 
   constructor(
     private readonly sequelize: Sequelize,
     options: { schema?: string } = {},
   ) {
     this.dialect = sequelize.getDialect();
+    this.raw = new RawSql(sequelize);
     if (options.schema !== undefined && !IDENTIFIER.test(options.schema)) throw new Error('SqlInstanceRegistry: schema must be a plain SQL identifier');
     this.table = options.schema === undefined || this.dialect !== 'postgres' ? '"carebridge_instances"' : `"${options.schema}"."carebridge_instances"`;
   }
@@ -46,7 +49,7 @@ export class SqlInstanceRegistry {
    */
   async join(self: InstanceRecord, gone: (record: InstanceRecord) => boolean, check: (live: InstanceRecord[]) => void): Promise<InstanceRecord[]> {
     return runTransaction(this.sequelize, async (transaction) => {
-      if (this.dialect === 'postgres') await this.sequelize.query(`SELECT pg_advisory_xact_lock(${JOIN_LOCK_KEY})`, { transaction });
+      if (this.dialect === 'postgres') await this.raw.all(transaction, `SELECT pg_advisory_xact_lock(${JOIN_LOCK_KEY})`, []);
       await this.sequelize.query(
         `CREATE TABLE IF NOT EXISTS ${this.table} (
            instance_id TEXT PRIMARY KEY,
@@ -74,16 +77,15 @@ export class SqlInstanceRegistry {
 
   /** Removes the instance's row; a missing row is not an error. */
   async leave(instanceId: string): Promise<void> {
-    await runTransaction(this.sequelize, (transaction) =>
-      this.sequelize.query(`DELETE FROM ${this.table} WHERE instance_id = :instanceId`, { replacements: { instanceId }, transaction }),
-    );
+    await runTransaction(this.sequelize, (transaction) => this.raw.runOnce(transaction, `DELETE FROM ${this.table} WHERE instance_id = $1`, [instanceId]));
   }
 
   /** Every registered instance, live or not, oldest start first. */
   async list(transaction?: Transaction): Promise<InstanceRecord[]> {
-    const rows = await this.sequelize.query<Record<string, string | number>>(
+    const rows = await this.raw.all(
+      transaction,
       `SELECT instance_id, public_url, secret_fingerprint, blob_location, started_at, heartbeat_at FROM ${this.table} ORDER BY started_at, instance_id`,
-      { type: QueryTypes.SELECT, ...(transaction ? { transaction } : {}) },
+      [],
     );
     return rows.map((row) => ({
       instanceId: String(row.instance_id),
@@ -96,12 +98,13 @@ export class SqlInstanceRegistry {
     }));
   }
 
-  private async upsert(record: InstanceRecord, transaction?: Transaction): Promise<void> {
-    await this.sequelize.query(
+  private async upsert(record: InstanceRecord, transaction: Transaction): Promise<void> {
+    await this.raw.run(
+      transaction,
       `INSERT INTO ${this.table} (instance_id, public_url, secret_fingerprint, blob_location, started_at, heartbeat_at)
-       VALUES (:instanceId, :publicUrl, :secretFingerprint, :blobLocation, :startedAt, :heartbeatAt)
+       VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
-      { replacements: { ...record }, ...(transaction ? { transaction } : {}) },
+      [record.instanceId, record.publicUrl, record.secretFingerprint, record.blobLocation, record.startedAt, record.heartbeatAt],
     );
   }
 }

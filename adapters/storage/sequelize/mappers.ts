@@ -17,7 +17,7 @@ import type {
   Patient,
   WebhookSettings,
 } from '../../../core/domain/types.js';
-import type { Row } from './models.js';
+import type { Row } from './schema.js';
 import type { MatchKeyHasher } from './match-key-hash.js';
 import { columnsOf, type ColumnKind, type TableName } from './schema.js';
 

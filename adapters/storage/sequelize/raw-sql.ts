@@ -1,14 +1,17 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import { CoreError } from '../../../core/errors.js';
 import type { Columns } from './mappers.js';
-import type { Row } from './models.js';
+import type { Row } from './schema.js';
 
 /**
  * Statements run straight on the driver connection of a Sequelize transaction. The hot paths of a bulk
  * import (patients, their match keys, row outcomes) go here: Sequelize's `bulkCreate` escapes every value
  * in JS and builds model instances (about 95 ms per 1,000 patients on SQLite), and its `bind` option
  * rewrites positional parameters into named ones with a regex pass over the statement (1.3 s per 1,000
- * patients). So do the plain reads and single-record writes of the storage (see `selectPlain`).
+ * patients). So does every other statement of the storage and of the durable queue that runs often: through
+ * Sequelize's query path each statement cost the event loop far more than the database (the statement built
+ * through lodash, replacements formatted in JS, and on SQLite an Error created and its stack formatted for
+ * every statement, failed or not). Sequelize keeps the schema and the migrations.
  */
 
 type RunCallback = (this: { changes: number }, error: Error | null) => void;
@@ -130,7 +133,7 @@ function allPrepared(connection: SqliteDatabase, sql: string, params: unknown[])
 }
 
 interface ConnectionManager {
-  getConnection(options: { type: 'SELECT' }): Promise<unknown>;
+  getConnection(options: { type: 'SELECT' | 'SQL' }): Promise<unknown>;
   releaseConnection(connection: unknown): Promise<void>;
 }
 
@@ -168,13 +171,43 @@ function failure(error: unknown, sql: string, entity: string): CoreError {
   return new CoreError('INTERNAL', `storage query failed (${code ?? 'driver error'})`, { cause, ...(code ? { details: { code } } : {}) });
 }
 
+/**
+ * The values of one statement as it is built: `add` binds a value and answers its placeholder, `$n`. A
+ * placeholder may appear several times in the statement (SQLite reads `$n` as its `?n`, see `RawSql`), so a
+ * value used twice is bound once.
+ */
+export class Params {
+  readonly values: unknown[] = [];
+
+  add(value: unknown): string {
+    this.values.push(value === undefined ? null : value);
+    return `$${this.values.length}`;
+  }
+
+  /** `$k, $k+1, ...`: the placeholders of a list of values, e.g. for `IN (...)`. */
+  list(values: readonly unknown[]): string {
+    return values.map((value) => this.add(value)).join(', ');
+  }
+}
+
+/** Statement texts rewritten for SQLite, by their PostgreSQL text: a few dozen shapes repeat. */
+const SQLITE_TEXTS_KEPT = 256;
+
 export class RawSql {
   private readonly postgres: boolean;
+  private readonly logging: boolean;
   /** Statement texts by shape; a batch import asks for the same few shapes over and over. Bounded: a row count is part of a shape. */
   private readonly texts = new Map<string, string>();
+  /** SQLite's text of each statement written with `$n` placeholders (see `dialectText`). */
+  private readonly sqliteTexts = new Map<string, string>();
 
-  constructor(private readonly sequelize: Sequelize) {
+  /** `logging: false` keeps this helper's statements out of the instance's log (the queue's polling would flood it). */
+  constructor(
+    private readonly sequelize: Sequelize,
+    options: { logging?: boolean } = {},
+  ) {
     this.postgres = sequelize.getDialect() === 'postgres';
+    this.logging = options.logging !== false;
   }
 
   private cached(key: string, build: () => string): string {
@@ -183,6 +216,22 @@ export class RawSql {
       text = build();
       if (this.texts.size >= 32) this.texts.delete(this.texts.keys().next().value!);
       this.texts.set(key, text);
+    }
+    return text;
+  }
+
+  /**
+   * The statement as the dialect reads it. Statements are written once, with PostgreSQL's `$n`; SQLite's
+   * `?n` is the same numbered parameter (bound from the same position, usable several times), so for
+   * SQLite each `$n` becomes `?n`. Statements written with plain `?` (SQLite only) pass unchanged.
+   */
+  private dialectText(sql: string): string {
+    if (this.postgres || !sql.includes('$')) return sql;
+    let text = this.sqliteTexts.get(sql);
+    if (text === undefined) {
+      text = sql.replace(/\$(\d+)/g, '?$1');
+      if (this.sqliteTexts.size >= SQLITE_TEXTS_KEPT) this.sqliteTexts.delete(this.sqliteTexts.keys().next().value!);
+      this.sqliteTexts.set(sql, text);
     }
     return text;
   }
@@ -240,10 +289,11 @@ export class RawSql {
 
   /**
    * Runs a write in the transaction; returns the number of rows it changed. On SQLite the statement stays
-   * prepared on the connection for the next run of the same text (see `preparedByConnection`).
+   * prepared on the connection for the next run of the same text (see `preparedByConnection`). Without a
+   * transaction (PostgreSQL only) the statement commits on its own, on a pooled connection.
    */
-  async run(transaction: Transaction, sql: string, params: unknown[], entity = 'record'): Promise<number> {
-    return this.write(transaction, sql, params, entity, true);
+  async run(transaction: Transaction | undefined, sql: string, params: unknown[], entity = 'record'): Promise<number> {
+    return (await this.execute(transaction, sql, params, { rows: false, keep: true, entity })).changes;
   }
 
   /**
@@ -251,53 +301,71 @@ export class RawSql {
    * any size), which would only push the bulk import's few out of the connection's small set, and whose
    * eviction would finalize a statement another run may still be using.
    */
-  async runOnce(transaction: Transaction, sql: string, params: unknown[], entity = 'record'): Promise<number> {
-    return this.write(transaction, sql, params, entity, false);
-  }
-
-  private async write(transaction: Transaction, sql: string, params: unknown[], entity: string, keep: boolean): Promise<number> {
-    this.log(sql, transaction);
-    const connection = (transaction as unknown as { connection: unknown }).connection;
-    try {
-      if (this.postgres) return (await onPgClient(connection as PgClient, sql, params)).rowCount ?? 0;
-      if (!keep) {
-        return await new Promise<number>((resolve, reject) => {
-          (connection as SqliteDatabase).run(sql, params, function (error) {
-            if (error) reject(error);
-            else resolve(this.changes);
-          });
-        });
-      }
-      return await runPrepared(connection as SqliteDatabase, sql, params);
-    } catch (error) {
-      throw failure(error, sql, entity);
-    }
+  async runOnce(transaction: Transaction | undefined, sql: string, params: unknown[], entity = 'record'): Promise<number> {
+    return (await this.execute(transaction, sql, params, { rows: false, keep: false, entity })).changes;
   }
 
   /**
-   * Runs a read in the transaction, or, without one, on a connection of the instance (SQLite's shared one;
-   * a pooled one on PostgreSQL, given back afterwards).
+   * Runs a statement whose rows come back (a read, or a write with RETURNING) in the transaction, or, without
+   * one, on a connection of the instance (SQLite's shared one, for reads only; a pooled one on PostgreSQL,
+   * given back afterwards). `keepPrepared` keeps it prepared on a SQLite connection: for fixed shapes.
    */
-  async all(transaction: Transaction | undefined, sql: string, params: unknown[], options: { keepPrepared?: boolean } = {}): Promise<Row[]> {
-    this.log(sql, transaction);
+  async all(transaction: Transaction | undefined, sql: string, params: unknown[], options: { keepPrepared?: boolean; entity?: string } = {}): Promise<Row[]> {
+    return (await this.execute(transaction, sql, params, { rows: true, keep: options.keepPrepared === true, entity: options.entity ?? 'record' })).rows;
+  }
+
+  private async execute(
+    transaction: Transaction | undefined,
+    sql: string,
+    params: unknown[],
+    how: { rows: boolean; keep: boolean; entity: string },
+  ): Promise<{ rows: Row[]; changes: number }> {
+    if (!transaction && !how.rows && !this.postgres) {
+      // On SQLite a write autocommitted on the shared connection waits in the busy handler while a transaction
+      // holds the database, and every read of that connection behind it: writes go through the one writer.
+      throw new CoreError('INTERNAL', 'a write on SQLite runs in a transaction of the writer (runTransaction)');
+    }
+    const text = this.dialectText(sql);
+    this.log(text, transaction);
     const manager = (this.sequelize as unknown as { connectionManager: ConnectionManager }).connectionManager;
-    const connection = transaction ? (transaction as unknown as { connection: unknown }).connection : await manager.getConnection({ type: 'SELECT' });
+    const connection = transaction
+      ? (transaction as unknown as { connection: unknown }).connection
+      : await manager.getConnection({ type: how.rows && /^\s*SELECT\b/i.test(text) ? 'SELECT' : 'SQL' });
     try {
-      if (this.postgres) return (await onPgClient(connection as PgClient, sql, params)).rows;
-      if (options.keepPrepared) return await allPrepared(connection as SqliteDatabase, sql, params);
-      return await new Promise<Row[]>((resolve, reject) => {
-        (connection as SqliteDatabase).all(sql, params, (error, rows) => (error ? reject(error) : resolve(rows)));
-      });
+      if (this.postgres) {
+        const result = await onPgClient(connection as PgClient, text, params);
+        return { rows: result.rows, changes: result.rowCount ?? 0 };
+      }
+      const sqlite = connection as SqliteDatabase;
+      if (how.rows) {
+        if (how.keep) return { rows: await allPrepared(sqlite, text, params), changes: 0 };
+        return { rows: await new Promise<Row[]>((resolve, reject) => sqlite.all(text, params, (error, rows) => (error ? reject(error) : resolve(rows)))), changes: 0 };
+      }
+      if (how.keep) return { rows: [], changes: await runPrepared(sqlite, text, params) };
+      return {
+        rows: [],
+        changes: await new Promise<number>((resolve, reject) => {
+          sqlite.run(text, params, function (error) {
+            if (error) reject(error);
+            else resolve(this.changes);
+          });
+        }),
+      };
     } catch (error) {
-      throw failure(error, sql, 'record');
+      throw failure(error, text, how.entity);
     } finally {
       if (!transaction) await manager.releaseConnection(connection);
     }
   }
 
-  /** Honours the instance's `logging` option, as its own queries do (values are not logged: they hold PHI). */
+  /**
+   * Honours the instance's `logging` option as its own queries do: the statement, and the options with the
+   * statement's transaction (values are not logged: they hold PHI).
+   */
   private log(sql: string, transaction: Transaction | undefined): void {
+    if (!this.logging) return;
     const logging = (this.sequelize as unknown as { options: { logging?: unknown } }).options.logging;
-    if (typeof logging === 'function') logging(`Executing (${(transaction as unknown as { id?: string } | undefined)?.id ?? 'default'}): ${sql}`);
+    if (typeof logging !== 'function') return;
+    logging(`Executing (${(transaction as unknown as { id?: string } | undefined)?.id ?? 'default'}): ${sql}`, { transaction });
   }
 }

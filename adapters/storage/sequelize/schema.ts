@@ -1,7 +1,7 @@
 /*
  * The storage tables as the code reads and writes them: every column, its kind, whether it may be NULL and
- * whether it is part of the primary key. The one description of the schema the code uses: the Sequelize
- * models (models.ts) and the column lists of the batch statements (mappers.ts) are derived from it, and a
+ * whether it is part of the primary key. The one description of the schema the code uses: the column lists
+ * of the statements (sql-access.ts, mappers.ts) are derived from it, and a
  * test migrates a fresh SQLite and PostgreSQL database and checks that the migrations built exactly these
  * columns. The migrations stay as written: they are history, applied once each.
  */
@@ -230,6 +230,9 @@ export const TABLES = {
 } as const satisfies Record<string, Record<string, ColumnSpec>>;
 
 export type TableName = keyof typeof TABLES;
+
+/** A row as the driver returns it, by column name. */
+export type Row = Record<string, unknown>;
 
 export interface Column {
   name: string;

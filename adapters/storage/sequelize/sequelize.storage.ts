@@ -22,7 +22,6 @@ import { configureSqlite, openSequelize, runTransaction, type SequelizeConnectio
 import { RowMapper } from './mappers.js';
 import { loadMatchKeyHasher, type MatchKeyHasher } from './match-key-hash.js';
 import { migrateStorage } from './migrations/index.js';
-import { defineStorageModels } from './models.js';
 import { RawSql } from './raw-sql.js';
 import { bulkRequestsRepository, bulkRowsRepository } from './repositories/bulk.js';
 import { consolidatedQueriesRepository, documentQueriesRepository, documentsRepository, fhirResourcesRepository, networkQueriesRepository } from './repositories/documents.js';
@@ -87,7 +86,6 @@ export class SequelizeStorage implements StoragePort {
     const postgres = sequelize.getDialect() === 'postgres';
     return new SequelizeStorage({
       sequelize,
-      models: defineStorageModels(sequelize),
       map: new RowMapper(postgres, matchKeyHasher ?? (await loadMatchKeyHasher())),
       raw: new RawSql(sequelize),
       postgres,

@@ -1,15 +1,16 @@
-import { BaseError, QueryTypes, type Sequelize, type Transaction, type WhereOptions } from 'sequelize';
+import { BaseError, type Sequelize, type Transaction } from 'sequelize';
 import { CoreError } from '../../../core/errors.js';
 import type { Patient } from '../../../core/domain/types.js';
 import { BULK_ROW_COLUMNS, PATIENT_COLUMNS, RowMapper, type Columns } from './mappers.js';
-import type { Row, StorageModel, StorageModels } from './models.js';
-import { RawSql } from './raw-sql.js';
+import { Params, RawSql } from './raw-sql.js';
+import { columnsOf, type Row, type TABLES, type TableName } from './schema.js';
 
 /*
- * What every repository of the SQL storage reads and writes through: the plain reads and writes on the
- * driver (selectPlain, writeRows, replace), Sequelize's model queries where those do not apply, and the
- * JSON batch statements of the bulk import's hot paths. The repositories (repositories/) hold no SQL of
- * their own but what is particular to them.
+ * What every repository of the SQL storage reads and writes through, every statement on the driver
+ * (RawSql): the plain reads and writes by column values (select, update, remove, insertRows, upsertRows),
+ * the statements a repository writes itself (`query`, `$n` parameters), and the JSON batch statements of
+ * the bulk import's hot paths. The repositories (repositories/) hold no SQL of their own but what is
+ * particular to them.
  */
 
 /**
@@ -39,44 +40,62 @@ export function upsertClause(keys: readonly string[], columns: Columns, unchange
 export const PATIENT_UPSERT = upsertClause(['id'], PATIENT_COLUMNS, ['account_id']);
 export const BULK_ROW_UPSERT = upsertClause(['request_id', 'row_index'], BULK_ROW_COLUMNS);
 
-export const OLDEST_FIRST: [string, string][] = [
+/** A column of the table, as schema.ts names it. */
+export type ColumnOf<T extends TableName> = Extract<keyof (typeof TABLES)[T], string>;
+/** A value a condition compares a column with. */
+export type Value = string | number | boolean;
+/** `column = value` conditions of a WHERE, all of which must hold; anything else is a statement of its own (`query`). */
+export type Conditions<T extends TableName> = readonly (readonly [column: ColumnOf<T>, value: Value])[];
+export type Order<T extends TableName> = readonly (readonly [column: ColumnOf<T>, direction: 'ASC' | 'DESC'])[];
+
+export const OLDEST_FIRST = [
   ['created_at', 'ASC'],
   ['id', 'ASC'],
-];
-export const NEWEST_FIRST: [string, string][] = [
+] as const;
+export const NEWEST_FIRST = [
   ['created_at', 'DESC'],
   ['id', 'DESC'],
-];
+] as const;
 
 /** `"name"`: the same identifier quoting on SQLite and PostgreSQL (column names are snake_case, never quoted themselves). */
 export function quoted(name: string): string {
   return `"${name}"`;
 }
 
-/**
- * The conditions of a WHERE given as `{ column: value }` with primitive values (or arrays of them, for IN),
- * as pairs; undefined for anything else (operators, NULLs), which is left to Sequelize.
- */
-export function plainConditions(where: WhereOptions): [string, unknown][] | undefined {
-  if (Object.getOwnPropertySymbols(where).length > 0) return undefined;
-  const pairs = Object.entries(where as Record<string, unknown>);
-  const primitive = (value: unknown) => typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
-  for (const [column, value] of pairs) {
-    if (!/^[a-z_][a-z0-9_]*$/.test(column)) return undefined;
-    if (!(primitive(value) || (Array.isArray(value) && value.every(primitive)))) return undefined;
+const selectLists = new Map<TableName, string>();
+
+/** `"a", "b", ...`: every column of the table, in schema.ts's order, for a SELECT. */
+export function columnList(table: TableName): string {
+  let list = selectLists.get(table);
+  if (list === undefined) {
+    list = columnsOf(table)
+      .map((column) => quoted(column.name))
+      .join(', ');
+    selectLists.set(table, list);
   }
-  return pairs;
+  return list;
 }
 
-/** What a storage shares with the storages its transactions hand out. */
+/** `"a" = $1 AND "b" = $2`: the conditions, their values bound in `params`; `true` for none. */
+export function whereOf<T extends TableName>(conditions: Conditions<T>, params: Params): string {
+  if (conditions.length === 0) return 'true';
+  return conditions.map(([column, value]) => `${quoted(column)} = ${params.add(value)}`).join(' AND ');
+}
+
+/** `ORDER BY "a" ASC, ...`, or nothing. */
+export function orderOf<T extends TableName>(order: Order<T> | undefined): string {
+  if (!order || order.length === 0) return '';
+  return ` ORDER BY ${order.map(([column, direction]) => `${quoted(column)} ${direction}`).join(', ')}`;
+}
+
 /** Arbitrary constant: the PostgreSQL advisory lock that serialises outbox claims. */
 export const OUTBOX_CLAIM_LOCK = 0x63626f78;
 
+/** What a storage shares with the storages its transactions hand out. */
 export interface Context {
   sequelize: Sequelize;
-  models: StorageModels;
   map: RowMapper;
-  /** Batch statements on the driver connection (the bulk import's hot paths). */
+  /** Every statement of the repositories, on the driver connection. */
   raw: RawSql;
   postgres: boolean;
   /** Whether `close` closes the Sequelize instance (it opened it). */
@@ -142,8 +161,6 @@ export function guarded<R extends object>(repository: R): R {
 
 /** The data access of one storage (or of one transaction's), shared by its repositories. */
 export class SqlAccess {
-  readonly sequelize: Sequelize;
-  readonly models: StorageModels;
   readonly map: RowMapper;
   readonly raw: RawSql;
 
@@ -152,8 +169,6 @@ export class SqlAccess {
     readonly transaction: Transaction | undefined,
     readonly atomic: <T>(work: (transaction: Transaction) => Promise<T>) => Promise<T>,
   ) {
-    this.sequelize = context.sequelize;
-    this.models = context.models;
     this.map = context.map;
     this.raw = context.raw;
   }
@@ -176,67 +191,52 @@ export class SqlAccess {
     }
   }
 
-  async findOne(model: StorageModel, where: WhereOptions, order?: [string, string][]): Promise<Row | undefined> {
-    const plain = plainConditions(where);
-    if (plain) return (await this.selectPlain(model, plain, order, 1))[0];
-    const row = await model.findOne({ where, order, raw: true, transaction: this.transaction });
-    return (row as Row | null) ?? undefined;
+  /**
+   * The rows of the table where every condition holds, whole. The document flow reads this way several times
+   * per document; each shape is fixed, so the statement stays prepared on SQLite.
+   */
+  async select<T extends TableName>(table: T, conditions: Conditions<T>, order?: Order<T>, limit?: number): Promise<Row[]> {
+    const params = new Params();
+    let sql = `SELECT ${columnList(table)} FROM ${quoted(table)} WHERE ${whereOf(conditions, params)}${orderOf(order)}`;
+    // The limit bound, not written in: callers ask for many limits of one shape.
+    if (limit !== undefined) sql += ` LIMIT ${params.add(Math.max(0, Math.floor(limit)))}`;
+    return this.raw.all(this.transaction, sql, params.values, { keepPrepared: true });
   }
 
-  async findAll(model: StorageModel, where: WhereOptions, order?: [string, string][], limit?: number): Promise<Row[]> {
-    const plain = plainConditions(where);
-    if (plain) return this.selectPlain(model, plain, order, limit);
-    return (await model.findAll({ where, order, limit, raw: true, transaction: this.transaction })) as unknown as Row[];
+  /** The first row `select` would return, or undefined. */
+  async selectOne<T extends TableName>(table: T, conditions: Conditions<T>, order?: Order<T>): Promise<Row | undefined> {
+    return (await this.select(table, conditions, order, 1))[0];
+  }
+
+  /** The number of rows of the table where every condition holds. */
+  async count<T extends TableName>(table: T, conditions: Conditions<T>): Promise<number> {
+    const params = new Params();
+    const [row] = await this.raw.all(this.transaction, `SELECT COUNT(*) AS n FROM ${quoted(table)} WHERE ${whereOf(conditions, params)}`, params.values, { keepPrepared: true });
+    // PostgreSQL returns COUNT as a string.
+    return Number(row?.n ?? 0);
   }
 
   /**
-   * A model read whose conditions are all `column = value` (or `column IN (values)`), straight on the driver.
-   * The document flow reads this way several times per document, and through the model each read cost the
-   * event loop far more than the database: Sequelize builds the statement through lodash, asks SQLite for
-   * the table's column types first (a PRAGMA per SELECT), and formats a stack trace (through source maps,
-   * under tsx) for every statement it runs, failed or not.
+   * A statement of the repository's own, `$n` placeholders for `params` (see `Params`): reads with
+   * operators, aggregates, writes with RETURNING (inside `writing`). In this access's transaction unless
+   * given one; `keepPrepared` for statements of one fixed shape that run often.
    */
-  async selectPlain(model: StorageModel, conditions: [string, unknown][], order?: [string, string][], limit?: number): Promise<Row[]> {
-    const params: unknown[] = [];
-    const clauses: string[] = [];
-    let fixedShape = true;
-    for (const [column, value] of conditions) {
-      if (Array.isArray(value)) {
-        if (value.length === 0) return [];
-        fixedShape = false;
-        clauses.push(`${quoted(column)} IN (${this.raw.list(value.length, params.length + 1)})`);
-        params.push(...value);
-      } else {
-        params.push(value);
-        clauses.push(`${quoted(column)} = ${this.context.postgres ? `$${params.length}` : '?'}`);
-      }
-    }
-    const columns = Object.keys(model.getAttributes()).map(quoted).join(', ');
-    let sql = `SELECT ${columns} FROM ${quoted(model.getTableName() as string)}`;
-    if (clauses.length > 0) sql += ` WHERE ${clauses.join(' AND ')}`;
-    if (order && order.length > 0) sql += ` ORDER BY ${order.map(([column, direction]) => `${quoted(column)} ${direction === 'DESC' ? 'DESC' : 'ASC'}`).join(', ')}`;
-    if (limit !== undefined) sql += ` LIMIT ${Math.max(0, Math.floor(limit))}`;
-    // Lookups by key come in a few fixed shapes, kept prepared; IN lists of any length would only churn them.
-    return this.raw.all(this.transaction, sql, params, { keepPrepared: fixedShape });
+  async query(sql: string, params: Params | readonly unknown[], options: { transaction?: Transaction; keepPrepared?: boolean } = {}): Promise<Row[]> {
+    return this.raw.all(options.transaction ?? this.transaction, sql, params instanceof Params ? params.values : [...params], { keepPrepared: options.keepPrepared });
   }
 
-  async select(sql: string, replacements: Record<string, unknown>, transaction = this.transaction): Promise<Row[]> {
-    return this.sequelize.query<Row>(sql, { replacements, type: QueryTypes.SELECT, transaction });
-  }
-
-  /** Inserts on the driver (see `selectPlain` for why); a duplicate key becomes CONFLICT, the code every adapter of the port throws. */
-  async insertRows(model: StorageModel, rows: readonly Row[], entity: string, transaction = this.transaction): Promise<void> {
-    await this.writeRows(model, rows, '', transaction, entity);
+  /** Inserts; a duplicate key becomes CONFLICT, the code every adapter of the port throws. */
+  async insertRows(table: TableName, rows: readonly Row[], entity: string, transaction = this.transaction): Promise<void> {
+    await this.writeRows(table, rows, '', transaction, entity);
   }
 
   /** Rows of the model in multi-row INSERTs, each value bound on its own; `suffix` follows (an upsert clause). */
-  async writeRows(model: StorageModel, rows: readonly Row[], suffix: string, transaction: Transaction | undefined, entity: string): Promise<void> {
+  async writeRows(table: TableName, rows: readonly Row[], suffix: string, transaction: Transaction | undefined, entity: string): Promise<void> {
     if (rows.length === 0) return;
-    const names = Object.keys(model.getAttributes());
+    const names = columnsOf(table).map((column) => column.name);
     const columns: Columns = names.map((name) => [name, 'text'] as const);
     // Within SQLite's 32,766 bound variables whatever the width.
     const perStatement = Math.min(ROWS_PER_STATEMENT, Math.floor(30_000 / names.length));
-    const table = model.getTableName() as string;
     const write = async (tx: Transaction) => {
       for (const chunk of chunks(rows, perStatement)) {
         const values: unknown[] = [];
@@ -254,15 +254,16 @@ export class SqlAccess {
    * Inserts or replaces by primary key: `INSERT ... ON CONFLICT (key) DO UPDATE` on the driver. `unchanged`
    * columns are written when the row is new and left as stored when it is replaced.
    */
-  async upsertRows(model: StorageModel, rows: readonly Row[], transaction = this.transaction, unchanged: readonly string[] = []): Promise<void> {
-    const names = Object.keys(model.getAttributes());
-    const suffix = upsertClause(model.primaryKeyAttributes, names.map((name) => [name, 'text'] as const), unchanged);
-    await this.writeRows(model, rows, suffix, transaction, model.name);
+  async upsertRows<T extends TableName>(table: T, rows: readonly Row[], entity: string, transaction = this.transaction, unchanged: readonly ColumnOf<T>[] = []): Promise<void> {
+    const columns = columnsOf(table);
+    const keys = columns.filter((column) => column.primaryKey).map((column) => column.name);
+    const suffix = upsertClause(keys, columns.map((column) => [column.name, 'text'] as const), unchanged);
+    await this.writeRows(table, rows, suffix, transaction, entity);
   }
 
   /** `work` in the caller's transaction when there is one, else in a transaction of its own (see `writeRows`). */
-  async writing<T>(work: (transaction: Transaction) => Promise<T>): Promise<T> {
-    return this.transaction ? work(this.transaction) : this.atomic(work);
+  async writing<T>(work: (transaction: Transaction) => Promise<T>, transaction = this.transaction): Promise<T> {
+    return transaction ? work(transaction) : this.atomic(work);
   }
 
   /** A row value as the driver binds it: PostgreSQL's driver would turn an array into an array literal, not JSON. */
@@ -272,35 +273,25 @@ export class SqlAccess {
     return value;
   }
 
-  /** Replaces the account's row with this id; `false` when it is missing or another account's. */
-  async replace(model: StorageModel, row: Row, extraWhere: WhereOptions = {}, transaction = this.transaction): Promise<boolean> {
+  /**
+   * Replaces the account's row with this id (every column of `row` but the two keys); `false` when it is
+   * missing, another account's, or fails one of the `extra` conditions.
+   */
+  async replace<T extends TableName>(table: T, row: Row, entity: string, extra: Conditions<T> = [], transaction = this.transaction): Promise<boolean> {
     const { id, account_id, ...values } = row;
-    const extra = plainConditions(extraWhere);
-    if (extra && extra.every(([, value]) => !Array.isArray(value))) {
-      // One UPDATE on the driver (see `selectPlain` for what the model's update costs).
-      const params: unknown[] = [];
-      const slot = (value: unknown) => {
-        params.push(this.bindable(value));
-        return this.context.postgres ? `$${params.length}` : '?';
-      };
-      const sets = Object.entries(values).map(([column, value]) => `${quoted(column)} = ${slot(value)}`);
-      const where = [['id', id], ['account_id', account_id], ...extra].map(([column, value]) => `${quoted(column as string)} = ${slot(value)}`);
-      const sql = `UPDATE ${quoted(model.getTableName() as string)} SET ${sets.join(', ')} WHERE ${where.join(' AND ')}`;
-      // Outside a transaction, through one (see `writeRows`).
-      if (transaction) return (await this.raw.runOnce(transaction, sql, params, model.name)) > 0;
-      return this.atomic(async (tx) => (await this.raw.runOnce(tx, sql, params, model.name)) > 0);
-    }
-    const [affected] = await model.update(values, {
-      where: { id: id as string, account_id: account_id as string, ...extraWhere },
-      transaction,
-      validate: false,
-      hooks: false,
-      individualHooks: false,
-    });
-    return affected > 0;
+    const params = new Params();
+    const sets = Object.entries(values).map(([column, value]) => `${quoted(column)} = ${params.add(this.bindable(value))}`);
+    const where = whereOf([['id', id as string], ['account_id', account_id as string], ...extra] as unknown as Conditions<T>, params);
+    const sql = `UPDATE ${quoted(table)} SET ${sets.join(', ')} WHERE ${where}`;
+    // Outside a transaction, through one (see `writeRows`).
+    // Not kept prepared: the shapes of every table would push the bulk import's few out of the small set kept.
+    return this.writing(async (tx) => (await this.raw.runOnce(tx, sql, params.values, entity)) > 0, transaction);
   }
 
-  async destroy(model: StorageModel, where: WhereOptions, transaction = this.transaction): Promise<number> {
-    return model.destroy({ where, transaction, hooks: false, individualHooks: false });
+  /** Deletes the rows of the table where every condition holds; returns how many. */
+  async remove<T extends TableName>(table: T, conditions: Conditions<T>, transaction = this.transaction): Promise<number> {
+    const params = new Params();
+    const sql = `DELETE FROM ${quoted(table)} WHERE ${whereOf(conditions, params)}`;
+    return this.writing((tx) => this.raw.runOnce(tx, sql, params.values, table), transaction);
   }
 }

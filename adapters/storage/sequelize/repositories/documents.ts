@@ -1,51 +1,74 @@
-import { Op, col, fn, type WhereOptions } from 'sequelize';
 import type { BulkQueriesProgress, FhirResourceRecord } from '../../../../core/domain/types.js';
 import type { ConsolidatedQueryRepository, DocumentQueryRepository, DocumentRepository, FhirResourceRepository, NetworkQueryRepository } from '../../../../core/ports/storage.port.js';
-import type { Row } from '../models.js';
-import { IDS_PER_STATEMENT, NEWEST_FIRST, OLDEST_FIRST, chunks, copy, lastByKey, type SqlAccess } from '../sql-access.js';
+import type { Row } from '../schema.js';
+import { Params } from '../raw-sql.js';
+import { IDS_PER_STATEMENT, NEWEST_FIRST, OLDEST_FIRST, chunks, columnList, copy, lastByKey, type SqlAccess } from '../sql-access.js';
 
 /* Documents, document queries, the consolidated FHIR store, consolidated and network queries. */
 
 export function documentsRepository(db: SqlAccess): DocumentRepository {
-  const { documents: model } = db.models;
   const toDocument = (row: Row) => db.map.document(row);
   return {
-    insert: (document) => db.insertRows(model, [db.map.documentRow(document)], `document ${document.id}`),
+    insert: (document) => db.insertRows('documents', [db.map.documentRow(document)], `document ${document.id}`),
     get: async (accountId, id) => {
-      const row = await db.findOne(model, { account_id: accountId, id });
+      const row = await db.selectOne('documents', [
+        ['account_id', accountId],
+        ['id', id],
+      ]);
       return row && toDocument(row);
     },
     getByFileName: async (accountId, fileName) => {
-      const row = await db.findOne(model, { account_id: accountId, file_name: fileName }, OLDEST_FIRST);
+      const row = await db.selectOne(
+        'documents',
+        [
+          ['account_id', accountId],
+          ['file_name', fileName],
+        ],
+        OLDEST_FIRST,
+      );
       return row && toDocument(row);
     },
     listByPatient: async (accountId, patientId) =>
-      (await db.findAll(model, { account_id: accountId, patient_id: patientId }, OLDEST_FIRST)).map(toDocument),
-    update: async (document) => ((await db.replace(model, db.map.documentRow(document))) ? copy(document) : undefined),
+      (
+        await db.select(
+          'documents',
+          [
+            ['account_id', accountId],
+            ['patient_id', patientId],
+          ],
+          OLDEST_FIRST,
+        )
+      ).map(toDocument),
+    update: async (document) => ((await db.replace('documents', db.map.documentRow(document), 'document')) ? copy(document) : undefined),
   };
 }
 
 export function documentQueriesRepository(db: SqlAccess): DocumentQueryRepository {
-  const { documentQueries: model } = db.models;
   return {
-    insert: (query) => db.insertRows(model, [db.map.documentQueryRow(query)], `document query ${query.id}`),
+    insert: (query) => db.insertRows('document_queries', [db.map.documentQueryRow(query)], `document query ${query.id}`),
     get: async (accountId, id) => {
-      const row = await db.findOne(model, { account_id: accountId, id });
+      const row = await db.selectOne('document_queries', [
+        ['account_id', accountId],
+        ['id', id],
+      ]);
       return row && db.map.documentQuery(row);
     },
     latestForPatient: async (accountId, patientId) => {
-      const row = await db.findOne(model, { account_id: accountId, patient_id: patientId }, NEWEST_FIRST);
+      const row = await db.selectOne(
+        'document_queries',
+        [
+          ['account_id', accountId],
+          ['patient_id', patientId],
+        ],
+        NEWEST_FIRST,
+      );
       return row && db.map.documentQuery(row);
     },
-    update: async (query) => ((await db.replace(model, db.map.documentQueryRow(query))) ? copy(query) : undefined),
+    update: async (query) => ((await db.replace('document_queries', db.map.documentQueryRow(query), 'document query')) ? copy(query) : undefined),
     progressOfBulkRequest: async (accountId, bulkRequestId) => {
-      const rows = (await model.findAll({
-        attributes: ['state', [fn('COUNT', col('id')), 'n']],
-        where: { account_id: accountId, bulk_request_id: bulkRequestId },
-        group: ['state'],
-        raw: true,
-        transaction: db.transaction,
-      })) as unknown as { state: string; n: number | string }[];
+      const rows = await db.query('SELECT state, COUNT(id) AS n FROM document_queries WHERE account_id = $1 AND bulk_request_id = $2 GROUP BY state', [accountId, bulkRequestId], {
+        keepPrepared: true,
+      });
       const progress: BulkQueriesProgress = { total: 0, processing: 0, completed: 0, failed: 0 };
       for (const row of rows) {
         // PostgreSQL returns COUNT as a string.
@@ -59,36 +82,35 @@ export function documentQueriesRepository(db: SqlAccess): DocumentQueryRepositor
 }
 
 export function fhirResourcesRepository(db: SqlAccess): FhirResourceRepository {
-  const { fhirResources: model } = db.models;
   return {
     putMany: async (resources) => {
       if (resources.length === 0) return;
       const rows = lastByKey(resources, (r: FhirResourceRecord) => [r.accountId, r.patientId, r.resourceType, r.id].join('\u0000')).map((resource) =>
         db.map.fhirResourceRow(resource),
       );
-      await db.atomic((transaction) => db.upsertRows(model, rows, transaction));
+      await db.atomic((transaction) => db.upsertRows('fhir_resources', rows, 'FHIR resource', transaction));
     },
     listByPatient: async (accountId, patientId, resourceTypes) => {
-      const where: WhereOptions = { account_id: accountId, patient_id: patientId };
-      if (resourceTypes !== undefined) where.resource_type = [...resourceTypes];
-      const order: [string, string][] = [
-        ['resource_type', 'ASC'],
-        ['id', 'ASC'],
-      ];
-      return (await db.findAll(model, where, order)).map((row) => db.map.fhirResource(row));
+      if (resourceTypes?.length === 0) return [];
+      const params = new Params();
+      let where = `account_id = ${params.add(accountId)} AND patient_id = ${params.add(patientId)}`;
+      if (resourceTypes !== undefined) where += ` AND resource_type IN (${params.list(resourceTypes)})`;
+      const rows = await db.query(`SELECT ${columnList('fhir_resources')} FROM fhir_resources WHERE ${where} ORDER BY resource_type ASC, id ASC`, params, {
+        // A patient's whole store is one shape; a list of types is of any length.
+        keepPrepared: resourceTypes === undefined,
+      });
+      return rows.map((row) => db.map.fhirResource(row));
     },
     removeMany: async (accountId, patientId, keys) => {
       if (keys.length === 0) return;
       await db.atomic(async (transaction) => {
         for (const chunk of chunks(keys, IDS_PER_STATEMENT)) {
-          await db.destroy(
-            model,
-            {
-              account_id: accountId,
-              patient_id: patientId,
-              [Op.or]: chunk.map(({ resourceType, id }) => ({ resource_type: resourceType, id })),
-            },
+          const params = new Params();
+          const keyed = chunk.map(({ resourceType, id }) => `(resource_type = ${params.add(resourceType)} AND id = ${params.add(id)})`).join(' OR ');
+          await db.raw.runOnce(
             transaction,
+            `DELETE FROM fhir_resources WHERE account_id = ${params.add(accountId)} AND patient_id = ${params.add(patientId)} AND (${keyed})`,
+            params.values,
           );
         }
       });
@@ -97,53 +119,88 @@ export function fhirResourcesRepository(db: SqlAccess): FhirResourceRepository {
 }
 
 export function consolidatedQueriesRepository(db: SqlAccess): ConsolidatedQueryRepository {
-  const { consolidatedQueries: model } = db.models;
   const toQuery = (row: Row) => db.map.consolidatedQuery(row);
   return {
-    insert: (query) => db.insertRows(model, [db.map.consolidatedQueryRow(query)], `consolidated query ${query.id}`),
+    insert: (query) => db.insertRows('consolidated_queries', [db.map.consolidatedQueryRow(query)], `consolidated query ${query.id}`),
     get: async (accountId, id) => {
-      const row = await db.findOne(model, { account_id: accountId, id });
+      const row = await db.selectOne('consolidated_queries', [
+        ['account_id', accountId],
+        ['id', id],
+      ]);
       return row && toQuery(row);
     },
     listProcessing: async (accountId, patientId) =>
-      (await db.findAll(model, { account_id: accountId, patient_id: patientId, status: 'processing' }, OLDEST_FIRST)).map(toQuery),
+      (
+        await db.select(
+          'consolidated_queries',
+          [
+            ['account_id', accountId],
+            ['patient_id', patientId],
+            ['status', 'processing'],
+          ],
+          OLDEST_FIRST,
+        )
+      ).map(toQuery),
     listByPatient: async (accountId, patientId) =>
-      (await db.findAll(model, { account_id: accountId, patient_id: patientId }, NEWEST_FIRST)).map(toQuery),
-    update: async (query) => ((await db.replace(model, db.map.consolidatedQueryRow(query))) ? copy(query) : undefined),
+      (
+        await db.select(
+          'consolidated_queries',
+          [
+            ['account_id', accountId],
+            ['patient_id', patientId],
+          ],
+          NEWEST_FIRST,
+        )
+      ).map(toQuery),
+    update: async (query) => ((await db.replace('consolidated_queries', db.map.consolidatedQueryRow(query), 'consolidated query')) ? copy(query) : undefined),
   };
 }
 
 export function networkQueriesRepository(db: SqlAccess): NetworkQueryRepository {
-  const { networkQueries: model } = db.models;
   const toQuery = (row: Row) => db.map.networkQuery(row);
   return {
-    insert: (query) => db.insertRows(model, [db.map.networkQueryRow(query)], `network query ${query.id}`),
+    insert: (query) => db.insertRows('network_queries', [db.map.networkQueryRow(query)], `network query ${query.id}`),
     get: async (accountId, id) => {
-      const row = await db.findOne(model, { account_id: accountId, id });
+      const row = await db.selectOne('network_queries', [
+        ['account_id', accountId],
+        ['id', id],
+      ]);
       return row && toQuery(row);
     },
     getForUpdate: async (accountId, id) => {
       // SQLite runs one transaction at a time on its one connection: a plain read is already held.
       if (!db.transaction || !db.context.postgres) {
-        const row = await db.findOne(model, { account_id: accountId, id });
+        const row = await db.selectOne('network_queries', [
+        ['account_id', accountId],
+        ['id', id],
+      ]);
         return row && toQuery(row);
       }
-      const columns = Object.keys(model.getAttributes()).map((column) => `"${column}"`).join(', ');
-      const [row] = await db.raw.all(db.transaction, `SELECT ${columns} FROM network_queries WHERE account_id = $1 AND id = $2 FOR UPDATE`, [accountId, id]);
+      const [row] = await db.query(`SELECT ${columnList('network_queries')} FROM network_queries WHERE account_id = $1 AND id = $2 FOR UPDATE`, [accountId, id]);
       return row && toQuery(row);
     },
     listProcessing: async (accountId, patientId) =>
-      (await db.findAll(model, { account_id: accountId, patient_id: patientId, state: 'processing' }, OLDEST_FIRST)).map(toQuery),
-    update: async (query) => ((await db.replace(model, db.map.networkQueryRow(query))) ? copy(query) : undefined),
+      (
+        await db.select(
+          'network_queries',
+          [
+            ['account_id', accountId],
+            ['patient_id', patientId],
+            ['state', 'processing'],
+          ],
+          OLDEST_FIRST,
+        )
+      ).map(toQuery),
+    update: async (query) => ((await db.replace('network_queries', db.map.networkQueryRow(query), 'network query')) ? copy(query) : undefined),
     pruneFinished: async (before, limit) => {
       // Through the writer, as every write outside a caller's transaction (see the outbox's releaseClaims).
       const rows = await db.writing((transaction) =>
-        db.select(
+        db.query(
           `DELETE FROM network_queries WHERE id IN (
-             SELECT id FROM network_queries WHERE state <> 'processing' AND updated_at < :before ORDER BY updated_at, id LIMIT :limit)
+             SELECT id FROM network_queries WHERE state <> 'processing' AND updated_at < $1 ORDER BY updated_at, id LIMIT $2)
            RETURNING id`,
-          { before, limit },
-          transaction,
+          [before, limit],
+          { transaction },
         ),
       );
       return rows.length;

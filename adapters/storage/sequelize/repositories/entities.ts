@@ -1,30 +1,27 @@
 import { type Transaction } from 'sequelize';
 import type { AccountRepository, CohortRepository, FacilityRepository, OrganizationRepository, WebhookEndpointRepository, WebhookSettingsRepository } from '../../../../core/ports/storage.port.js';
-import type { Row } from '../models.js';
+import { Params } from '../raw-sql.js';
 import { IDS_PER_STATEMENT, OLDEST_FIRST, chunks, copy, type SqlAccess } from '../sql-access.js';
 
 /* Accounts, their webhook settings, organization, facilities and cohorts. */
 
 export function accountsRepository(db: SqlAccess): AccountRepository {
-  const { accounts: model } = db.models;
   return {
-    insert: (account) => db.insertRows(model, [db.map.accountRow(account)], `account ${account.id}`),
+    insert: (account) => db.insertRows('accounts', [db.map.accountRow(account)], `account ${account.id}`),
     get: async (id) => {
-      const row = await db.findOne(model, { id });
+      const row = await db.selectOne('accounts', [['id', id]]);
       return row && db.map.account(row);
     },
     getByApiKeyHash: async (apiKeyHash) => {
-      const row = await db.findOne(model, { api_key_hash: apiKeyHash });
+      const row = await db.selectOne('accounts', [['api_key_hash', apiKeyHash]]);
       return row && db.map.account(row);
     },
-    list: async () => (await db.findAll(model, {}, OLDEST_FIRST)).map((row) => db.map.account(row)),
+    list: async () => (await db.select('accounts', [], OLDEST_FIRST)).map((row) => db.map.account(row)),
     replaceApiKey: async (id, apiKeyHash, apiKeyPrefix) => {
-      const sql = db.context.postgres
-        ? 'UPDATE accounts SET api_key_hash = $1, api_key_prefix = $2 WHERE id = $3'
-        : 'UPDATE accounts SET api_key_hash = ?, api_key_prefix = ? WHERE id = ?';
       // A key hash another account has breaks the unique index: the driver's failure is a CONFLICT.
-      const run = (transaction: Transaction) => db.raw.runOnce(transaction, sql, [apiKeyHash, apiKeyPrefix, id], 'account with this API key');
-      return (db.transaction ? await run(db.transaction) : await db.atomic(run)) > 0;
+      const run = (transaction: Transaction) =>
+        db.raw.runOnce(transaction, 'UPDATE accounts SET api_key_hash = $1, api_key_prefix = $2 WHERE id = $3', [apiKeyHash, apiKeyPrefix, id], 'account with this API key');
+      return (await db.writing(run)) > 0;
     },
   };
 }
@@ -35,141 +32,150 @@ export function accountsRepository(db: SqlAccess): AccountRepository {
  * row as the other left it, so of two `disable`s one changes the row and the other finds it off.
  */
 
-/** The UPDATE of the failure clock: keeps a set clock (COALESCE) or clears it; returns the row's value, none when no row matched. */
+/**
+ * The UPDATE of the failure clock: keeps a set clock (COALESCE) or clears it; returns the row's value, none
+ * when no row matched. `$1` is the clock; the key's values follow. The CAST gives PostgreSQL the type of a
+ * parameter it first meets in `IS NULL`.
+ */
 function failingSinceUpdate(table: string, keyCondition: string): string {
-  return `UPDATE ${table} SET failing_since = CASE WHEN :at IS NULL THEN NULL ELSE COALESCE(failing_since, :at) END WHERE ${keyCondition} RETURNING failing_since`;
+  return `UPDATE ${table} SET failing_since = CASE WHEN CAST($1 AS text) IS NULL THEN NULL ELSE COALESCE(failing_since, CAST($1 AS text)) END WHERE ${keyCondition} RETURNING failing_since`;
 }
 
 export function webhookSettingsRepository(db: SqlAccess): WebhookSettingsRepository {
-  const { webhookSettings: model } = db.models;
   return {
     get: async (accountId) => {
-      const row = await db.findOne(model, { account_id: accountId });
+      const row = await db.selectOne('webhook_settings', [['account_id', accountId]]);
       return row && db.map.webhookSettings(row);
     },
-    put: (settings) => db.upsertRows(model, [db.map.webhookSettingsRow(settings)], db.transaction, ['failing_since']),
+    put: (settings) => db.upsertRows('webhook_settings', [db.map.webhookSettingsRow(settings)], 'webhook settings', db.transaction, ['failing_since']),
     setFailingSince: (accountId, at) =>
       db.writing(async (transaction) => {
-        const [row] = await db.select(failingSinceUpdate('webhook_settings', 'account_id = :accountId'), { accountId, at }, transaction);
+        const [row] = await db.query(failingSinceUpdate('webhook_settings', 'account_id = $2'), [at, accountId], { transaction });
         return row === undefined ? undefined : ((row.failing_since as string | null | undefined) ?? null);
       }),
     setStatusDetail: (accountId, statusDetail, updatedAt) =>
       db.writing(async (transaction) => {
-        const rows = await db.select(
-          'UPDATE webhook_settings SET webhook_status_detail = :statusDetail, updated_at = :updatedAt WHERE account_id = :accountId AND webhook_enabled = :on RETURNING account_id',
-          { accountId, statusDetail, updatedAt, on: true },
-          transaction,
+        const rows = await db.query(
+          'UPDATE webhook_settings SET webhook_status_detail = $1, updated_at = $2 WHERE account_id = $3 AND webhook_enabled = $4 RETURNING account_id',
+          [statusDetail, updatedAt, accountId, true],
+          { transaction },
         );
         return rows.length > 0;
       }),
     disable: (accountId, change) =>
       db.writing(async (transaction) => {
-        const [row] = await db.select(
-          `UPDATE webhook_settings SET webhook_enabled = :off, webhook_status_detail = :statusDetail, updated_at = :updatedAt
-           WHERE account_id = :accountId AND webhook_enabled = :on${change.failingSinceAtMost === undefined ? '' : ' AND failing_since IS NOT NULL AND failing_since <= :atMost'}
-           RETURNING *`,
-          { accountId, statusDetail: change.statusDetail, updatedAt: change.updatedAt, atMost: change.failingSinceAtMost ?? null, on: true, off: false },
-          transaction,
-        );
+        const params = new Params();
+        const sets = `webhook_enabled = ${params.add(false)}, webhook_status_detail = ${params.add(change.statusDetail)}, updated_at = ${params.add(change.updatedAt)}`;
+        let where = `account_id = ${params.add(accountId)} AND webhook_enabled = ${params.add(true)}`;
+        if (change.failingSinceAtMost !== undefined) where += ` AND failing_since IS NOT NULL AND failing_since <= ${params.add(change.failingSinceAtMost)}`;
+        const [row] = await db.query(`UPDATE webhook_settings SET ${sets} WHERE ${where} RETURNING *`, params, { transaction });
         return row && db.map.webhookSettings(row);
       }),
   };
 }
 
 export function webhookEndpointsRepository(db: SqlAccess): WebhookEndpointRepository {
-  const { webhookEndpoints: model } = db.models;
   const get = async (accountId: string, id: string) => {
-    const row = await db.findOne(model, { account_id: accountId, id });
+    const row = await db.selectOne('webhook_endpoints', [
+        ['account_id', accountId],
+        ['id', id],
+      ]);
     return row && db.map.webhookEndpoint(row);
   };
   return {
-    insert: (endpoint) => db.insertRows(model, [db.map.webhookEndpointRow(endpoint)], `webhook endpoint ${endpoint.id}`),
+    insert: (endpoint) => db.insertRows('webhook_endpoints', [db.map.webhookEndpointRow(endpoint)], `webhook endpoint ${endpoint.id}`),
     get,
-    list: async (accountId) => (await db.findAll(model, { account_id: accountId }, OLDEST_FIRST)).map((row) => db.map.webhookEndpoint(row)),
-    count: (accountId) => model.count({ where: { account_id: accountId }, transaction: db.transaction }),
+    list: async (accountId) => (await db.select('webhook_endpoints', [['account_id', accountId]], OLDEST_FIRST)).map((row) => db.map.webhookEndpoint(row)),
+    count: (accountId) => db.count('webhook_endpoints', [['account_id', accountId]]),
     update: async (endpoint) => {
       // Everything but the failure clock, which has its own method.
       const { failing_since: _clock, ...row } = db.map.webhookEndpointRow(endpoint);
-      return (await db.replace(model, row)) ? get(endpoint.accountId, endpoint.id) : undefined;
+      return (await db.replace('webhook_endpoints', row, 'webhook endpoint')) ? get(endpoint.accountId, endpoint.id) : undefined;
     },
-    remove: async (accountId, id) => (await db.destroy(model, { account_id: accountId, id })) > 0,
+    remove: async (accountId, id) => (await db.remove('webhook_endpoints', [
+        ['account_id', accountId],
+        ['id', id],
+      ])) > 0,
     setFailingSince: (accountId, id, at) =>
       db.writing(async (transaction) => {
-        const [row] = await db.select(failingSinceUpdate('webhook_endpoints', 'account_id = :accountId AND id = :id'), { accountId, id, at }, transaction);
+        const [row] = await db.query(failingSinceUpdate('webhook_endpoints', 'account_id = $2 AND id = $3'), [at, accountId, id], { transaction });
         return row === undefined ? undefined : ((row.failing_since as string | null | undefined) ?? null);
       }),
     setStatusDetail: (accountId, id, statusDetail, updatedAt) =>
       db.writing(async (transaction) => {
-        const rows = await db.select(
-          'UPDATE webhook_endpoints SET status_detail = :statusDetail, updated_at = :updatedAt WHERE account_id = :accountId AND id = :id AND enabled = :on RETURNING id',
-          { accountId, id, statusDetail, updatedAt, on: true },
-          transaction,
+        const rows = await db.query(
+          'UPDATE webhook_endpoints SET status_detail = $1, updated_at = $2 WHERE account_id = $3 AND id = $4 AND enabled = $5 RETURNING id',
+          [statusDetail, updatedAt, accountId, id, true],
+          { transaction },
         );
         return rows.length > 0;
       }),
     disable: (accountId, id, change) =>
       db.writing(async (transaction) => {
-        const [row] = await db.select(
-          `UPDATE webhook_endpoints SET enabled = :off, status_detail = :statusDetail, updated_at = :updatedAt
-           WHERE account_id = :accountId AND id = :id AND enabled = :on${change.failingSinceAtMost === undefined ? '' : ' AND failing_since IS NOT NULL AND failing_since <= :atMost'}
-           RETURNING *`,
-          { accountId, id, statusDetail: change.statusDetail, updatedAt: change.updatedAt, atMost: change.failingSinceAtMost ?? null, on: true, off: false },
-          transaction,
-        );
+        const params = new Params();
+        const sets = `enabled = ${params.add(false)}, status_detail = ${params.add(change.statusDetail)}, updated_at = ${params.add(change.updatedAt)}`;
+        let where = `account_id = ${params.add(accountId)} AND id = ${params.add(id)} AND enabled = ${params.add(true)}`;
+        if (change.failingSinceAtMost !== undefined) where += ` AND failing_since IS NOT NULL AND failing_since <= ${params.add(change.failingSinceAtMost)}`;
+        const [row] = await db.query(`UPDATE webhook_endpoints SET ${sets} WHERE ${where} RETURNING *`, params, { transaction });
         return row && db.map.webhookEndpoint(row);
       }),
   };
 }
 
 export function organizationsRepository(db: SqlAccess): OrganizationRepository {
-  const { organizations: model } = db.models;
   return {
-    insert: (org) => db.insertRows(model, [db.map.organizationRow(org)], `organization ${org.id}`),
+    insert: (org) => db.insertRows('organizations', [db.map.organizationRow(org)], `organization ${org.id}`),
     getByAccount: async (accountId) => {
-      const row = await db.findOne(model, { account_id: accountId });
+      const row = await db.selectOne('organizations', [['account_id', accountId]]);
       return row && db.map.organization(row);
     },
-    update: async (org) => ((await db.replace(model, db.map.organizationRow(org))) ? copy(org) : undefined),
+    update: async (org) => ((await db.replace('organizations', db.map.organizationRow(org), 'organization')) ? copy(org) : undefined),
   };
 }
 
 export function facilitiesRepository(db: SqlAccess): FacilityRepository {
-  const { facilities: model } = db.models;
   return {
-    insert: (facility) => db.insertRows(model, [db.map.facilityRow(facility)], `facility ${facility.id}`),
+    insert: (facility) => db.insertRows('facilities', [db.map.facilityRow(facility)], `facility ${facility.id}`),
     get: async (accountId, id) => {
-      const row = await db.findOne(model, { account_id: accountId, id });
+      const row = await db.selectOne('facilities', [
+        ['account_id', accountId],
+        ['id', id],
+      ]);
       return row && db.map.facility(row);
     },
-    list: async (accountId) => (await db.findAll(model, { account_id: accountId }, OLDEST_FIRST)).map((row) => db.map.facility(row)),
-    update: async (facility) => ((await db.replace(model, db.map.facilityRow(facility))) ? copy(facility) : undefined),
-    remove: async (accountId, id) => (await db.destroy(model, { account_id: accountId, id })) > 0,
+    list: async (accountId) => (await db.select('facilities', [['account_id', accountId]], OLDEST_FIRST)).map((row) => db.map.facility(row)),
+    update: async (facility) => ((await db.replace('facilities', db.map.facilityRow(facility), 'facility')) ? copy(facility) : undefined),
+    remove: async (accountId, id) => (await db.remove('facilities', [
+        ['account_id', accountId],
+        ['id', id],
+      ])) > 0,
   };
 }
 
 export function cohortsRepository(db: SqlAccess): CohortRepository {
-  const { cohorts: model } = db.models;
   return {
-    insert: (cohort) => db.insertRows(model, [db.map.cohortRow(cohort)], `cohort ${cohort.id}`),
+    insert: (cohort) => db.insertRows('cohorts', [db.map.cohortRow(cohort)], `cohort ${cohort.id}`),
     get: async (accountId, id) => {
-      const row = await db.findOne(model, { account_id: accountId, id });
+      const row = await db.selectOne('cohorts', [
+        ['account_id', accountId],
+        ['id', id],
+      ]);
       return row && db.map.cohort(row);
     },
     existingIds: async (accountId, ids) => {
       const found: string[] = [];
       for (const chunk of chunks([...new Set(ids)], IDS_PER_STATEMENT)) {
-        const rows = await model.findAll({
-          attributes: ['id'],
-          where: { account_id: accountId, id: chunk },
-          raw: true,
-          transaction: db.transaction,
-        });
-        for (const row of rows as unknown as Row[]) found.push(String(row.id));
+        const params = new Params();
+        const rows = await db.query(`SELECT id FROM cohorts WHERE account_id = ${params.add(accountId)} AND id IN (${params.list(chunk)})`, params);
+        for (const row of rows) found.push(String(row.id));
       }
       return found;
     },
-    list: async (accountId) => (await db.findAll(model, { account_id: accountId }, OLDEST_FIRST)).map((row) => db.map.cohort(row)),
-    update: async (cohort) => ((await db.replace(model, db.map.cohortRow(cohort))) ? copy(cohort) : undefined),
-    remove: async (accountId, id) => (await db.destroy(model, { account_id: accountId, id })) > 0,
+    list: async (accountId) => (await db.select('cohorts', [['account_id', accountId]], OLDEST_FIRST)).map((row) => db.map.cohort(row)),
+    update: async (cohort) => ((await db.replace('cohorts', db.map.cohortRow(cohort), 'cohort')) ? copy(cohort) : undefined),
+    remove: async (accountId, id) => (await db.remove('cohorts', [
+        ['account_id', accountId],
+        ['id', id],
+      ])) > 0,
   };
 }

@@ -1,75 +1,79 @@
-import { Op, type WhereOptions } from 'sequelize';
 import type { EndpointMessageCounts, OutboxMessage } from '../../../../core/domain/types.js';
 import type { OutboxRepository, WebhookAttemptRepository } from '../../../../core/ports/storage.port.js';
-import type { Row } from '../models.js';
-import { IDS_PER_STATEMENT, OLDEST_FIRST, OUTBOX_CLAIM_LOCK, ROWS_PER_STATEMENT, chunks, type SqlAccess } from '../sql-access.js';
+import type { Row } from '../schema.js';
+import { Params } from '../raw-sql.js';
+import { IDS_PER_STATEMENT, OLDEST_FIRST, OUTBOX_CLAIM_LOCK, ROWS_PER_STATEMENT, chunks, columnList, orderOf, type Conditions, type SqlAccess } from '../sql-access.js';
 
 /* The webhook outbox: messages, their claims by delivery passes, their retention. */
 
 export function outboxRepository(db: SqlAccess): OutboxRepository {
-  const { outbox: model } = db.models;
   const toMessage = (row: Row) => db.map.outbox(row);
   return {
-    add: (message) => db.insertRows(model, [db.map.outboxRow(message)], `outbox message ${message.id}`),
+    add: (message) => db.insertRows('outbox', [db.map.outboxRow(message)], `outbox message ${message.id}`),
     get: async (accountId, id) => {
-      const row = await db.findOne(model, { account_id: accountId, id });
+      const row = await db.selectOne('outbox', [
+        ['account_id', accountId],
+        ['id', id],
+      ]);
       return row && toMessage(row);
     },
-    claim: async (now, limit, lease) => {
-      let scope = '';
-      if (lease.accountId !== undefined) {
-        scope = ' AND o.account_id = :accountId';
-        if (lease.endpointId === null) scope += ' AND o.endpoint_id IS NULL';
-        else if (lease.endpointId !== undefined) scope += ' AND o.endpoint_id = :endpointId';
-      }
+    claim: async (at, limit, lease) => {
+      if (limit < 1) return [];
       const except = lease.exceptEndpoints ?? [];
-      if (except.length > 0) {
-        // [accountId, endpointId | null] pairs as one JSON parameter, however many.
-        const pairs = db.context.postgres ? 'json_array_elements(CAST(:except AS json))' : 'json_each(:except)';
-        scope += ` AND NOT EXISTS (SELECT 1 FROM ${pairs} AS x
-                     WHERE x.value ->> 0 = o.account_id AND COALESCE(x.value ->> 1, '') = COALESCE(o.endpoint_id, ''))`;
-      }
-      const claimableFrom = (columns: string) => `SELECT ${columns} FROM outbox o
-           WHERE o.status = 'pending' AND o.next_attempt_at <= :now${scope}
-             AND NOT EXISTS (
-               SELECT 1 FROM outbox w
-               WHERE w.account_id = o.account_id AND w.stream_key = o.stream_key AND w.status = 'pending'
-                 AND ((w.next_attempt_at > :now AND (w.created_at < o.created_at OR (w.created_at = o.created_at AND w.id < o.id)))
-                   OR w.lease_until > :now))`;
-      const claimable = claimableFrom(lease.perEndpoint === undefined ? 'o.id' : 'o.id, o.account_id, o.endpoint_id, o.created_at');
-      const replacements = {
-        now,
-        limit,
-        accountId: lease.accountId ?? null,
-        endpointId: lease.endpointId ?? null,
-        perEndpoint: lease.perEndpoint ?? null,
-        except: JSON.stringify(except.map((e) => [e.accountId, e.endpointId])),
-        owner: lease.owner,
-        leaseUntil: new Date(Date.parse(now) + lease.leaseMs).toISOString(),
+      /** The messages a claim may take now, with `columns`, its values added to `params`. */
+      const claimable = (params: Params, columns: string) => {
+        const now = params.add(at);
+        let scope = '';
+        if (lease.accountId !== undefined) {
+          scope = ` AND o.account_id = ${params.add(lease.accountId)}`;
+          if (lease.endpointId === null) scope += ' AND o.endpoint_id IS NULL';
+          else if (lease.endpointId !== undefined) scope += ` AND o.endpoint_id = ${params.add(lease.endpointId)}`;
+        }
+        if (except.length > 0) {
+          // [accountId, endpointId | null] pairs as one JSON parameter, however many.
+          const list = params.add(JSON.stringify(except.map((e) => [e.accountId, e.endpointId])));
+          const pairs = db.context.postgres ? `json_array_elements(CAST(${list} AS json))` : `json_each(${list})`;
+          scope += ` AND NOT EXISTS (SELECT 1 FROM ${pairs} AS x
+                       WHERE x.value ->> 0 = o.account_id AND COALESCE(x.value ->> 1, '') = COALESCE(o.endpoint_id, ''))`;
+        }
+        return `SELECT ${columns} FROM outbox o
+             WHERE o.status = 'pending' AND o.next_attempt_at <= ${now}${scope}
+               AND NOT EXISTS (
+                 SELECT 1 FROM outbox w
+                 WHERE w.account_id = o.account_id AND w.stream_key = o.stream_key AND w.status = 'pending'
+                   AND ((w.next_attempt_at > ${now} AND (w.created_at < o.created_at OR (w.created_at = o.created_at AND w.id < o.id)))
+                     OR w.lease_until > ${now}))`;
       };
       // Most claims find nothing (a poll while every endpoint with messages has its lane, woken by each job
       // that ends): a read says so without a turn of the writer, which on SQLite every write of the journey
       // waits for. A message that lands after the read is the next poll's, as if this claim had run earlier.
-      if (limit < 1 || (db.transaction === undefined && (await db.select(`${claimableFrom('1')} LIMIT 1`, replacements)).length === 0)) return [];
+      if (db.transaction === undefined) {
+        const probe = new Params();
+        const sql = `${claimable(probe, '1')} LIMIT 1`;
+        if ((await db.query(sql, probe, { keepPrepared: except.length === 0 })).length === 0) return [];
+      }
       return db.atomic(async (transaction) => {
         // Claims queue up behind one lock: a claim must see the streams the previous one took, which row
         // locks alone (SKIP LOCKED) would hide from it until that claim commits. Claims are short.
-        if (db.context.postgres) await db.select('SELECT pg_advisory_xact_lock(:key)', { key: OUTBOX_CLAIM_LOCK }, transaction);
+        if (db.context.postgres) await db.query(`SELECT pg_advisory_xact_lock(${OUTBOX_CLAIM_LOCK})`, [], { transaction });
+        const params = new Params();
+        const candidates = claimable(params, lease.perEndpoint === undefined ? 'o.id' : 'o.id, o.account_id, o.endpoint_id, o.created_at');
         // With a cap per endpoint, each endpoint's oldest are numbered and the rest left out (NULLs, the
         // default endpoints, partition by account).
         const chosen =
           lease.perEndpoint === undefined
-            ? `${claimable} ORDER BY o.created_at, o.id LIMIT :limit`
+            ? `${candidates} ORDER BY o.created_at, o.id LIMIT ${params.add(limit)}`
             : `SELECT c.id FROM (
                  SELECT m.id, m.created_at, ROW_NUMBER() OVER (PARTITION BY m.account_id, m.endpoint_id ORDER BY m.created_at, m.id) AS n
-                 FROM (${claimable}) m) c
-               WHERE c.n <= :perEndpoint ORDER BY c.created_at, c.id LIMIT :limit`;
-        const rows = await db.select(
-          `UPDATE outbox SET lease_until = :leaseUntil, lease_owner = :owner
+                 FROM (${candidates}) m) c
+               WHERE c.n <= ${params.add(lease.perEndpoint)} ORDER BY c.created_at, c.id LIMIT ${params.add(limit)}`;
+        const leaseUntil = params.add(new Date(Date.parse(at) + lease.leaseMs).toISOString());
+        const rows = await db.query(
+          `UPDATE outbox SET lease_until = ${leaseUntil}, lease_owner = ${params.add(lease.owner)}
            WHERE id IN (${chosen})
            RETURNING *`,
-          replacements,
-          transaction,
+          params,
+          { transaction, keepPrepared: except.length === 0 },
         );
         return rows.map(toMessage).sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       });
@@ -80,19 +84,18 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
     releaseClaims: async (owner, ids) => {
       await db.writing(async (transaction) => {
         if (ids === undefined) {
-          await db.sequelize.query('UPDATE outbox SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = :owner', { replacements: { owner }, transaction });
+          await db.raw.run(transaction, 'UPDATE outbox SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = $1', [owner]);
           return;
         }
         for (const chunk of chunks(ids, IDS_PER_STATEMENT)) {
-          await db.sequelize.query('UPDATE outbox SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = :owner AND id IN (:ids)', {
-            replacements: { owner, ids: chunk },
-            transaction,
-          });
+          const params = new Params();
+          const sql = `UPDATE outbox SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ${params.add(owner)} AND id IN (${params.list(chunk)})`;
+          await db.raw.runOnce(transaction, sql, params.values);
         }
       });
     },
     update: async (message) => {
-      await db.replace(model, db.map.outboxRow(message));
+      await db.replace('outbox', db.map.outboxRow(message), 'outbox message');
     },
     updateMany: async (messages) => {
       if (messages.length === 0) return;
@@ -103,7 +106,7 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
            WHERE outbox.id = j.value ->> 0 AND outbox.account_id = j.value ->> 1`
         : `UPDATE outbox SET status = j.value ->> 2, attempts = j.value ->> 3, next_attempt_at = j.value ->> 4,
              last_error = j.value ->> 5, delivered_at = j.value ->> 6, lease_until = NULL, lease_owner = NULL
-           FROM json_each(?) AS j
+           FROM json_each($1) AS j
            WHERE outbox.id = j.value ->> 0 AND outbox.account_id = j.value ->> 1`;
       const rows = messages.map((m) => [m.id, m.accountId, m.status, m.attempts, m.nextAttemptAt, m.lastError ?? null, m.deliveredAt ?? null]);
       await db.atomic(async (transaction) => {
@@ -112,32 +115,32 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
     },
     pruneDelivered: async (before, limit) => {
       const rows = await db.writing((transaction) =>
-        db.select(
+        db.query(
           `DELETE FROM outbox WHERE id IN (
-             SELECT id FROM outbox WHERE status = 'delivered' AND delivered_at < :before ORDER BY delivered_at, id LIMIT :limit)
+             SELECT id FROM outbox WHERE status = 'delivered' AND delivered_at < $1 ORDER BY delivered_at, id LIMIT $2)
            RETURNING id`,
-          { before, limit },
-          transaction,
+          [before, limit],
+          { transaction },
         ),
       );
       return rows.length;
     },
     list: async (accountId, status, limit) => {
-      const where: WhereOptions = { account_id: accountId };
-      if (status !== undefined) where.status = status;
-      return (await db.findAll(model, where, OLDEST_FIRST, limit)).map(toMessage);
+      const where: Conditions<'outbox'> = status === undefined ? [['account_id', accountId]] : [['account_id', accountId], ['status', status]];
+      return (await db.select('outbox', where, OLDEST_FIRST, limit)).map(toMessage);
     },
     counts: async (accountId) => {
-      const rows = await db.select(`SELECT status, COUNT(*) AS n FROM outbox WHERE account_id = :accountId GROUP BY status`, { accountId });
+      const rows = await db.query('SELECT status, COUNT(*) AS n FROM outbox WHERE account_id = $1 GROUP BY status', [accountId], { keepPrepared: true });
       const counts: Record<OutboxMessage['status'], number> = { pending: 0, delivered: 0, parked: 0 };
       for (const row of rows) counts[String(row.status) as OutboxMessage['status']] = Number(row.n);
       return counts;
     },
     countsByEndpoint: async (accountId) => {
-      const rows = await db.select(
+      const rows = await db.query(
         `SELECT endpoint_id, status, COUNT(*) AS n, SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END) AS tried
-         FROM outbox WHERE account_id = :accountId GROUP BY endpoint_id, status`,
-        { accountId },
+         FROM outbox WHERE account_id = $1 GROUP BY endpoint_id, status`,
+        [accountId],
+        { keepPrepared: true },
       );
       const counts = new Map<string | null, EndpointMessageCounts>();
       for (const row of rows) {
@@ -151,59 +154,54 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
       return [...counts.values()];
     },
     listForEndpoint: async (accountId, endpointId, filter, limit) => {
-      const where: WhereOptions = { account_id: accountId, endpoint_id: endpointId === null ? { [Op.is]: null } : endpointId };
-      if (filter.status !== undefined) where.status = filter.status;
-      if (filter.since !== undefined || filter.until !== undefined) {
-        where.created_at = {
-          ...(filter.since === undefined ? {} : { [Op.gte]: filter.since }),
-          ...(filter.until === undefined ? {} : { [Op.lt]: filter.until }),
-        };
-      }
-      return (await db.findAll(model, where, OLDEST_FIRST, limit)).map(toMessage);
+      const params = new Params();
+      const where = [`account_id = ${params.add(accountId)}`, endpointId === null ? 'endpoint_id IS NULL' : `endpoint_id = ${params.add(endpointId)}`];
+      if (filter.status !== undefined) where.push(`status = ${params.add(filter.status)}`);
+      if (filter.since !== undefined) where.push(`created_at >= ${params.add(filter.since)}`);
+      if (filter.until !== undefined) where.push(`created_at < ${params.add(filter.until)}`);
+      let sql = `SELECT ${columnList('outbox')} FROM outbox WHERE ${where.join(' AND ')}${orderOf<'outbox'>(OLDEST_FIRST)}`;
+      if (limit !== undefined) sql += ` LIMIT ${params.add(limit)}`;
+      return (await db.query(sql, params)).map(toMessage);
     },
-    removeEndpointDeliveries: (accountId, endpointId) => db.destroy(model, { account_id: accountId, endpoint_id: endpointId }),
+    removeEndpointDeliveries: (accountId, endpointId) =>
+      db.remove('outbox', [
+        ['account_id', accountId],
+        ['endpoint_id', endpointId],
+      ]),
   };
 }
 
 export function webhookAttemptsRepository(db: SqlAccess): WebhookAttemptRepository {
-  const { webhookAttempts: model } = db.models;
   return {
-    addMany: (attempts) => db.insertRows(model, attempts.map((attempt) => db.map.webhookAttemptRow(attempt)), 'webhook attempt'),
+    addMany: (attempts) => db.insertRows('webhook_attempts', attempts.map((attempt) => db.map.webhookAttemptRow(attempt)), 'webhook attempt'),
     list: async (accountId, filter, limit, after) => {
-      const conditions = ['account_id = :accountId'];
-      const replacements: Record<string, unknown> = { accountId, limit };
+      const params = new Params();
+      const conditions = [`account_id = ${params.add(accountId)}`];
       if (filter.endpointId === null) conditions.push('endpoint_id IS NULL');
-      else if (filter.endpointId !== undefined) conditions.push('endpoint_id = :endpointId');
-      if (filter.type !== undefined) conditions.push('type = :type');
-      if (filter.patientId !== undefined) conditions.push('patient_id = :patientId');
-      if (filter.outcome !== undefined) conditions.push('outcome = :outcome');
-      if (filter.since !== undefined) conditions.push('attempted_at >= :since');
-      if (filter.until !== undefined) conditions.push('attempted_at < :until');
-      if (after !== undefined) conditions.push('(attempted_at < :afterAt OR (attempted_at = :afterAt AND id < :afterId))');
-      Object.assign(replacements, {
-        endpointId: filter.endpointId ?? null,
-        type: filter.type ?? null,
-        patientId: filter.patientId ?? null,
-        outcome: filter.outcome ?? null,
-        since: filter.since ?? null,
-        until: filter.until ?? null,
-        afterAt: after?.attemptedAt ?? null,
-        afterId: after?.id ?? null,
-      });
-      const rows = await db.select(
-        `SELECT * FROM webhook_attempts WHERE ${conditions.join(' AND ')} ORDER BY attempted_at DESC, id DESC LIMIT :limit`,
-        replacements,
+      else if (filter.endpointId !== undefined) conditions.push(`endpoint_id = ${params.add(filter.endpointId)}`);
+      if (filter.type !== undefined) conditions.push(`type = ${params.add(filter.type)}`);
+      if (filter.patientId !== undefined) conditions.push(`patient_id = ${params.add(filter.patientId)}`);
+      if (filter.outcome !== undefined) conditions.push(`outcome = ${params.add(filter.outcome)}`);
+      if (filter.since !== undefined) conditions.push(`attempted_at >= ${params.add(filter.since)}`);
+      if (filter.until !== undefined) conditions.push(`attempted_at < ${params.add(filter.until)}`);
+      if (after !== undefined) {
+        const afterAt = params.add(after.attemptedAt);
+        conditions.push(`(attempted_at < ${afterAt} OR (attempted_at = ${afterAt} AND id < ${params.add(after.id)}))`);
+      }
+      const rows = await db.query(
+        `SELECT * FROM webhook_attempts WHERE ${conditions.join(' AND ')} ORDER BY attempted_at DESC, id DESC LIMIT ${params.add(limit)}`,
+        params,
       );
       return rows.map((row) => db.map.webhookAttempt(row));
     },
     prune: async (before, limit) => {
       const rows = await db.writing((transaction) =>
-        db.select(
+        db.query(
           `DELETE FROM webhook_attempts WHERE id IN (
-             SELECT id FROM webhook_attempts WHERE attempted_at < :before ORDER BY attempted_at, id LIMIT :limit)
+             SELECT id FROM webhook_attempts WHERE attempted_at < $1 ORDER BY attempted_at, id LIMIT $2)
            RETURNING id`,
-          { before, limit },
-          transaction,
+          [before, limit],
+          { transaction },
         ),
       );
       return rows.length;

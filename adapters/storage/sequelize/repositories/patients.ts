@@ -1,12 +1,13 @@
-import { Op, literal, type Transaction, type WhereOptions } from 'sequelize';
+import type { Transaction } from 'sequelize';
 import { CoreError } from '../../../../core/errors.js';
 import { settleAll } from '../../../../core/settle.js';
 import type { Patient } from '../../../../core/domain/types.js';
 import { matchesPatientSearch } from '../../../../core/entities/patient-search.js';
 import type { PatientRepository } from '../../../../core/ports/storage.port.js';
 import { KEY_HASH_COLUMNS } from '../mappers.js';
-import type { Row } from '../models.js';
-import { IDS_PER_STATEMENT, KEY_ENTRIES_PER_STATEMENT, OLDEST_FIRST, PATIENT_UPSERT, ROWS_PER_STATEMENT, type StoredKeys, chunks, copy, lastByKey, matchKeysText, type SqlAccess } from '../sql-access.js';
+import type { Row } from '../schema.js';
+import { Params } from '../raw-sql.js';
+import { IDS_PER_STATEMENT, KEY_ENTRIES_PER_STATEMENT, OLDEST_FIRST, PATIENT_UPSERT, ROWS_PER_STATEMENT, type StoredKeys, chunks, columnList, copy, lastByKey, matchKeysText, type SqlAccess } from '../sql-access.js';
 
 /* Patients, the blocking-key index their matching reads (patient_key_hashes), and the account lock. */
 
@@ -49,13 +50,12 @@ async function holdAccountsOf(db: SqlAccess, batch: readonly Patient[], transact
 }
 
 export function patientsRepository(db: SqlAccess): PatientRepository {
-  const { patients: model } = db.models;
   const toPatient = (row: Row) => db.map.patient(row);
 
   const insertOne = (patient: Patient) =>
     db.atomic(async (transaction) => {
       await holdAccount(db, patient.accountId, transaction);
-      await db.insertRows(model, [db.map.patientRow(patient)], 'patient', transaction);
+      await db.insertRows('patients', [db.map.patientRow(patient)], 'patient', transaction);
       await insertKeys(db, [patient], transaction);
     });
 
@@ -91,10 +91,10 @@ export function patientsRepository(db: SqlAccess): PatientRepository {
   };
 
   /** A JSON array column holding `value`, as each dialect spells it. */
-  const arrayHolds = (column: 'facility_ids' | 'cohort_ids', value: string) =>
+  const arrayHolds = (column: 'facility_ids' | 'cohort_ids', value: string, params: Params) =>
     db.context.postgres
-      ? literal(`CAST(${column} AS jsonb) @> CAST(${db.sequelize.escape(JSON.stringify([value]))} AS jsonb)`)
-      : literal(`EXISTS (SELECT 1 FROM json_each(${column}) WHERE json_each.value = ${db.sequelize.escape(value)})`);
+      ? `CAST(${column} AS jsonb) @> CAST(${params.add(JSON.stringify([value]))} AS jsonb)`
+      : `EXISTS (SELECT 1 FROM json_each(${column}) WHERE json_each.value = ${params.add(value)})`;
 
   /** These patients of any account, whole, by id ascending. */
   const patientsById = async (ids: readonly string[]) => {
@@ -112,11 +112,23 @@ export function patientsRepository(db: SqlAccess): PatientRepository {
       if (batch.length > 0) await insertBatch(batch);
     },
     get: async (accountId, id) => {
-      const row = await db.findOne(model, { account_id: accountId, id });
+      const row = await db.selectOne('patients', [
+        ['account_id', accountId],
+        ['id', id],
+      ]);
       return row && toPatient(row);
     },
     findByExternalId: async (accountId, externalId) =>
-      (await db.findAll(model, { account_id: accountId, external_id: externalId }, OLDEST_FIRST)).map(toPatient),
+      (
+        await db.select(
+          'patients',
+          [
+            ['account_id', accountId],
+            ['external_id', externalId],
+          ],
+          OLDEST_FIRST,
+        )
+      ).map(toPatient),
     findByMatchKeys: async (accountId, matchKeys) => {
       const wanted = new Set(matchKeys);
       if (wanted.size === 0) return [];
@@ -134,11 +146,14 @@ export function patientsRepository(db: SqlAccess): PatientRepository {
       return rows.map(toPatient).filter((patient) => patient.matchKeys.some((key) => wanted.has(key)));
     },
     list: async (accountId, options = {}) => {
-      const conditions: WhereOptions[] = [{ account_id: accountId }];
-      if (options.after !== undefined) conditions.push({ id: { [Op.gt]: options.after } });
-      if (options.facilityId !== undefined) conditions.push(arrayHolds('facility_ids', options.facilityId));
-      if (options.cohortId !== undefined) conditions.push(arrayHolds('cohort_ids', options.cohortId));
-      return (await db.findAll(model, { [Op.and]: conditions }, [['id', 'ASC']], options.limit)).map(toPatient);
+      const params = new Params();
+      const conditions = [`account_id = ${params.add(accountId)}`];
+      if (options.after !== undefined) conditions.push(`id > ${params.add(options.after)}`);
+      if (options.facilityId !== undefined) conditions.push(arrayHolds('facility_ids', options.facilityId, params));
+      if (options.cohortId !== undefined) conditions.push(arrayHolds('cohort_ids', options.cohortId, params));
+      let sql = `SELECT ${columnList('patients')} FROM patients WHERE ${conditions.join(' AND ')} ORDER BY id ASC`;
+      if (options.limit !== undefined) sql += ` LIMIT ${params.add(Math.max(0, Math.floor(options.limit)))}`;
+      return (await db.query(sql, params)).map(toPatient);
     },
     search: async (accountId, search, { after, limit, scan }) => {
       const found: string[] = [];
@@ -169,7 +184,7 @@ export function patientsRepository(db: SqlAccess): PatientRepository {
         if (!previous || previous.accountId !== patient.accountId) return undefined;
         if (previous.version !== patient.version) return 'stale' as const;
         const next: Patient = { ...patient, version: patient.version + 1 };
-        if (!(await db.replace(model, db.map.patientRow(next), { version: patient.version }, transaction))) return 'stale' as const;
+        if (!(await db.replace('patients', db.map.patientRow(next), 'patient', [['version', patient.version]], transaction))) return 'stale' as const;
         await replaceKeys([previous], [next], transaction);
         return copy(next);
       }),
@@ -206,7 +221,15 @@ export function patientsRepository(db: SqlAccess): PatientRepository {
       db.atomic(async (transaction) => {
         await holdAccount(db, accountId, transaction);
         const previous = (await storedKeysOf([id], transaction)).get(id);
-        if ((await db.destroy(model, { account_id: accountId, id }, transaction)) === 0) return false;
+        const removed = await db.remove(
+          'patients',
+          [
+            ['account_id', accountId],
+            ['id', id],
+          ],
+          transaction,
+        );
+        if (removed === 0) return false;
         if (previous) await deleteKeys(db, [previous], transaction);
         return true;
       }),
