@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QueryTypes, Sequelize, type Transaction } from 'sequelize';
-import { expect, test } from 'vitest';
+import { expect, test, vi } from 'vitest';
 import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import { SqlQueue } from '../../adapters/queue/sql/sql.queue.js';
@@ -130,7 +130,7 @@ test('sqlite: a queue write while a storage transaction holds the writer waits f
   }
 });
 
-test('sqlite: a claim takes the one writer once, whatever it finds (its statements share one transaction)', async () => {
+test('sqlite: a claim that takes something takes the one writer once (its statements share one transaction), and none when there is nothing', async () => {
   const statements: string[] = [];
   const clock = new SteppedClock('2026-03-01T09:00:00.000Z');
   const sequelize = new Sequelize({ dialect: 'sqlite', storage: ':memory:', logging: (sql) => statements.push(sql) });
@@ -144,7 +144,7 @@ test('sqlite: a claim takes the one writer once, whatever it finds (its statemen
     expect(begins() - before).toBe(1);
     before = begins();
     expect(await queue.claim({ workerId: 'w', limit: 5, leaseMs: 60_000 })).toEqual([]);
-    expect(begins() - before).toBe(1);
+    expect(begins() - before).toBe(0);
   } finally {
     await sequelize.close();
   }
@@ -170,6 +170,38 @@ test('sqlite: a background job waiting for the writer lets an urgent write (an i
     release();
     await Promise.all([holding, background, urgent]);
     expect(await sequelize.query('SELECT text FROM notes ORDER BY id', { type: QueryTypes.SELECT })).toEqual([{ text: 'import batch' }, { text: 'document query' }]);
+  } finally {
+    await sequelize.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('sqlite: a claim that finds nothing to take takes no turn of the writer; one that finds a job or a run-out lease does', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'carebridge-queue-'));
+  const sequelize = await openSequelize({ dataDir: dir });
+  try {
+    const clock = new SteppedClock('2026-03-01T09:00:00.000Z');
+    const queue = await SqlQueue.open({ sequelize, clock, ids: new SequentialIds() });
+    const transactions = vi.spyOn(sequelize, 'transaction');
+    const claim = (lanes?: ('interactive' | 'background')[]) => queue.claim({ workerId: 'w', limit: 4, leaseMs: 10_000, ...(lanes ? { lanes } : {}) });
+    expect(await claim()).toEqual([]);
+    expect(transactions).not.toHaveBeenCalled();
+
+    await queue.enqueue({ type: 't', payload: 1, lane: 'background' });
+    const enqueued = transactions.mock.calls.length;
+    // Only interactive work asked for, and there is none: still no turn.
+    expect(await claim(['interactive'])).toEqual([]);
+    expect(await queue.claim({ workerId: 'w', limit: 4, leaseMs: 10_000, types: [] })).toEqual([]);
+    expect(transactions.mock.calls.length).toBe(enqueued);
+    expect((await claim(['background'])).map((job) => job.payload)).toEqual([1]);
+    expect(transactions.mock.calls.length).toBe(enqueued + 1);
+
+    // Its lease runs out: the next claim takes it over, whatever lane it asks for (a run-out lease is dealt with).
+    clock.advance(10_001);
+    const before = transactions.mock.calls.length;
+    expect((await claim(['background'])).map((job) => job.attempt)).toEqual([2]);
+    expect(transactions.mock.calls.length).toBe(before + 1);
+    transactions.mockRestore();
   } finally {
     await sequelize.close();
     await rm(dir, { recursive: true, force: true });

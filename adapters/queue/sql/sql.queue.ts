@@ -136,10 +136,25 @@ export class SqlQueue implements QueuePort {
     checkWorkerId(options.workerId);
     checkLimit(options.limit);
     checkLeaseMs(options.leaseMs);
+    // Most claims find nothing: a free slot asks for interactive work first, and in a journey there is
+    // none. A read says so without a turn of the writer (and its three statements): nothing pending is due
+    // and no lease has run out (whose job the claim would take over or mark dead). A job that lands after
+    // the read is the next claim's, as if this one had run earlier.
+    if (!(await this.anythingToClaim(options))) return [];
     // On SQLite the claim's statements share one transaction of the writer, which also keeps two claims of
     // this process apart: a claim costs the writer one turn, not three, and claims are the queue's most
     // frequent write (every idle slot asks).
     return this.writer((transaction) => this.claimIn(options, transaction));
+  }
+
+  /** Whether a claim with these filters could take a job now or has a run-out lease to deal with. */
+  private async anythingToClaim(options: { types?: readonly string[]; lanes?: readonly JobLane[] }): Promise<boolean> {
+    const params = new Params();
+    const now = params.add(this.nowMs());
+    const filters = `${options.types === undefined ? '' : `AND type IN (${params.list(options.types)})`} ${options.lanes === undefined ? '' : `AND lane IN (${params.list(options.lanes.map((lane) => LANE_RANK[lane]))})`}`;
+    const pending = options.types?.length === 0 || options.lanes?.length === 0 ? '' : `UNION ALL SELECT 1 FROM ${this.table} WHERE status = 'pending' AND run_at <= ${now} ${filters}`;
+    const rows = await this.select(`SELECT 1 AS due FROM ${this.table} WHERE status = 'running' AND lease_until <= ${now} ${pending} LIMIT 1`, params.values);
+    return rows.length > 0;
   }
 
   private async claimIn(
