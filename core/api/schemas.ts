@@ -5,7 +5,7 @@ import { dobProblem } from '../csv/dates.js';
 import { normaliseSsn, SSN_INVALID } from '../csv/identifiers.js';
 import { CONTROL_CHARACTER, FIELD_MAX_LENGTH, hasControlCharacter, tooLongMessage, type LimitedField } from '../csv/limits.js';
 import { nameProblem } from '../csv/names.js';
-import { isValidNpi } from '../entities/npi.js';
+import { isValidNpi } from '../../contract/fields/npi.js';
 import { FILTERABLE_EVENT_TYPES } from '../webhooks/endpoints.js';
 import type * as wire from '../../contract/requests.js';
 
