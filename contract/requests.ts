@@ -1,98 +1,224 @@
-import type { WebhookMessageType } from './webhooks.js';
+import { z } from 'zod';
+import { COUNTRY, normaliseState, normaliseZip, STATE_INVALID, ZIP_INVALID } from './fields/addresses.js';
+import { EMAIL_INVALID, normaliseEmail, normalisePhone, PHONE_INVALID } from './fields/contacts.js';
+import { dobProblem } from './fields/dates.js';
+import { normaliseSsn, SSN_INVALID } from './fields/identifiers.js';
+import { CONTROL_CHARACTER, FIELD_MAX_LENGTH, hasControlCharacter, tooLongMessage, type LimitedField } from './fields/limits.js';
+import { nameProblem } from './fields/names.js';
+import { isValidNpi } from './fields/npi.js';
+import { FILTERABLE_EVENT_TYPES } from './webhooks.js';
 
 /*
- * The request bodies of the API as a client writes them (before the service's normalisation: a zip may be a
- * number, one address need not be a list). The service validates them with the zod schemas of
- * core/api/schemas.ts, which are checked at compile time to take exactly these shapes.
+ * The request bodies of the API, written once: the service validates and normalises with these schemas
+ * (the body a handler gets is their output), the OpenAPI document describes them, and a client writes their
+ * input (before the service's normalisation: a zip may be a number, one address need not be a list).
  */
 
-export type UsStateInput = string;
+const text = (max: number) => z.string().trim().min(1).max(max);
 
-export interface AddressRequest {
-  addressLine1: string;
-  addressLine2?: string | null | undefined;
-  city: string;
-  /** Two-letter code or full name; the service stores the code. */
-  state: UsStateInput;
-  zip: string | number;
-  country?: 'USA' | undefined;
-}
+/** A patient's free-text field: the length limit and rule on characters the CSV import applies too (fields/limits.ts). */
+const fieldText = (field: LimitedField, minLength: 0 | 1) =>
+  z
+    .string()
+    .trim()
+    .min(minLength)
+    .max(FIELD_MAX_LENGTH[field], tooLongMessage(field))
+    .refine((value) => !hasControlCharacter(value), CONTROL_CHARACTER);
 
-export type OrganizationType = 'acuteCare' | 'ambulatory' | 'hospital' | 'labSystems' | 'pharmacy' | 'postAcuteCare';
+const requiredFieldText = (field: LimitedField) => fieldText(field, 1);
 
-export interface OrganizationCreate {
-  name: string;
-  type: OrganizationType;
-  location: AddressRequest;
-}
+const optionalFieldText = (field: LimitedField) =>
+  fieldText(field, 0)
+    .optional()
+    .nullable()
+    .transform((v) => (v ? v : undefined));
 
-export interface FacilityCreate {
-  name: string;
+/** A first or last name: the name rule the CSV import applies too (fields/names.ts), so both refuse the same names. */
+const nameSchema = (field: 'firstName' | 'lastName') =>
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(FIELD_MAX_LENGTH[field], tooLongMessage(field))
+    .superRefine((value, ctx) => {
+      const problem = value === '' ? undefined : nameProblem(value);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    });
+
+export const usState = z.string().transform((value, ctx) => {
+  const state = normaliseState(value);
+  if (!state) {
+    ctx.addIssue({ code: 'custom', message: STATE_INVALID });
+    return z.NEVER;
+  }
+  return state;
+});
+
+export const addressSchema = z.object({
+  addressLine1: requiredFieldText('addressLine1'),
+  addressLine2: optionalFieldText('addressLine2'),
+  city: requiredFieldText('city'),
+  /** A two-letter US state code in any case; the service stores it upper-case. */
+  state: usState,
+  /** 5 digits, or ZIP+4 (`12345-6789` or 9 digits); the service stores the first 5. */
+  zip: z.union([z.string(), z.number()]).transform((value, ctx) => {
+    const zip = normaliseZip(String(value));
+    if (!zip) {
+      ctx.addIssue({ code: 'custom', message: ZIP_INVALID });
+      return z.NEVER;
+    }
+    return zip;
+  }),
+  country: z.literal(COUNTRY).optional().default(COUNTRY),
+});
+
+export const organizationCreateSchema = z.object({
+  name: text(200),
+  type: z.enum(['acuteCare', 'ambulatory', 'hospital', 'labSystems', 'pharmacy', 'postAcuteCare']),
+  location: addressSchema,
+});
+
+export const npiSchema = z.string().refine(isValidNpi, { message: 'must be a valid 10-digit NPI' });
+
+export const facilityCreateSchema = z.object({
+  name: text(200),
   /** A valid 10-digit NPI. */
-  npi: string;
-  tin?: string | null | undefined;
-  active?: boolean | null | undefined;
-  address: AddressRequest;
-}
+  npi: npiSchema,
+  tin: z.string().trim().max(20).optional().nullable().transform((v) => (v ? v : undefined)),
+  active: z.boolean().optional().nullable().transform((v) => v ?? true),
+  address: addressSchema,
+});
 
-export interface CohortCreate {
-  name: string;
-  description?: string | undefined;
-}
+export const cohortCreateSchema = z.object({
+  name: text(200),
+  description: z.string().trim().max(2000).optional(),
+});
 
-export type PersonalIdentifierRequest = { type: 'ssn'; value: string } | { type: 'driversLicense'; value: string; state: UsStateInput };
+const dobSchema = z.string().superRefine((value, ctx) => {
+  // Validity of a date of birth depends on today; the use case re-checks "not in the future" with the clock.
+  const problem = dobProblem(value, '9999-12-31');
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
 
-export interface ContactRequest {
-  phone?: string | number | null | undefined;
-  email?: string | null | undefined;
-}
+const phoneSchema = z.union([z.string(), z.number()]).transform((value, ctx) => {
+  const phone = normalisePhone(String(value));
+  if (!phone) {
+    ctx.addIssue({ code: 'custom', message: PHONE_INVALID });
+    return z.NEVER;
+  }
+  return phone;
+});
 
-export interface PatientCreate {
-  firstName: string;
-  lastName: string;
+const emailSchema = z.string().transform((value, ctx) => {
+  const email = normaliseEmail(value);
+  if (!email) {
+    ctx.addIssue({ code: 'custom', message: EMAIL_INVALID });
+    return z.NEVER;
+  }
+  return email;
+});
+
+export const contactSchema = z
+  .object({ phone: phoneSchema.optional().nullable(), email: emailSchema.optional().nullable() })
+  .refine((c) => c.phone || c.email, { message: 'either phone or email is required' })
+  .transform((c) => ({ ...(c.phone ? { phone: c.phone } : {}), ...(c.email ? { email: c.email } : {}) }));
+
+export const personalIdentifierSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('ssn'),
+    value: z.string().transform((value, ctx) => {
+      const ssn = normaliseSsn(value);
+      if (!ssn) {
+        ctx.addIssue({ code: 'custom', message: SSN_INVALID });
+        return z.NEVER;
+      }
+      return ssn;
+    }),
+  }),
+  z.object({ type: z.literal('driversLicense'), value: requiredFieldText('driversLicenceNo'), state: usState }),
+]);
+
+const oneOrMany = <T extends z.ZodType>(item: T) =>
+  z.union([z.array(item), item]).transform((v) => (Array.isArray(v) ? v : [v]) as z.output<T>[]);
+
+export const patientCreateSchema = z.object({
+  firstName: nameSchema('firstName'),
+  lastName: nameSchema('lastName'),
   /** `YYYY-MM-DD`, not in the future. */
-  dob: string;
-  genderAtBirth: 'M' | 'F' | 'O' | 'U';
-  personalIdentifiers?: PersonalIdentifierRequest[] | undefined;
-  address: AddressRequest | AddressRequest[];
-  contact?: ContactRequest | ContactRequest[] | undefined;
-  externalId?: string | null | undefined;
-}
+  dob: dobSchema,
+  genderAtBirth: z.enum(['M', 'F', 'O', 'U']),
+  personalIdentifiers: z.array(personalIdentifierSchema).max(10).optional().default([]),
+  address: oneOrMany(addressSchema).pipe(z.array(z.any()).min(1, 'at least one address is required').max(10)),
+  contact: oneOrMany(contactSchema).optional().default([]).pipe(z.array(z.any()).max(10)),
+  externalId: optionalFieldText('externalId'),
+});
 
-export interface SettingsUpdate {
-  webhookUrl: string;
-}
+export const settingsUpdateSchema = z.object({ webhookUrl: z.string().trim().max(2048) });
 
-export interface WebhookEndpointCreate {
-  url: string;
-  description?: string | undefined;
+const endpointEventTypes = z
+  .array(z.string().trim().min(1).max(100))
+  .max(20)
+  .describe('Message types the endpoint receives: exact (`medical.document-conversion`) or a prefix ending in `.*` (`network-query.*`); empty or absent: every type');
+
+export const webhookEndpointCreateSchema = z.object({
+  url: z.string().trim().min(1).max(2048),
+  description: z.string().trim().max(500).optional(),
   /** Exact message types or `prefix.*`; absent or empty: every type. */
-  eventTypes?: string[] | undefined;
+  eventTypes: endpointEventTypes.optional(),
   /** Default true (pinged, enabled when it answers). */
-  enabled?: boolean | undefined;
-}
+  enabled: z.boolean().optional().describe('Default true: the URL is pinged at once and the endpoint enabled when it answers; false: saved, not pinged, off'),
+});
 
-export interface WebhookEndpointUpdate {
-  url?: string | undefined;
-  description?: string | undefined;
-  eventTypes?: string[] | undefined;
-  enabled?: boolean | undefined;
-}
+export const webhookEndpointUpdateSchema = z.object({
+  url: z.string().trim().min(1).max(2048).optional().describe('A new URL is pinged like a new endpoint'),
+  description: z.string().trim().max(500).optional(),
+  eventTypes: endpointEventTypes.optional(),
+  enabled: z.boolean().optional().describe('true re-enables a disabled endpoint; what waited for it is sent at once'),
+});
 
-/** Exactly one of: `messageId`; `parked: true`; `since` and `until` (ISO 8601 instants, UTC). */
-export interface WebhookReplay {
-  messageId?: string | undefined;
-  parked?: true | undefined;
-  since?: string | undefined;
-  until?: string | undefined;
-}
+const utcInstant = z.string().datetime({ offset: false });
 
-export interface WebhookSecretRotation {
-  /** Seconds the old secret keeps signing beside the new one; default 86400 (24 h), at most 7 days. */
-  graceSeconds?: number | undefined;
-}
+export const webhookSecretRotationSchema = z
+  .object({
+    /** Seconds the old secret keeps signing beside the new one; default 86400 (24 h), at most 7 days. */
+    graceSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 24 * 3600)
+      .optional()
+      .describe('How long the old secret keeps signing beside the new one; default 86400 (24 h), at most 7 days'),
+  })
+  .optional();
 
-export interface WebhookTestEvent {
+export const webhookReplaySchema = z
+  .object({
+    messageId: z.string().trim().min(1).max(200).optional().describe('Replay this one message'),
+    parked: z.literal(true).optional().describe('Replay every parked message of the endpoint'),
+    since: utcInstant.optional().describe('With until: replay every message of the endpoint created in [since, until)'),
+    until: utcInstant.optional(),
+  })
+  .describe('Exactly one of: messageId; parked: true; since and until');
+
+export const webhookTestEventSchema = z.object({
   /** The message type of the sample: any type an endpoint can receive (not `ping`). */
-  type: Exclude<WebhookMessageType, 'ping'>;
-}
+  type: z.enum(FILTERABLE_EVENT_TYPES).describe('The message type of the sample: any type an endpoint can receive'),
+});
+
+// What a client writes: the input of each schema.
+export type UsStateInput = z.input<typeof usState>;
+export type AddressRequest = z.input<typeof addressSchema>;
+export type OrganizationCreate = z.input<typeof organizationCreateSchema>;
+export type OrganizationType = OrganizationCreate['type'];
+export type FacilityCreate = z.input<typeof facilityCreateSchema>;
+export type CohortCreate = z.input<typeof cohortCreateSchema>;
+export type PersonalIdentifierRequest = z.input<typeof personalIdentifierSchema>;
+export type ContactRequest = z.input<typeof contactSchema>;
+export type PatientCreate = z.input<typeof patientCreateSchema>;
+export type SettingsUpdate = z.input<typeof settingsUpdateSchema>;
+export type WebhookEndpointCreate = z.input<typeof webhookEndpointCreateSchema>;
+export type WebhookEndpointUpdate = z.input<typeof webhookEndpointUpdateSchema>;
+/** Exactly one of: `messageId`; `parked: true`; `since` and `until` (ISO 8601 instants, UTC). */
+export type WebhookReplay = z.input<typeof webhookReplaySchema>;
+export type WebhookSecretRotation = NonNullable<z.input<typeof webhookSecretRotationSchema>>;
+export type WebhookTestEvent = z.input<typeof webhookTestEventSchema>;

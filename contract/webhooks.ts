@@ -255,6 +255,12 @@ export const webhookMessageSchemas = {
 
 export const WEBHOOK_MESSAGE_TYPES = Object.keys(webhookMessageSchemas) as WebhookMessageType[];
 
+/** The message types an endpoint's filter may name (a ping is never stored, so never filtered). */
+export const FILTERABLE_EVENT_TYPES = Object.keys(webhookMessageSchemas).filter((type) => type !== 'ping') as [
+  Exclude<WebhookMessageType, 'ping'>,
+  ...Exclude<WebhookMessageType, 'ping'>[],
+];
+
 /** Any message; prefer `parseWebhookMessage`, whose errors name the part of the one matching type that is wrong. */
 export const webhookMessageSchema = z.union([
   documentDownloadMessageSchema,

@@ -1,14 +1,16 @@
-import * as tsFsmModule from 'ts-fsm';
+// The ES build, not the package's CommonJS main: its default export is the class under Node, tsx and vitest
+// alike, where the main's `exports.default` is unwrapped by some loaders and not by others.
+import StateMachine from 'ts-fsm/dist/ts-fsm.es5.js';
 import type { BulkStatus } from '../domain/types.js';
 import { CoreError } from '../errors.js';
+
+export type BulkEvent = 'accept-upload' | 'reject-upload' | 'expire' | 'complete' | 'fail';
 
 /**
  * The bulk request lifecycle (adds processing -> failed for an
  * unrecoverable error). Every other move is refused with INVALID_TRANSITION.
  */
-export type BulkEvent = 'accept-upload' | 'reject-upload' | 'expire' | 'complete' | 'fail';
-
-const TRANSITIONS: readonly { name: BulkEvent; from: BulkStatus; to: BulkStatus }[] = [
+export const BULK_TRANSITIONS: readonly { name: BulkEvent; from: BulkStatus; to: BulkStatus }[] = [
   { name: 'accept-upload', from: 'waiting', to: 'processing' },
   { name: 'reject-upload', from: 'waiting', to: 'failed' },
   { name: 'expire', from: 'waiting', to: 'expired' },
@@ -16,35 +18,17 @@ const TRANSITIONS: readonly { name: BulkEvent; from: BulkStatus; to: BulkStatus 
   { name: 'fail', from: 'processing', to: 'failed' },
 ];
 
-const STATES: readonly BulkStatus[] = ['waiting', 'processing', 'completed', 'failed', 'expired'];
-
-type Machine = {
-  state: BulkStatus;
-  canDoTransition(name: BulkEvent): boolean;
-  doTransition(name: BulkEvent): Promise<Machine>;
-};
-type MachineClass = new (initial: BulkStatus, states: { name: BulkStatus }[], transitions: typeof TRANSITIONS) => Machine;
-
-// ts-fsm ships CommonJS whose class sits under `.default`; how deep depends on the loader's interop.
-function resolveMachineClass(): MachineClass {
-  let candidate: unknown = tsFsmModule;
-  for (let depth = 0; depth < 3 && typeof candidate !== 'function'; depth++) {
-    candidate = (candidate as { default?: unknown }).default;
-  }
-  if (typeof candidate !== 'function') throw new Error('ts-fsm: state machine class not found');
-  return candidate as MachineClass;
-}
-
-const StateMachine = resolveMachineClass();
-
-/** Whether `event` is allowed from `status`. */
-export function canTransition(status: BulkStatus, event: BulkEvent): boolean {
-  return new StateMachine(status, STATES.map((name) => ({ name })), TRANSITIONS).canDoTransition(event);
-}
+const BULK_STATES: readonly { name: BulkStatus; data: undefined }[] = [
+  { name: 'waiting', data: undefined },
+  { name: 'processing', data: undefined },
+  { name: 'completed', data: undefined },
+  { name: 'failed', data: undefined },
+  { name: 'expired', data: undefined },
+];
 
 /** The status after `event`, or a CoreError INVALID_TRANSITION naming both. */
 export async function nextStatus(status: BulkStatus, event: BulkEvent): Promise<BulkStatus> {
-  const machine = new StateMachine(status, STATES.map((name) => ({ name })), TRANSITIONS);
+  const machine = new StateMachine<BulkStatus, BulkEvent, undefined>(status, [...BULK_STATES], [...BULK_TRANSITIONS]);
   if (!machine.canDoTransition(event)) {
     throw new CoreError('INVALID_TRANSITION', `A bulk request that is ${status} cannot ${event.replace('-', ' ')}`, {
       details: { status, event },
@@ -53,5 +37,3 @@ export async function nextStatus(status: BulkStatus, event: BulkEvent): Promise<
   await machine.doTransition(event);
   return machine.state;
 }
-
-export const BULK_TRANSITIONS = TRANSITIONS;

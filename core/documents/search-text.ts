@@ -11,7 +11,7 @@
  * `>`, so a 64 KB upload of `<` characters held the thread answering requests for seconds, and 128 KB for a
  * minute.
  */
-import { isWhitespaceCode } from '../matching/normalise.js';
+import { isWhitespaceCode } from '../../contract/fields/whitespace.js';
 import type { FhirResource } from '../ports/ccda.port.js';
 
 /** Keys whose string value is human text, wherever they appear. */

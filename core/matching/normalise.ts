@@ -11,6 +11,7 @@
  * so different people were merged; when unsure, names must stay apart (a duplicate can be merged later,
  * a merged record cannot be split).
  */
+import { isWhitespaceCode } from '../../contract/fields/whitespace.js';
 
 /** Commas and whitespace both separate names (`A,B` and `A B` both mean the list A, B); U+FEFF is invisible, not a space. */
 const NAME_SEPARATORS = /(?:[^\S\uFEFF]|,)+/u;
@@ -107,14 +108,6 @@ export function foldName(s: string): string {
   let folded = '';
   for (let i = 0; i < s.length; i++) folded += FOLD_TABLE[s.charCodeAt(i)]!;
   return folded;
-}
-
-/** Whether the UTF-16 code unit is one `\s` matches. */
-export function isWhitespaceCode(c: number): boolean {
-  if (c < 0x80) return c === 32 || (c >= 9 && c <= 13);
-  return (
-    c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
-  );
 }
 
 /** Whitespace that separates names: all of `\s` but U+FEFF, which JavaScript counts as a space but nobody sees. */

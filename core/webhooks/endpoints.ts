@@ -1,7 +1,7 @@
 import { webhookSigningSecret } from '../../contract/signature.js';
-import { webhookMessageSchemas } from '../../contract/webhooks.js';
+import { FILTERABLE_EVENT_TYPES } from '../../contract/webhooks.js';
 import type { CoreDeps } from '../deps.js';
-import type { OutboxMessage, WebhookEndpoint, WebhookMessageType } from '../domain/types.js';
+import type { OutboxMessage, WebhookEndpoint } from '../domain/types.js';
 import { CoreError } from '../errors.js';
 import { nowIso } from '../time.js';
 import { healthOf } from './health.js';
@@ -25,11 +25,9 @@ import { validateWebhookUrl } from './url.js';
 /** Endpoints an account may have beside its default one: fan-out reads them for every message. */
 export const MAX_WEBHOOK_ENDPOINTS = 20;
 
-/** The message types a filter may name (a ping is never stored, so never filtered). */
-export const FILTERABLE_EVENT_TYPES = Object.keys(webhookMessageSchemas).filter((type) => type !== 'ping') as [
-  Exclude<WebhookMessageType, 'ping'>,
-  ...Exclude<WebhookMessageType, 'ping'>[],
-];
+// The message types a filter may name are the wire contract's, which the request schemas take too.
+export { FILTERABLE_EVENT_TYPES };
+
 
 /** Whether one filter entry takes `type`: the exact type, or a `prefix.*` the type starts with. */
 function patternTakes(pattern: string, type: string): boolean {

@@ -1,0 +1,7 @@
+/** Whether the UTF-16 code unit is one `\s` matches. */
+export function isWhitespaceCode(c: number): boolean {
+  if (c < 0x80) return c === 32 || (c >= 9 && c <= 13);
+  return (
+    c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+  );
+}
