@@ -201,21 +201,17 @@ function controlTransactionsOnDriver(sequelize: Sequelize): void {
     if (internals.parent || !internals.connection) return start(transaction, rest);
     return exec(internals, `BEGIN ${internals.options.type ?? 'DEFERRED'} TRANSACTION;`);
   };
-  queryInterface.commitTransaction = async (transaction, rest) => {
-    const internals = transaction as unknown as TransactionInternals;
-    if (internals.parent || !internals.connection) return commit(transaction, rest);
-    const done = exec(internals, 'COMMIT;');
-    // As Sequelize marks it: finished as soon as the COMMIT is sent, whatever its outcome.
-    internals.finished = 'commit';
-    await done;
-  };
-  queryInterface.rollbackTransaction = async (transaction, rest) => {
-    const internals = transaction as unknown as TransactionInternals;
-    if (internals.parent || !internals.connection) return rollback(transaction, rest);
-    const done = exec(internals, 'ROLLBACK;');
-    internals.finished = 'rollback';
-    await done;
-  };
+  /** COMMIT or ROLLBACK: finished as soon as it is sent, whatever its outcome, as Sequelize marks it. */
+  const end = (statement: 'COMMIT' | 'ROLLBACK', state: string, sequelizes: TransactionControl['commitTransaction']): TransactionControl['commitTransaction'] =>
+    async (transaction, rest) => {
+      const internals = transaction as unknown as TransactionInternals;
+      if (internals.parent || !internals.connection) return sequelizes(transaction, rest);
+      const done = exec(internals, `${statement};`);
+      internals.finished = state;
+      await done;
+    };
+  queryInterface.commitTransaction = end('COMMIT', 'commit', commit);
+  queryInterface.rollbackTransaction = end('ROLLBACK', 'rollback', rollback);
 }
 
 /** A failed BEGIN, COMMIT or ROLLBACK as the storage's other driver failures leave it: the driver's code, the driver's error as the cause. */

@@ -2,7 +2,7 @@ import type { BulkRowOutcome } from '../../../../core/domain/types.js';
 import type { BulkRequestRepository, BulkRowRepository } from '../../../../core/ports/storage.port.js';
 import { BULK_ROW_COLUMNS } from '../mappers.js';
 import type { Row } from '../schema.js';
-import { BULK_ROW_UPSERT, NEWEST_FIRST, OLDEST_FIRST, columnList, copy, lastByKey, type SqlAccess } from '../sql-access.js';
+import { BULK_ROW_UPSERT, NEWEST_FIRST, OLDEST_FIRST, columnList, copy, lastByKey, owned, type SqlAccess } from '../sql-access.js';
 
 /* Bulk requests and the outcome of each of their rows. */
 
@@ -11,10 +11,7 @@ export function bulkRequestsRepository(db: SqlAccess): BulkRequestRepository {
   return {
     insert: (request) => db.insertRows('bulk_requests', [db.map.bulkRequestRow(request)], `bulk request ${request.id}`),
     get: async (accountId, id) => {
-      const row = await db.selectOne('bulk_requests', [
-        ['account_id', accountId],
-        ['id', id],
-      ]);
+      const row = await db.selectOne('bulk_requests', owned(accountId, id));
       return row && toRequest(row);
     },
     getById: async (id) => {

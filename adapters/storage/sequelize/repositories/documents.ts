@@ -2,7 +2,7 @@ import type { BulkQueriesProgress, FhirResourceRecord } from '../../../../core/d
 import type { ConsolidatedQueryRepository, DocumentQueryRepository, DocumentRepository, FhirResourceRepository, NetworkQueryRepository } from '../../../../core/ports/storage.port.js';
 import type { Row } from '../schema.js';
 import { Params } from '../raw-sql.js';
-import { IDS_PER_STATEMENT, NEWEST_FIRST, OLDEST_FIRST, chunks, columnList, copy, lastByKey, type SqlAccess } from '../sql-access.js';
+import { IDS_PER_STATEMENT, NEWEST_FIRST, OLDEST_FIRST, chunks, columnList, copy, lastByKey, owned, type SqlAccess } from '../sql-access.js';
 
 /* Documents, document queries, the consolidated FHIR store, consolidated and network queries. */
 
@@ -11,10 +11,7 @@ export function documentsRepository(db: SqlAccess): DocumentRepository {
   return {
     insert: (document) => db.insertRows('documents', [db.map.documentRow(document)], `document ${document.id}`),
     get: async (accountId, id) => {
-      const row = await db.selectOne('documents', [
-        ['account_id', accountId],
-        ['id', id],
-      ]);
+      const row = await db.selectOne('documents', owned(accountId, id));
       return row && toDocument(row);
     },
     getByFileName: async (accountId, fileName) => {
@@ -47,10 +44,7 @@ export function documentQueriesRepository(db: SqlAccess): DocumentQueryRepositor
   return {
     insert: (query) => db.insertRows('document_queries', [db.map.documentQueryRow(query)], `document query ${query.id}`),
     get: async (accountId, id) => {
-      const row = await db.selectOne('document_queries', [
-        ['account_id', accountId],
-        ['id', id],
-      ]);
+      const row = await db.selectOne('document_queries', owned(accountId, id));
       return row && db.map.documentQuery(row);
     },
     latestForPatient: async (accountId, patientId) => {
@@ -123,10 +117,7 @@ export function consolidatedQueriesRepository(db: SqlAccess): ConsolidatedQueryR
   return {
     insert: (query) => db.insertRows('consolidated_queries', [db.map.consolidatedQueryRow(query)], `consolidated query ${query.id}`),
     get: async (accountId, id) => {
-      const row = await db.selectOne('consolidated_queries', [
-        ['account_id', accountId],
-        ['id', id],
-      ]);
+      const row = await db.selectOne('consolidated_queries', owned(accountId, id));
       return row && toQuery(row);
     },
     listProcessing: async (accountId, patientId) =>
@@ -161,19 +152,13 @@ export function networkQueriesRepository(db: SqlAccess): NetworkQueryRepository 
   return {
     insert: (query) => db.insertRows('network_queries', [db.map.networkQueryRow(query)], `network query ${query.id}`),
     get: async (accountId, id) => {
-      const row = await db.selectOne('network_queries', [
-        ['account_id', accountId],
-        ['id', id],
-      ]);
+      const row = await db.selectOne('network_queries', owned(accountId, id));
       return row && toQuery(row);
     },
     getForUpdate: async (accountId, id) => {
       // SQLite runs one transaction at a time on its one connection: a plain read is already held.
       if (!db.transaction || !db.context.postgres) {
-        const row = await db.selectOne('network_queries', [
-        ['account_id', accountId],
-        ['id', id],
-      ]);
+        const row = await db.selectOne('network_queries', owned(accountId, id));
         return row && toQuery(row);
       }
       const [row] = await db.query(`SELECT ${columnList('network_queries')} FROM network_queries WHERE account_id = $1 AND id = $2 FOR UPDATE`, [accountId, id]);

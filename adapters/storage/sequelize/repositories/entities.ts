@@ -1,7 +1,7 @@
 import { type Transaction } from 'sequelize';
 import type { AccountRepository, CohortRepository, FacilityRepository, OrganizationRepository, WebhookEndpointRepository, WebhookSettingsRepository } from '../../../../core/ports/storage.port.js';
 import { Params } from '../raw-sql.js';
-import { IDS_PER_STATEMENT, OLDEST_FIRST, chunks, copy, type SqlAccess } from '../sql-access.js';
+import { IDS_PER_STATEMENT, OLDEST_FIRST, chunks, copy, owned, type SqlAccess } from '../sql-access.js';
 
 /* Accounts, their webhook settings, organization, facilities and cohorts. */
 
@@ -76,10 +76,7 @@ export function webhookSettingsRepository(db: SqlAccess): WebhookSettingsReposit
 
 export function webhookEndpointsRepository(db: SqlAccess): WebhookEndpointRepository {
   const get = async (accountId: string, id: string) => {
-    const row = await db.selectOne('webhook_endpoints', [
-        ['account_id', accountId],
-        ['id', id],
-      ]);
+    const row = await db.selectOne('webhook_endpoints', owned(accountId, id));
     return row && db.map.webhookEndpoint(row);
   };
   return {
@@ -92,10 +89,7 @@ export function webhookEndpointsRepository(db: SqlAccess): WebhookEndpointReposi
       const { failing_since: _clock, ...row } = db.map.webhookEndpointRow(endpoint);
       return (await db.replace('webhook_endpoints', row, 'webhook endpoint')) ? get(endpoint.accountId, endpoint.id) : undefined;
     },
-    remove: async (accountId, id) => (await db.remove('webhook_endpoints', [
-        ['account_id', accountId],
-        ['id', id],
-      ])) > 0,
+    remove: async (accountId, id) => (await db.remove('webhook_endpoints', owned(accountId, id))) > 0,
     setFailingSince: (accountId, id, at) =>
       db.writing(async (transaction) => {
         const [row] = await db.query(failingSinceUpdate('webhook_endpoints', 'account_id = $2 AND id = $3'), [at, accountId, id], { transaction });
@@ -137,18 +131,12 @@ export function facilitiesRepository(db: SqlAccess): FacilityRepository {
   return {
     insert: (facility) => db.insertRows('facilities', [db.map.facilityRow(facility)], `facility ${facility.id}`),
     get: async (accountId, id) => {
-      const row = await db.selectOne('facilities', [
-        ['account_id', accountId],
-        ['id', id],
-      ]);
+      const row = await db.selectOne('facilities', owned(accountId, id));
       return row && db.map.facility(row);
     },
     list: async (accountId) => (await db.select('facilities', [['account_id', accountId]], OLDEST_FIRST)).map((row) => db.map.facility(row)),
     update: async (facility) => ((await db.replace('facilities', db.map.facilityRow(facility), 'facility')) ? copy(facility) : undefined),
-    remove: async (accountId, id) => (await db.remove('facilities', [
-        ['account_id', accountId],
-        ['id', id],
-      ])) > 0,
+    remove: async (accountId, id) => (await db.remove('facilities', owned(accountId, id))) > 0,
   };
 }
 
@@ -156,10 +144,7 @@ export function cohortsRepository(db: SqlAccess): CohortRepository {
   return {
     insert: (cohort) => db.insertRows('cohorts', [db.map.cohortRow(cohort)], `cohort ${cohort.id}`),
     get: async (accountId, id) => {
-      const row = await db.selectOne('cohorts', [
-        ['account_id', accountId],
-        ['id', id],
-      ]);
+      const row = await db.selectOne('cohorts', owned(accountId, id));
       return row && db.map.cohort(row);
     },
     existingIds: async (accountId, ids) => {
@@ -173,9 +158,6 @@ export function cohortsRepository(db: SqlAccess): CohortRepository {
     },
     list: async (accountId) => (await db.select('cohorts', [['account_id', accountId]], OLDEST_FIRST)).map((row) => db.map.cohort(row)),
     update: async (cohort) => ((await db.replace('cohorts', db.map.cohortRow(cohort), 'cohort')) ? copy(cohort) : undefined),
-    remove: async (accountId, id) => (await db.remove('cohorts', [
-        ['account_id', accountId],
-        ['id', id],
-      ])) > 0,
+    remove: async (accountId, id) => (await db.remove('cohorts', owned(accountId, id))) > 0,
   };
 }

@@ -2,7 +2,7 @@ import type { EndpointMessageCounts, OutboxMessage } from '../../../../core/doma
 import type { OutboxRepository, WebhookAttemptRepository } from '../../../../core/ports/storage.port.js';
 import type { Row } from '../schema.js';
 import { Params } from '../raw-sql.js';
-import { IDS_PER_STATEMENT, OLDEST_FIRST, OUTBOX_CLAIM_LOCK, ROWS_PER_STATEMENT, chunks, columnList, orderOf, type Conditions, type SqlAccess } from '../sql-access.js';
+import { IDS_PER_STATEMENT, OLDEST_FIRST, OUTBOX_CLAIM_LOCK, ROWS_PER_STATEMENT, chunks, columnList, orderOf, type Conditions, owned, type SqlAccess } from '../sql-access.js';
 
 /* The webhook outbox: messages, their claims by delivery passes, their retention. */
 
@@ -11,10 +11,7 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
   return {
     add: (message) => db.insertRows('outbox', [db.map.outboxRow(message)], `outbox message ${message.id}`),
     get: async (accountId, id) => {
-      const row = await db.selectOne('outbox', [
-        ['account_id', accountId],
-        ['id', id],
-      ]);
+      const row = await db.selectOne('outbox', owned(accountId, id));
       return row && toMessage(row);
     },
     claim: async (at, limit, lease) => {

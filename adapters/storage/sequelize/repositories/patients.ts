@@ -7,7 +7,7 @@ import type { PatientRepository } from '../../../../core/ports/storage.port.js';
 import { KEY_HASH_COLUMNS } from '../mappers.js';
 import type { Row } from '../schema.js';
 import { Params } from '../raw-sql.js';
-import { IDS_PER_STATEMENT, KEY_ENTRIES_PER_STATEMENT, OLDEST_FIRST, PATIENT_UPSERT, ROWS_PER_STATEMENT, type StoredKeys, chunks, columnList, copy, lastByKey, matchKeysText, type SqlAccess } from '../sql-access.js';
+import { IDS_PER_STATEMENT, KEY_ENTRIES_PER_STATEMENT, OLDEST_FIRST, PATIENT_UPSERT, ROWS_PER_STATEMENT, type StoredKeys, chunks, columnList, copy, lastByKey, matchKeysText, owned, type SqlAccess } from '../sql-access.js';
 
 /* Patients, the blocking-key index their matching reads (patient_key_hashes), and the account lock. */
 
@@ -112,10 +112,7 @@ export function patientsRepository(db: SqlAccess): PatientRepository {
       if (batch.length > 0) await insertBatch(batch);
     },
     get: async (accountId, id) => {
-      const row = await db.selectOne('patients', [
-        ['account_id', accountId],
-        ['id', id],
-      ]);
+      const row = await db.selectOne('patients', owned(accountId, id));
       return row && toPatient(row);
     },
     findByExternalId: async (accountId, externalId) =>
@@ -223,10 +220,7 @@ export function patientsRepository(db: SqlAccess): PatientRepository {
         const previous = (await storedKeysOf([id], transaction)).get(id);
         const removed = await db.remove(
           'patients',
-          [
-            ['account_id', accountId],
-            ['id', id],
-          ],
+          owned(accountId, id),
           transaction,
         );
         if (removed === 0) return false;
