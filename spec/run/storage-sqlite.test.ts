@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Container } from 'inversify';
 import { QueryTypes, Sequelize, type Transaction } from 'sequelize';
-import { describe, expect, test, vi } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { storageModule } from '../../adapters/container/storage.module.js';
 import { TOKENS } from '../../adapters/container/tokens.js';
 import { SequelizeStorage } from '../../adapters/storage/sequelize/sequelize.storage.js';
@@ -156,35 +156,6 @@ describe('SQLite specifics', () => {
       } finally {
         await storage.close();
         await sequelize.close();
-      }
-    });
-  });
-
-  test('a webhook claim that finds nothing to take takes no turn of the writer; one that does, one turn', async () => {
-    await withDataDir(async (dataDir) => {
-      // Every job that ends wakes the delivery poll; while each endpoint with messages has its lane, those
-      // polls claim nothing, and each took the one writer every write of a journey waits for.
-      const storage = await SequelizeStorage.open({ dataDir });
-      try {
-        const make = builders();
-        const account = make.account();
-        await storage.accounts.insert(account);
-        const lease = { owner: 'owner', leaseMs: 60_000 };
-        const transactions = vi.spyOn(storage.sequelize, 'transaction');
-        expect(await storage.outbox.claim(at(10), 10, lease)).toEqual([]);
-        await storage.outbox.add(make.outbox(account.id, { id: '00000000-0000-7000-8000-0000000000e1' }));
-        const before = transactions.mock.calls.length;
-        // Its endpoint is busy elsewhere: nothing to take.
-        expect(await storage.outbox.claim(at(10), 10, { ...lease, exceptEndpoints: [{ accountId: account.id, endpointId: null }] })).toEqual([]);
-        expect(transactions.mock.calls.length).toBe(before);
-        expect((await storage.outbox.claim(at(10), 10, lease)).map((message) => message.id)).toEqual(['00000000-0000-7000-8000-0000000000e1']);
-        expect(transactions.mock.calls.length).toBe(before + 1);
-        // Claimed: the next claim finds nothing, without the writer.
-        expect(await storage.outbox.claim(at(11), 10, lease)).toEqual([]);
-        expect(transactions.mock.calls.length).toBe(before + 1);
-        transactions.mockRestore();
-      } finally {
-        await storage.close();
       }
     });
   });

@@ -41,14 +41,9 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
                    AND ((w.next_attempt_at > ${now} AND (w.created_at < o.created_at OR (w.created_at = o.created_at AND w.id < o.id)))
                      OR w.lease_until > ${now}))`;
       };
-      // Most claims find nothing (a poll while every endpoint with messages has its lane, woken by each job
-      // that ends): a read says so without a turn of the writer, which on SQLite every write of the journey
-      // waits for. A message that lands after the read is the next poll's, as if this claim had run earlier.
-      if (db.transaction === undefined) {
-        const probe = new Params();
-        const sql = `${claimable(probe, '1')} LIMIT 1`;
-        if ((await db.query(sql, probe, { keepPrepared: except.length === 0 })).length === 0) return [];
-      }
+      // A claim takes the writer even when it finds nothing. A read first, outside the writer, was tried: it
+      // walks the busy endpoints' backlog on the connection every read outside a transaction shares (and a
+      // claim that finds something walks it twice), and a 2,000-row journey took a third longer.
       return db.atomic(async (transaction) => {
         // Claims queue up behind one lock: a claim must see the streams the previous one took, which row
         // locks alone (SKIP LOCKED) would hide from it until that claim commits. Claims are short.
