@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -7,8 +7,10 @@ import { generateCsv } from '../../bench/generate.js';
 import { expectEveryRowOnce, freePort, killServiceProcess, startServiceProcess, type ServiceProcess } from '../support/service-process.js';
 
 /**
- * A real full disk: the service (`npm start`'s entry) runs with DATA_DIR on a small tmpfs; while it imports,
- * a filler file takes every byte left. The import must pause with the reason in its status (never fail),
+ * A real full disk: the service (`npm start`'s entry) runs with DATA_DIR on a small tmpfs; a filler file
+ * takes every byte but room for the import's upload and a little more, far less than its rows need, so the
+ * import runs out of space part-way whatever the machine's speed (filling up once a batch was in raced an
+ * import that now takes a second or two). The import must pause with the reason in its status (never fail),
  * and once the filler is deleted finish by itself, in the same process, with every row one outcome and
  * no patient created twice.
  *
@@ -18,7 +20,6 @@ import { expectEveryRowOnce, freePort, killServiceProcess, startServiceProcess, 
  */
 
 const ROWS = 10_000;
-const BATCH = 2_500;
 /** Room for the database, the upload and the result many times over; the filler takes the rest. */
 const TMPFS_SIZE = '256m';
 
@@ -135,14 +136,17 @@ describe('a full disk under the real service', () => {
       });
       expect(facility.status).toBe(201);
       const started = await api(service, apiKey!, 'POST', `/medical/v1/patient/bulk?facilityId=${facility.body.id}`);
-      const upload = await fetch(started.body.uploadUrl, { method: 'PUT', headers: { 'x-api-key': apiKey!, 'content-type': 'text/csv' }, body: optedOutCsv(ROWS, 26) });
-      expect(upload.status, await upload.clone().text()).toBe(200);
-      const requestId = started.body.requestId as string;
-
-      // A batch in, then the disk is full.
-      await waitFor(service, apiKey!, requestId, (status) => status.processed >= BATCH, 120_000);
+      const csv = optedOutCsv(ROWS, 26);
+      // Room for the upload and 2 MB more; 10,000 patients, their match keys and their result lines take
+      // several times that.
+      const room = join(dataDir, 'room');
+      writeFileSync(room, Buffer.alloc(Buffer.byteLength(csv) + 2 * 1024 * 1024, 0x5a));
       const filler = fillUp(dataDir);
       expect(filler.bytes).toBeGreaterThan(0);
+      rmSync(room);
+      const upload = await fetch(started.body.uploadUrl, { method: 'PUT', headers: { 'x-api-key': apiKey!, 'content-type': 'text/csv' }, body: csv });
+      expect(upload.status, await upload.clone().text()).toBe(200);
+      const requestId = started.body.requestId as string;
 
       const paused = await waitFor(service, apiKey!, requestId, (status) => status.paused !== undefined, 120_000);
       expect(paused).toMatchObject({ status: 'processing', paused: { code: 'STORAGE_FULL', reason: expect.stringMatching(/storage is full since .*resumes by itself once space is freed/) } });
