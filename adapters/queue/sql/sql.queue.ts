@@ -151,7 +151,7 @@ export class SqlQueue implements QueuePort {
   private async anythingToClaim(options: { types?: readonly string[]; lanes?: readonly JobLane[] }): Promise<boolean> {
     const params = new Params();
     const now = params.add(this.nowMs());
-    const filters = `${options.types === undefined ? '' : `AND type IN (${params.list(options.types)})`} ${options.lanes === undefined ? '' : `AND lane IN (${params.list(options.lanes.map((lane) => LANE_RANK[lane]))})`}`;
+    const filters = claimFilters(options, params);
     const pending = options.types?.length === 0 || options.lanes?.length === 0 ? '' : `UNION ALL SELECT 1 FROM ${this.table} WHERE status = 'pending' AND run_at <= ${now} ${filters}`;
     const rows = await this.select(`SELECT 1 AS due FROM ${this.table} WHERE status = 'running' AND lease_until <= ${now} ${pending} LIMIT 1`, params.values);
     return rows.length > 0;
@@ -181,7 +181,7 @@ export class SqlQueue implements QueuePort {
       const params = new Params();
       const now = params.add(nowMs);
       const where = due === 'expired' ? `status = 'running' AND lease_until <= ${now} AND attempts < max_attempts` : `status = 'pending' AND run_at <= ${now}`;
-      const filters = `${options.types === undefined ? '' : `AND type IN (${params.list(options.types)})`} ${options.lanes === undefined ? '' : `AND lane IN (${params.list(options.lanes.map((lane) => LANE_RANK[lane]))})`}`;
+      const filters = claimFilters(options, params);
       return this.raw.all(
         transaction,
         `UPDATE ${this.table}
@@ -346,6 +346,13 @@ export class SqlQueue implements QueuePort {
   private writer<T>(statement: (transaction?: Transaction) => Promise<T>): Promise<T> {
     return this.dialect === 'sqlite' ? runTransaction(this.sequelize, (transaction) => statement(transaction)) : statement();
   }
+}
+
+/** A claim's `types` and `lanes` as SQL conditions, their values added to `params`. */
+function claimFilters(options: { types?: readonly string[]; lanes?: readonly JobLane[] }, params: Params): string {
+  const types = options.types === undefined ? '' : `AND type IN (${params.list(options.types)})`;
+  const lanes = options.lanes === undefined ? '' : `AND lane IN (${params.list(options.lanes.map((lane) => LANE_RANK[lane]))})`;
+  return `${types} ${lanes}`;
 }
 
 async function migrate(context: QueueMigrationContext & { schema: string | undefined }): Promise<void> {
