@@ -3,6 +3,7 @@ import { convertCcdaToFhir, convertXmlToCcda } from '@medplum/ccda';
 import { XMLValidator } from 'fast-xml-parser';
 import { CoreError, isCoreError } from '../../core/errors.js';
 import type { CcdaConverterPort, CcdaReading, FhirBundle, FhirResource } from '../../core/ports/ccda.port.js';
+import { readPlainCcdaXml } from './ccda-xml.js';
 import { isNode, normaliseParsedCcda } from './normalise-ccda.js';
 import { repairFamilyHistory } from './family-history.js';
 import { linkLiftedStatements } from './nested-statements.js';
@@ -14,14 +15,16 @@ import { sha256Hex, uuidFromSeed, uuidsIn, withRandomUuidsReplaced } from './sta
 export interface MedplumCcdaOptions {
   /**
    * Whether the converter's output is repaired (default true): the tree rules before it (tree-rules.ts) and
-   * the rules after it (family-history.ts, repair.ts). Without them only what keeps the converter from
-   * crashing is done; benchmarks use that to measure what the repairs cost.
+   * the rules after it (family-history.ts, repair.ts). Without them the library reads the XML itself and
+   * only what keeps the converter from crashing is done: @medplum/ccda as it is, which benchmarks compare
+   * the converter with.
    */
   repairs?: boolean;
 }
 
 /**
- * C-CDA to FHIR R4 with @medplum/ccda 4.5: validate the XML, parse it with the library, repair the tree
+ * C-CDA to FHIR R4 with @medplum/ccda 4.5: read the XML into the library's tree (in one pass, see
+ * ccda-xml.ts; the library's own parser after its well-formedness check otherwise), repair the tree
  * where the converter would crash or lose entries (see normalise-ccda.ts, tree-rules.ts), convert, make
  * every id stable so converting the same document twice yields the same bundle, then repair what the
  * converter got wrong, reading each resource's source element (family-history.ts, repair.ts).
@@ -57,14 +60,17 @@ export class MedplumCcdaConverter implements CcdaConverterPort {
     if (typeof xml !== 'string' || xml.trim() === '') throw invalid('the document is empty');
     // Entity declarations are no part of C-CDA and are the way to blow a parser up.
     if (declaresEntities(xml)) throw invalid('the document declares XML entities');
-    const validation = XMLValidator.validate(xml);
-    if (validation !== true) throw invalid(`the document is not well-formed XML (line ${validation.err.line})`);
-
-    let parsed: unknown;
-    try {
-      parsed = convertXmlToCcda(xml);
-    } catch (cause) {
-      throw invalid('the XML could not be parsed', cause);
+    let parsed = this.repairs ? readPlainCcdaXml(xml)?.tree : undefined;
+    if (parsed === undefined) {
+      // Outside plain XML (a CDATA section, a DOCTYPE...) or no ClinicalDocument root: the library reads
+      // it, after its check of well-formedness, whose message says where the document breaks.
+      const validation = XMLValidator.validate(xml);
+      if (validation !== true) throw invalid(`the document is not well-formed XML (line ${validation.err.line})`);
+      try {
+        parsed = convertXmlToCcda(xml);
+      } catch (cause) {
+        throw invalid('the XML could not be parsed', cause);
+      }
     }
     if (!isNode(parsed)) throw invalid('the root element is not a ClinicalDocument');
     const patientRole = Array.isArray(parsed.recordTarget) && isNode(parsed.recordTarget[0]) ? parsed.recordTarget[0].patientRole : undefined;
