@@ -19,6 +19,7 @@ import type {
   ApiKeyRotation,
   BulkPatientCreate,
   BulkPatientCreateList,
+  BulkPatientCreateOptions,
   BulkPatientCreateStart,
   Cohort,
   CohortCreate,
@@ -355,11 +356,8 @@ export class CarebridgeClient {
 
   // --- Bulk patient create ---
 
-  /**
-   * Starts a bulk patient create: the answer carries the pre-signed `uploadUrl` (10 minutes, single use).
-   * `facilityId` may be left out when the account has one facility; `dryRun` only validates the rows.
-   */
-  startBulkPatientCreate(options: { facilityId?: string; dryRun?: boolean } = {}): Promise<BulkPatientCreateStart> {
+  /** Starts a bulk patient create: the answer carries the pre-signed `uploadUrl` (10 minutes, single use). */
+  startBulkPatientCreate(options: BulkPatientCreateOptions = {}): Promise<BulkPatientCreateStart> {
     return this.call(requestTo('startBulkPatientCreate'), { query: { facilityId: options.facilityId, dryRun: options.dryRun } });
   }
 
@@ -386,7 +384,7 @@ export class CarebridgeClient {
    * The whole bulk flow in one call: starts the request, uploads the CSV to its pre-signed URL, and returns
    * the request id. The outcome comes by webhook (`medical.bulk-patient-create`) or `getBulkPatientCreate`.
    */
-  async createPatientsFromCsv(csv: UploadSource, options: { facilityId?: string; dryRun?: boolean } = {}): Promise<string> {
+  async createPatientsFromCsv(csv: UploadSource, options: BulkPatientCreateOptions = {}): Promise<string> {
     const started = await this.startBulkPatientCreate(options);
     await this.uploadBulkPatientCsv(started.uploadUrl, csv);
     return started.requestId;

@@ -100,6 +100,14 @@ export interface DocumentSummary {
   type: { coding?: { system?: string; code?: string; display?: string }[]; text?: string };
 }
 
+/** How a bulk patient create runs. */
+export interface BulkPatientCreateOptions {
+  /** The facility the patients are created in; may be left out when the account has one facility. */
+  facilityId?: string;
+  /** Only validate the rows: no patient is created or changed. */
+  dryRun?: boolean;
+}
+
 /** Custom string key-value metadata echoed as `meta.data` of the webhooks (at most 50 pairs). */
 export type WebhookRequestMetadata = Record<string, string>;
 

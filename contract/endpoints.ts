@@ -57,6 +57,13 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
  */
 export type EndpointAuth = 'apiKey' | 'signed' | 'signedAndApiKey' | 'none';
 
+/**
+ * Rate classes, by what a request costs the service: each has its own per-account limit (requests per minute,
+ * set by the service), so a caller using up one class can still make the requests of another.
+ */
+export const RATE_LIMIT_CLASSES = ['standard', 'create', 'documentQuery', 'consolidated'] as const;
+export type RateClass = (typeof RATE_LIMIT_CLASSES)[number];
+
 export interface Endpoint {
   method: HttpMethod;
   /** `/medical/v1/patient/:id`; each `:name` segment is a path param, typed by name where it is filled or read. */
@@ -76,6 +83,16 @@ export interface Endpoint {
   ifMatch?: boolean;
   /** The success answer carries the resource's version as its `ETag` header. */
   etag?: boolean;
+  /**
+   * The endpoint's rate class, when its requests cost more than most; absent: `standard`, which includes
+   * reading the status of work already started (a query's progress, a file it made), since clients poll those.
+   * - `create`: creates a patient or a document, or starts a bulk import: for a few at a time, since the bulk
+   *   import takes a whole file.
+   * - `documentQuery`: sets off minutes of work over a patient's documents (a document or network query, the
+   *   download URLs of every document).
+   * - `consolidated`: renders a patient's consolidated data now, or starts a query that will.
+   */
+  rate?: Exclude<RateClass, 'standard'>;
   success: {
     status: number;
     /** The JSON answer's schema; absent for a file. */
@@ -260,6 +277,7 @@ export const ENDPOINTS = {
     tag: 'Patient',
     summary: 'Create a patient; when a patient of the account is the same person (the import matching rule), 200 with that patient, unchanged (409 when several are)',
     etag: true,
+    rate: 'create',
     success: { status: 201, schema: patientResponse },
   },
   listPatients: {
@@ -371,6 +389,7 @@ export const ENDPOINTS = {
     auth: 'apiKey',
     tag: 'Bulk Patient Create',
     summary: 'Start a bulk patient create; returns the pre-signed URL to PUT the CSV to (valid 10 minutes, single use)',
+    rate: 'create',
     success: { status: 200, schema: bulkStartResponse },
   },
   listBulkPatientCreates: {
@@ -534,6 +553,7 @@ export const ENDPOINTS = {
     auth: 'apiKey',
     tag: 'Document',
     summary: 'Start a document query for the patient at the HIE networks (returns the running one if there is one); the outcome comes by webhook',
+    rate: 'documentQuery',
     success: { status: 200, schema: documentQueryResponse },
   },
   getDocumentQueryStatus: {
@@ -582,6 +602,7 @@ export const ENDPOINTS = {
     auth: 'apiKey',
     tag: 'Document',
     summary: "Send the download URLs of all the patient's documents by webhook (medical.document-bulk-download-urls; URLs valid 600 s)",
+    rate: 'documentQuery',
     success: { status: 200, schema: bulkDownloadUrlsResponse },
   },
   createDocumentReference: {
@@ -590,6 +611,7 @@ export const ENDPOINTS = {
     auth: 'apiKey',
     tag: 'Document',
     summary: 'Describe a document you hold with a FHIR DocumentReference; returns its id and the pre-signed URL to PUT the file to (10 minutes, single use)',
+    rate: 'create',
     success: { status: 200, schema: documentUploadResponse },
   },
   getDocumentUploadUrl: {
@@ -617,6 +639,7 @@ export const ENDPOINTS = {
     auth: 'apiKey',
     tag: 'Consolidated',
     summary: 'Start a consolidated data query (one per patient at a time: while one runs, it is returned); the data comes by webhook (medical.consolidated-data) as json (with a gzip copy), html or pdf',
+    rate: 'consolidated',
     success: { status: 200, schema: consolidatedQueryResponse },
   },
   getConsolidatedQueryStatus: {
@@ -649,6 +672,7 @@ export const ENDPOINTS = {
     auth: 'apiKey',
     tag: 'Consolidated',
     summary: "The patient's consolidated data at once, as a FHIR searchset Bundle (filters as for the query)",
+    rate: 'consolidated',
     success: { status: 200, schema: fhirBundleResponse },
   },
   addPatientResources: {
@@ -673,6 +697,7 @@ export const ENDPOINTS = {
     auth: 'apiKey',
     tag: 'Consolidated',
     summary: "A URL (valid 10 minutes) to the patient's medical record summary, rendered now from the consolidated data as HTML or PDF",
+    rate: 'consolidated',
     success: { status: 200, schema: urlResponse },
   },
   downloadMedicalRecord: {
@@ -690,6 +715,7 @@ export const ENDPOINTS = {
     tag: 'Consolidated',
     deprecated: true,
     summary: "Search the patient's consolidated data and C-CDA documents (all terms, typo-tolerant); returns a URL to a FHIR searchset bundle valid 60 s, absent when nothing matched",
+    rate: 'consolidated',
     success: { status: 200, schema: searchResponse },
   },
   downloadSearchResult: {
@@ -708,6 +734,7 @@ export const ENDPOINTS = {
     auth: 'apiKey',
     tag: 'Network',
     summary: "Query the networks for the patient's data: sources hie (documents), pharmacy (medications) and lab (results). Each source ends with its own webhook (network-query.hie, .pharmacy, .lab); a query still running for the patient is returned",
+    rate: 'documentQuery',
     success: { status: 200, schema: networkQueryResponse },
   },
   getNetworkQuery: {
@@ -724,6 +751,7 @@ export const ENDPOINTS = {
     auth: 'signed',
     tag: 'Network',
     summary: "The patient's consolidated data as a FHIR collection Bundle (pre-signed URL from a network-query webhook, valid 10 minutes)",
+    rate: 'consolidated',
     success: { status: 200, schema: fhirBundleResponse },
   },
   listNetworkEntries: {

@@ -6,7 +6,7 @@ import { verifySignedRequest } from '../signed-urls.js';
 import { ifMatchOf } from './conditional.js';
 import { checkJsonBody, checkPathParams, checkQuery } from './input-text.js';
 import { errorToResponse, parseWith, problemResponse } from './problem.js';
-import { FailedAttempts, RateLimiter, rateClassOf, type RateLimits } from './rate-limit.js';
+import { FailedAttempts, RateLimiter, type RateLimits } from './rate-limit.js';
 import { Router, type RouteDefinition } from './router.js';
 import { apiRoutes } from './routes/index.js';
 import type { ApiRequest, ApiResponse } from './types.js';
@@ -32,7 +32,8 @@ export interface ApiHandlerOptions {
    */
   classifyError?: (error: unknown) => CoreError | undefined;
   /**
-   * Requests per minute per account, by route class (see rate-limit.ts); a class at 0 is not limited.
+   * Requests per minute per account, by rate class (an endpoint's `rate` in its table entry; see rate-limit.ts);
+   * a class at 0 is not limited.
    * Default: no limits (the runtime sets them for the service).
    */
   rateLimits?: RateLimits;
@@ -89,7 +90,7 @@ export function createApiHandler(deps: CoreDeps, options: ApiHandlerOptions = {}
         throw error;
       });
       if (account) options.onAuthenticated?.(account, request);
-      const wait = account && limiter ? limiter.take(account.id, rateClassOf(route)) : undefined;
+      const wait = account && limiter ? limiter.take(account.id, route.rate ?? 'standard') : undefined;
       if (wait !== undefined) {
         const response = problemResponse('RATE_LIMITED', `Too many requests of this kind for this account; try again in ${wait} s`);
         response.headers['retry-after'] = String(wait);

@@ -2,7 +2,8 @@ import { describe, expect, test } from 'vitest';
 import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { SequentialIds } from '../../adapters/ids/sequential.ids.js';
 import { MemoryHost } from '../../hosts/memory/memory.host.js';
-import { DEFAULT_RATE_LIMITS, FailedAttempts, RateLimiter, rateClassOf } from './rate-limit.js';
+import { ENDPOINTS, type Endpoint, type EndpointName } from '../../contract/endpoints.js';
+import { DEFAULT_RATE_LIMITS, FailedAttempts, RATE_LIMIT_CLASSES, RateLimiter, type RateClass } from './rate-limit.js';
 
 describe('rate limits', () => {
   test('a minute of requests may come at once; then one per 60/limit seconds, per account and class', () => {
@@ -28,14 +29,38 @@ describe('rate limits', () => {
     expect(limiter.size).toBe(100);
   });
 
-  test('routes are classed by what they set off; polling the status of work is standard', () => {
-    expect(rateClassOf({ method: 'POST', path: '/medical/v1/patient' })).toBe('create');
-    expect(rateClassOf({ method: 'POST', path: '/medical/v1/patient/bulk' })).toBe('create');
-    expect(rateClassOf({ method: 'POST', path: '/medical/v1/document/query' })).toBe('documentQuery');
-    expect(rateClassOf({ method: 'POST', path: '/medical/v1/patient/:id/consolidated/query' })).toBe('consolidated');
-    expect(rateClassOf({ method: 'GET', path: '/medical/v1/patient/:id/medical-record' })).toBe('consolidated');
-    expect(rateClassOf({ method: 'GET', path: '/medical/v1/patient/:id/consolidated/query' })).toBe('standard');
-    expect(rateClassOf({ method: 'GET', path: '/medical/v1/patient/:id' })).toBe('standard');
+  test('the table classes endpoints by what they set off; everything else, polling the status of work too, is standard', () => {
+    const byClass: Record<RateClass, EndpointName[]> = { standard: [], create: [], documentQuery: [], consolidated: [] };
+    for (const [name, endpoint] of Object.entries(ENDPOINTS) as [EndpointName, Endpoint][]) byClass[endpoint.rate ?? 'standard'].push(name);
+    expect({ create: byClass.create, documentQuery: byClass.documentQuery, consolidated: byClass.consolidated }).toEqual({
+      create: ['createPatient', 'startBulkPatientCreate', 'createDocumentReference'],
+      documentQuery: ['startDocumentQuery', 'startBulkGetDocumentUrl', 'startNetworkQuery'],
+      consolidated: ['startConsolidatedQuery', 'getPatientConsolidated', 'getMedicalRecordUrl', 'searchPatientData', 'downloadNetworkQueryConsolidated'],
+    });
+    for (const polled of ['getConsolidatedQueryStatus', 'getDocumentQueryStatus', 'getNetworkQuery', 'getBulkPatientCreate', 'getPatient'] as const) {
+      expect(byClass.standard).toContain(polled);
+    }
+    // Every class is one the limits name, and each is some endpoint's.
+    expect(Object.keys(byClass).sort()).toEqual([...RATE_LIMIT_CLASSES].sort());
+    expect(RATE_LIMIT_CLASSES.filter((rateClass) => byClass[rateClass].length === 0)).toEqual([]);
+  });
+
+  test("the handler limits a request by its endpoint's class: creates run out, a standard POST beside them does not", async () => {
+    const clock = new SteppedClock('2026-01-01T00:00:00.000Z');
+    const host = await MemoryHost.create({ clock, ids: new SequentialIds(), rateLimits: { ...DEFAULT_RATE_LIMITS, create: 1 } });
+    try {
+      const { apiKey } = await host.createAccount('one');
+      // The limit is taken before the body is read: an invalid body spends a token as a valid one would.
+      const post = (path: string) => host.request({ method: 'POST', path, headers: { 'x-api-key': apiKey }, body: {} });
+      expect((await post('/medical/v1/patient')).status).toBe(400);
+      const limited = await post('/medical/v1/patient');
+      expect(limited.status).toBe(429);
+      expect((limited.body as { code: string }).code).toBe('RATE_LIMITED');
+      expect((await post('/medical/v1/patient/bulk')).status).toBe(429);
+      for (let i = 0; i < 3; i++) expect((await post('/medical/v1/patient/match')).status).toBe(400);
+    } finally {
+      await host.close();
+    }
   });
 
   test('through the API: 429 RATE_LIMITED with Retry-After, for that account only, and again after the wait', async () => {

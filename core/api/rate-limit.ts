@@ -5,12 +5,11 @@
  * until a token is back). The buckets live in the handler (one per process: limits are per instance),
  * bounded in number: the least recently used is dropped past `maxBuckets`, which only forgives its owner.
  */
+import type { RateClass } from '../../contract/endpoints.js';
 import type { ClockPort } from '../ports/clock.port.js';
-import type { RouteDefinition } from './router.js';
 
-/** Route classes, by what a request costs the service. */
-export const RATE_LIMIT_CLASSES = ['standard', 'create', 'documentQuery', 'consolidated'] as const;
-export type RateClass = (typeof RATE_LIMIT_CLASSES)[number];
+// The settings and the package name the classes beside their limits, from here; an endpoint's class is its entry's `rate`.
+export { RATE_LIMIT_CLASSES, type RateClass } from '../../contract/endpoints.js';
 
 /** Requests per minute per account, by route class. */
 export type RateLimits = Record<RateClass, number>;
@@ -21,22 +20,6 @@ export type RateLimits = Record<RateClass, number>;
  * query or a consolidated render sets off minutes of work.
  */
 export const DEFAULT_RATE_LIMITS: RateLimits = { standard: 6000, create: 600, documentQuery: 120, consolidated: 120 };
-
-/**
- * The class of a route: what its work costs, from its method and path. Reading the status of work already
- * started (a query's status, a file it made) is standard: clients poll those.
- */
-export function rateClassOf(route: Pick<RouteDefinition, 'method' | 'path'>): RateClass {
-  const method = route.method.toUpperCase();
-  const path = route.path;
-  const startsConsolidated =
-    (method === 'POST' && path.endsWith('/consolidated/query')) ||
-    (method === 'GET' && (path.endsWith('/consolidated') || path.endsWith('/medical-record') || path.endsWith('/consolidated/search')));
-  if (startsConsolidated) return 'consolidated';
-  if (method === 'POST' && (path.endsWith('/document/query') || path.endsWith('/network/query') || path.endsWith('/document/download-url/bulk'))) return 'documentQuery';
-  if (method === 'POST' && (path === '/medical/v1/patient' || path.endsWith('/patient/bulk') || path.endsWith('/document/upload'))) return 'create';
-  return 'standard';
-}
 
 interface Bucket {
   tokens: number;
