@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { patientResourcesArb, shuffled } from '../../spec/arbitraries/fhir.js';
 import type { FhirResource } from '../ports/ccda.port.js';
-import { dedupeResources, primaryCode, resourceKey } from './dedupe.js';
+import { canonicalJson, dedupeResources, primaryCode, resourceKey } from './dedupe.js';
 import { referencesIn } from './references.js';
 
 const numRuns = 150;
@@ -290,5 +290,34 @@ describe('dedupeResources (examples)', () => {
     const c: FhirResource = { resourceType: 'Procedure', id: 'c', code: pneumonia };
     const d: FhirResource = { resourceType: 'Procedure', id: 'd', code: pneumonia };
     expect(dedupeResources([a, b, c, d]).resources).toHaveLength(4);
+  });
+});
+
+describe('canonicalJson', () => {
+  /** The text it has always given: JSON.stringify with a replacer writing an object's keys sorted when they are not. */
+  const reference = (value: unknown) =>
+    JSON.stringify(value, (_key, item: unknown) => {
+      if (typeof item !== 'object' || item === null || Array.isArray(item)) return item;
+      const keys = Object.keys(item);
+      if (keys.every((key, i) => i === 0 || keys[i - 1]! <= key)) return item;
+      const copy: Record<string, unknown> = {};
+      for (const key of keys.sort()) copy[key] = (item as Record<string, unknown>)[key];
+      return copy;
+    }) ?? 'null';
+
+  test('is the text of JSON.stringify with keys sorted, for any value', () => {
+    const options = { withBoxedValues: true, withMap: true, withSet: true, withObjectString: true, withNullPrototype: true, withDate: true, withTypedArray: true, withSparseArray: true };
+    fc.assert(
+      fc.property(fc.anything(options), (value) => {
+        expect(canonicalJson(value)).toBe(reference(value));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  test('orders keys as JSON.stringify does, index-like keys and unusual characters included', () => {
+    for (const value of [{ b: 1, a: [2, { d: undefined, c: () => 0 }], 10: 'x', 9: 'y' }, { 'é': 1, e: 2, '"': 3, '\u2028': 4 }, { nested: { z: -0, y: Number.NaN, x: 1e21 } }]) {
+      expect(canonicalJson(value)).toBe(reference(value));
+    }
   });
 });

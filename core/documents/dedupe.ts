@@ -95,7 +95,56 @@ function sortedKeys(_key: string, value: unknown): unknown {
 
 /** JSON with object keys sorted, so equal content gives equal text whatever the key order. */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, sortedKeys) ?? 'null';
+  return canonicalText(value) ?? 'null';
+}
+
+/** Keys JavaScript lists before the others whatever their order of insertion (array indices). */
+const INDEX_KEY = /^(?:0|[1-9][0-9]*)$/;
+
+/**
+ * `JSON.stringify(value, sortedKeys)`, the same text, written without a replacer, which JSON.stringify calls
+ * on every value: this is on the path of every deduplication. Undefined where JSON.stringify gives nothing
+ * (undefined, a function). Anything but a plain object or array, an object with a `toJSON`, and one with an
+ * index-like key (which JavaScript orders first, whatever the sort) are left to JSON.stringify; FHIR JSON
+ * has none of them.
+ */
+function canonicalText(value: unknown): string | undefined {
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'number':
+      return Number.isFinite(value) ? String(value) : 'null';
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object': {
+      if (value === null) return 'null';
+      const prototype: unknown = Object.getPrototypeOf(value);
+      // A Date, a boxed value, a Map...: JSON.stringify's own rules.
+      if ((prototype !== Object.prototype && prototype !== null && !Array.isArray(value)) || typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+        return JSON.stringify(value, sortedKeys);
+      }
+      if (Array.isArray(value)) {
+        let out = '[';
+        for (let i = 0; i < value.length; i++) out += (i > 0 ? ',' : '') + (canonicalText(value[i]) ?? 'null');
+        return out + ']';
+      }
+      const keys = Object.keys(value).sort();
+      let out = '{';
+      let first = true;
+      for (const key of keys) {
+        if (INDEX_KEY.test(key)) return JSON.stringify(value, sortedKeys);
+        const text = canonicalText((value as Json)[key]);
+        if (text === undefined) continue;
+        out += (first ? '' : ',') + JSON.stringify(key) + ':' + text;
+        first = false;
+      }
+      return out + '}';
+    }
+    case 'bigint':
+      return JSON.stringify(value);
+    default:
+      return undefined;
+  }
 }
 
 function amountOfData(value: unknown): number {
