@@ -51,8 +51,15 @@ export class FsBlob implements BlobPort {
       }
     }
     try {
-      // pipeline applies back-pressure: the source is pulled only as fast as the disk takes it.
-      await pipeline(counted(), createWriteStream(tmpData, { flush: true }));
+      if (data instanceof Uint8Array || typeof data === 'string') {
+        // Bytes in hand are written in one call: a stream and its generator cost more than the write itself.
+        const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
+        size = bytes.byteLength;
+        await writeFile(tmpData, bytes, { flush: true });
+      } else {
+        // pipeline applies back-pressure: the source is pulled only as fast as the disk takes it.
+        await pipeline(counted(), createWriteStream(tmpData, { flush: true }));
+      }
       const meta: BlobMeta = options?.contentType === undefined ? {} : { contentType: options.contentType };
       await writeFile(tmpMeta, JSON.stringify(meta), { flush: true });
       await mkdir(dirname(dataPath), { recursive: true });
