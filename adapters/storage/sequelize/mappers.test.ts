@@ -17,7 +17,7 @@ import type {
   WebhookEndpoint,
   WebhookSettings,
 } from '../../../core/domain/types.js';
-import { BULK_ROW_COLUMNS, PATIENT_COLUMNS, RowMapper } from './mappers.js';
+import { BULK_ROW_COLUMNS, NOT_RECORDS, PATIENT_COLUMNS, rowMapper, type RecordTable, type Records, type TableMapper } from './mappers.js';
 import { columnsOf, TABLES, type Row, type TableName } from './schema.js';
 
 /*
@@ -25,58 +25,7 @@ import { columnsOf, TABLES, type Row, type TableName } from './schema.js';
  * read back must be the one written, optional fields absent (not `undefined`) when they were.
  */
 
-/** The record type of each table read and written whole. */
-interface Records {
-  accounts: Account;
-  webhook_settings: WebhookSettings;
-  webhook_endpoints: WebhookEndpoint;
-  organizations: Organization;
-  facilities: Facility;
-  cohorts: Cohort;
-  patients: Patient;
-  bulk_requests: BulkRequest;
-  bulk_rows: BulkRowOutcome;
-  documents: DocumentRecord;
-  document_queries: DocumentQuery;
-  fhir_resources: FhirResourceRecord;
-  consolidated_queries: ConsolidatedQuery;
-  network_queries: NetworkQuery;
-  outbox: OutboxMessage;
-  webhook_attempts: WebhookAttempt;
-}
-type RecordTable = keyof Records;
-
-/** Tables that hold no record: written and read by statements of their own. */
-const NOT_RECORDS: readonly TableName[] = ['patient_key_hashes', 'patient_revisions'];
-
-interface Mapping<R> {
-  toRow(record: R): Row;
-  fromRow(row: Row): R;
-}
-
-function mappingOf<T extends RecordTable>(map: RowMapper, table: T): Mapping<Records[T]> {
-  const pairs: { [K in RecordTable]: Mapping<Records[K]> } = {
-    accounts: { toRow: (r) => map.accountRow(r), fromRow: (row) => map.account(row) },
-    webhook_settings: { toRow: (r) => map.webhookSettingsRow(r), fromRow: (row) => map.webhookSettings(row) },
-    webhook_endpoints: { toRow: (r) => map.webhookEndpointRow(r), fromRow: (row) => map.webhookEndpoint(row) },
-    organizations: { toRow: (r) => map.organizationRow(r), fromRow: (row) => map.organization(row) },
-    facilities: { toRow: (r) => map.facilityRow(r), fromRow: (row) => map.facility(row) },
-    cohorts: { toRow: (r) => map.cohortRow(r), fromRow: (row) => map.cohort(row) },
-    patients: { toRow: (r) => map.patientRow(r), fromRow: (row) => map.patient(row) },
-    bulk_requests: { toRow: (r) => map.bulkRequestRow(r), fromRow: (row) => map.bulkRequest(row) },
-    bulk_rows: { toRow: (r) => map.bulkRowRow(r), fromRow: (row) => map.bulkRow(row) },
-    documents: { toRow: (r) => map.documentRow(r), fromRow: (row) => map.document(row) },
-    document_queries: { toRow: (r) => map.documentQueryRow(r), fromRow: (row) => map.documentQuery(row) },
-    fhir_resources: { toRow: (r) => map.fhirResourceRow(r), fromRow: (row) => map.fhirResource(row) },
-    consolidated_queries: { toRow: (r) => map.consolidatedQueryRow(r), fromRow: (row) => map.consolidatedQuery(row) },
-    network_queries: { toRow: (r) => map.networkQueryRow(r), fromRow: (row) => map.networkQuery(row) },
-    outbox: { toRow: (r) => map.outboxRow(r), fromRow: (row) => map.outbox(row) },
-    webhook_attempts: { toRow: (r) => map.webhookAttemptRow(r), fromRow: (row) => map.webhookAttempt(row) },
-  };
-  return pairs[table] as Mapping<Records[T]>;
-}
-
-const mappers = { sqlite: new RowMapper(false, () => 0), postgres: new RowMapper(true, () => 0) };
+const mappers = { sqlite: rowMapper(false, () => 0), postgres: rowMapper(true, () => 0) };
 
 /**
  * The row as the driver returns it once written and read back: what `SqlAccess.bindable` binds, stored in the
@@ -346,7 +295,7 @@ describe.each([
   const map = postgres ? mappers.postgres : mappers.sqlite;
 
   test.each(RECORD_TABLES)('%s: a record read back is the one written, optional fields present or absent', (table) => {
-    const mapping = mappingOf(map, table);
+    const mapping = map[table] as TableMapper<unknown>;
     for (const record of [FULL[table], BARE[table]]) {
       const written = structuredClone(record);
       const row = mapping.toRow(record);
@@ -356,7 +305,7 @@ describe.each([
   });
 
   test.each(RECORD_TABLES)('%s: every column has a value in the row, none left undefined', (table) => {
-    const mapping = mappingOf(map, table);
+    const mapping = map[table] as TableMapper<unknown>;
     for (const record of [FULL[table], BARE[table]]) {
       const row = mapping.toRow(record);
       expect(Object.keys(row), 'the row has the columns of schema.ts, in its order').toEqual(columnsOf(table).map((column) => column.name));
@@ -368,43 +317,42 @@ describe.each([
   });
 
   test('derived columns: query states from their steps, an outbox write ends the claim, only a test attempt is marked', () => {
-    expect(mappingOf(map, 'document_queries').toRow(FULL.document_queries).state).toBe('processing');
+    expect(map.document_queries.toRow(FULL.document_queries).state).toBe('processing');
     const done = { ...FULL.document_queries, convert: { ...FULL.document_queries.convert, status: 'completed' as const } };
-    expect(mappingOf(map, 'document_queries').toRow(done).state).toBe('completed');
-    expect(mappingOf(map, 'network_queries').toRow(FULL.network_queries).state).toBe('partial');
-    expect(mappingOf(map, 'network_queries').toRow(BARE.network_queries).state).toBe('completed');
+    expect(map.document_queries.toRow(done).state).toBe('completed');
+    expect(map.network_queries.toRow(FULL.network_queries).state).toBe('partial');
+    expect(map.network_queries.toRow(BARE.network_queries).state).toBe('completed');
 
-    const outbox = mappingOf(map, 'outbox').toRow(FULL.outbox);
+    const outbox = map.outbox.toRow(FULL.outbox);
     expect([outbox.lease_until, outbox.lease_owner]).toEqual([null, null]);
 
-    const attempts = mappingOf(map, 'webhook_attempts');
+    const attempts = map.webhook_attempts;
     const ordinary = attempts.toRow({ ...FULL.webhook_attempts, test: false });
     expect(ordinary.test).toBe(null);
     expect('test' in attempts.fromRow(stored('webhook_attempts', ordinary, postgres))).toBe(false);
   });
 
   test('an outbox row stored before streams existed is a stream of its own', () => {
-    const outbox = mappingOf(map, 'outbox');
+    const outbox = map.outbox;
     const row = stored('outbox', { ...outbox.toRow(FULL.outbox), stream_key: null }, postgres);
     expect(outbox.fromRow(row).streamKey).toBe(FULL.outbox.id);
   });
 
   test('batch values: in the order of the batch columns, nested values as JSON text whatever the dialect', () => {
-    const sqlite = mappingOf(mappers.sqlite, 'patients');
+    const sqlite = mappers.sqlite.patients;
     for (const patient of [FULL.patients, BARE.patients]) {
-      const values: unknown[] = [];
-      map.pushPatientValues(patient, values);
       const row = sqlite.toRow(patient);
-      expect(values).toStrictEqual(PATIENT_COLUMNS.map(([column]) => row[column]));
+      expect(map.patients.values(patient, ['before']).slice(1), 'appended to the values given').toStrictEqual(PATIENT_COLUMNS.map(([column]) => row[column]));
     }
     for (const outcome of [FULL.bulk_rows, BARE.bulk_rows]) {
-      const row = mappingOf(mappers.sqlite, 'bulk_rows').toRow(outcome);
-      expect(map.bulkRowValues(outcome)).toStrictEqual(BULK_ROW_COLUMNS.map(([column]) => row[column]));
+      const row = mappers.sqlite.bulk_rows.toRow(outcome);
+      expect(map.bulk_rows.values(outcome)).toStrictEqual(BULK_ROW_COLUMNS.map(([column]) => row[column]));
     }
   });
 });
 
 test('every table of schema.ts holds a record the mappers map, or is one of the tables that hold none', () => {
   const tables = Object.keys(TABLES) as TableName[];
-  expect([...RECORD_TABLES, ...NOT_RECORDS].sort()).toEqual([...tables].sort());
+  expect([...RECORD_TABLES, ...Object.keys(NOT_RECORDS)].sort()).toEqual([...tables].sort());
+  for (const table of RECORD_TABLES) expect(mappers.sqlite[table], table).toBeDefined();
 });
