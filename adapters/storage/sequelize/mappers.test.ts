@@ -304,7 +304,7 @@ describe.each([
     }
   });
 
-  test.each(RECORD_TABLES)('%s: every column has a value in the row, none left undefined', (table) => {
+  test.each(RECORD_TABLES)('%s: the row has every column of schema.ts, in order, none undefined, none NOT NULL left NULL', (table) => {
     const mapping = map[table] as TableMapper<unknown>;
     for (const record of [FULL[table], BARE[table]]) {
       const row = mapping.toRow(record);
@@ -344,10 +344,32 @@ describe.each([
       const row = sqlite.toRow(patient);
       expect(map.patients.values(patient, ['before']).slice(1), 'appended to the values given').toStrictEqual(PATIENT_COLUMNS.map(([column]) => row[column]));
     }
+    // The bound values of the patients' batch statement, column by column: what PATIENT_UPSERT's columns name.
+    const patient = BARE.patients;
+    expect(map.patients.values(patient)).toStrictEqual([
+      'pat-1',
+      A,
+      '["fac-1","fac-2"]',
+      '[]',
+      null,
+      'Ana, María',
+      'Núñez',
+      '1980-02-29',
+      'F',
+      JSON.stringify(patient.address),
+      '[]',
+      '[{"type":"driversLicense","value":"D123","state":"MA"}]',
+      false,
+      '["nunez|ana|1980-02-29","nunez|maria|1980-02-29"]',
+      1,
+      at(0),
+      at(1),
+    ]);
     for (const outcome of [FULL.bulk_rows, BARE.bulk_rows]) {
       const row = mappers.sqlite.bulk_rows.toRow(outcome);
       expect(map.bulk_rows.values(outcome)).toStrictEqual(BULK_ROW_COLUMNS.map(([column]) => row[column]));
     }
+    expect(map.bulk_rows.values(BARE.bulk_rows)).toStrictEqual(['bulk-1', 0, 'succeeded', null, null, null]);
   });
 });
 
