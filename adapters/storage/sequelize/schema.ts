@@ -1,13 +1,19 @@
 /*
  * The storage tables as the code reads and writes them: every column, its kind, whether it may be NULL and
  * whether it is part of the primary key. The one description of the schema the code uses: the column lists
- * of the statements (sql-access.ts, mappers.ts) are derived from it, and a
- * test migrates a fresh SQLite and PostgreSQL database and checks that the migrations built exactly these
- * columns. The migrations stay as written: they are history, applied once each.
+ * of the statements (sql-access.ts, mappers.ts) are derived from it, and so is the mapping of each table's
+ * record to its rows (mappers.ts): a column is the record field of its name in camelCase (`api_key_hash` is
+ * `apiKeyHash`), converted by its kind, unless mappers.ts overrides it. A test migrates a fresh SQLite and
+ * PostgreSQL database and checks that the migrations built exactly these columns. The migrations stay as
+ * written: they are history, applied once each.
  */
 
-/** `kind`, `kind?` (nullable) or `kind key` (part of the primary key). */
-type ColumnSpec = `${ColumnKind}` | `${ColumnKind}?` | `${ColumnKind} key`;
+/**
+ * `kind`; `kind?`, nullable, NULL when the record's field is absent (an optional field, `field?: T`);
+ * `kind null`, nullable, NULL when the record's field holds `null` (`field: T | null`); `kind key`, part of
+ * the primary key.
+ */
+type ColumnSpec = `${ColumnKind}` | `${ColumnKind}?` | `${ColumnKind} null` | `${ColumnKind} key`;
 
 /** How a column's value is typed, and travels in the JSON of a batch statement (see `RawSql.insertFromJson`). */
 export type ColumnKind = 'text' | 'json' | 'boolean' | 'integer' | 'bigint';
@@ -22,10 +28,10 @@ export const TABLES = {
   },
   webhook_settings: {
     account_id: 'text key',
-    webhook_url: 'text?',
+    webhook_url: 'text null',
     webhook_key: 'text',
     webhook_enabled: 'boolean',
-    webhook_status_detail: 'text?',
+    webhook_status_detail: 'text null',
     updated_at: 'text',
     failing_since: 'text?',
   },
@@ -39,7 +45,7 @@ export const TABLES = {
     secret: 'text',
     previous_secret: 'text?',
     previous_secret_until: 'text?',
-    status_detail: 'text?',
+    status_detail: 'text null',
     created_at: 'text',
     updated_at: 'text',
     failing_since: 'text?',
@@ -231,6 +237,9 @@ export const TABLES = {
 
 export type TableName = keyof typeof TABLES;
 
+/** A column of the table, as named here. */
+export type ColumnOf<T extends TableName> = Extract<keyof (typeof TABLES)[T], string>;
+
 /** A row as the driver returns it, by column name. */
 export type Row = Record<string, unknown>;
 
@@ -239,12 +248,17 @@ export interface Column {
   kind: ColumnKind;
   nullable: boolean;
   primaryKey: boolean;
+  /** The record field it holds: its name in camelCase. */
+  field: string;
+  /** Whether NULL is `null` in the record rather than an absent field (`kind null`). */
+  nullInRecord: boolean;
 }
 
 /** The columns of `table`, in their order here (the order batch statements bind them in). */
 export function columnsOf(table: TableName): Column[] {
   return Object.entries(TABLES[table] as Record<string, ColumnSpec>).map(([name, spec]) => {
     const [kind, flag] = spec.replace('?', ' ?').split(' ') as [ColumnKind, string | undefined];
-    return { name, kind, nullable: flag === '?', primaryKey: flag === 'key' };
+    const field = name.replace(/_([a-z0-9])/g, (_match, letter: string) => letter.toUpperCase());
+    return { name, kind, nullable: flag === '?' || flag === 'null', primaryKey: flag === 'key', field, nullInRecord: flag === 'null' };
   });
 }

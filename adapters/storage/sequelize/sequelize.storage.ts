@@ -19,7 +19,7 @@ import type {
   WebhookAttemptRepository,
 } from '../../../core/ports/storage.port.js';
 import { configureSqlite, openSequelize, runTransaction, type SequelizeConnectionOptions } from './connection.js';
-import { RowMapper } from './mappers.js';
+import { rowMapper } from './mappers.js';
 import { loadMatchKeyHasher, type MatchKeyHasher } from './match-key-hash.js';
 import { migrateStorage } from './migrations/index.js';
 import { RawSql } from './raw-sql.js';
@@ -86,7 +86,7 @@ export class SequelizeStorage implements StoragePort {
     const postgres = sequelize.getDialect() === 'postgres';
     return new SequelizeStorage({
       sequelize,
-      map: new RowMapper(postgres, matchKeyHasher ?? (await loadMatchKeyHasher())),
+      map: rowMapper(postgres, matchKeyHasher ?? (await loadMatchKeyHasher())),
       raw: new RawSql(sequelize),
       postgres,
       owned: given === undefined,

@@ -1,9 +1,11 @@
 import { BaseError, type Sequelize, type Transaction } from 'sequelize';
 import { CoreError } from '../../../core/errors.js';
 import type { Patient } from '../../../core/domain/types.js';
-import { BULK_ROW_COLUMNS, PATIENT_COLUMNS, RowMapper, type Columns } from './mappers.js';
+import { BULK_ROW_COLUMNS, PATIENT_COLUMNS, type Columns, type RowMapper } from './mappers.js';
 import { Params, RawSql } from './raw-sql.js';
-import { columnsOf, type Row, type TABLES, type TableName } from './schema.js';
+import { columnsOf, type ColumnOf, type Row, type TableName } from './schema.js';
+
+export type { ColumnOf } from './schema.js';
 
 /*
  * What every repository of the SQL storage reads and writes through, every statement on the driver
@@ -40,8 +42,6 @@ export function upsertClause(keys: readonly string[], columns: Columns, unchange
 export const PATIENT_UPSERT = upsertClause(['id'], PATIENT_COLUMNS, ['account_id']);
 export const BULK_ROW_UPSERT = upsertClause(['request_id', 'row_index'], BULK_ROW_COLUMNS);
 
-/** A column of the table, as schema.ts names it. */
-export type ColumnOf<T extends TableName> = Extract<keyof (typeof TABLES)[T], string>;
 /** A value a condition compares a column with. */
 export type Value = string | number | boolean;
 /** `column = value` conditions of a WHERE, all of which must hold; anything else is a statement of its own (`query`). */
@@ -194,7 +194,7 @@ export class SqlAccess {
   async insertPatientRows(transaction: Transaction, patients: readonly Patient[], suffix = ''): Promise<void> {
     for (const chunk of chunks(patients, ROWS_PER_STATEMENT)) {
       const values: unknown[] = [];
-      for (const patient of chunk) this.map.pushPatientValues(patient, values);
+      for (const patient of chunk) this.map.patients.values(patient, values);
       await this.raw.run(transaction, this.raw.insertValues('patients', PATIENT_COLUMNS, chunk.length, suffix), values, 'patient');
     }
   }

@@ -7,9 +7,9 @@ import { BULK_ROW_UPSERT, NEWEST_FIRST, OLDEST_FIRST, columnList, copy, lastByKe
 /* Bulk requests and the outcome of each of their rows. */
 
 export function bulkRequestsRepository(db: SqlAccess): BulkRequestRepository {
-  const toRequest = (row: Row) => db.map.bulkRequest(row);
+  const toRequest = (row: Row) => db.map.bulk_requests.fromRow(row);
   return {
-    insert: (request) => db.insertRows('bulk_requests', [db.map.bulkRequestRow(request)], `bulk request ${request.id}`),
+    insert: (request) => db.insertRows('bulk_requests', [db.map.bulk_requests.toRow(request)], `bulk request ${request.id}`),
     get: async (accountId, id) => {
       const row = await db.selectOne('bulk_requests', owned(accountId, id));
       return row && toRequest(row);
@@ -20,7 +20,7 @@ export function bulkRequestsRepository(db: SqlAccess): BulkRequestRepository {
     },
     // One UPDATE ... WHERE status = expected: the database decides which of two racing callers wins.
     updateIfStatus: async (request, expected) =>
-      (await db.replace('bulk_requests', db.map.bulkRequestRow(request), 'bulk request', [['status', expected]])) ? copy(request) : undefined,
+      (await db.replace('bulk_requests', db.map.bulk_requests.toRow(request), 'bulk request', [['status', expected]])) ? copy(request) : undefined,
     listByStatus: async (status, limit) => (await db.select('bulk_requests', [['status', status]], OLDEST_FIRST, limit)).map(toRequest),
     list: async (accountId, limit) => (await db.select('bulk_requests', [['account_id', accountId]], NEWEST_FIRST, limit)).map(toRequest),
   };
@@ -31,7 +31,7 @@ export function bulkRowsRepository(db: SqlAccess): BulkRowRepository {
     putMany: async (outcomes) => {
       if (outcomes.length === 0) return;
       const tuples = lastByKey(outcomes, (outcome: BulkRowOutcome) => `${outcome.requestId}\u0000${outcome.rowIndex}`).map((outcome) =>
-        db.map.bulkRowValues(outcome),
+        db.map.bulk_rows.values(outcome),
       );
       await db.atomic((transaction) => db.insertJsonRows(transaction, 'bulk_rows', BULK_ROW_COLUMNS, tuples, 'bulk row', BULK_ROW_UPSERT));
     },
@@ -42,7 +42,7 @@ export function bulkRowsRepository(db: SqlAccess): BulkRowRepository {
           [requestId, from, to],
           { keepPrepared: true },
         )
-      ).map((row) => db.map.bulkRow(row)),
+      ).map((row) => db.map.bulk_rows.fromRow(row)),
     nextRowIndex: async (requestId) => {
       const [row] = await db.query('SELECT MAX(row_index) AS last FROM bulk_rows WHERE request_id = $1', [requestId], { keepPrepared: true });
       return row?.last === null || row?.last === undefined ? 0 : Number(row.last) + 1;

@@ -7,9 +7,9 @@ import { IDS_PER_STATEMENT, NEWEST_FIRST, OLDEST_FIRST, chunks, columnList, copy
 /* Documents, document queries, the consolidated FHIR store, consolidated and network queries. */
 
 export function documentsRepository(db: SqlAccess): DocumentRepository {
-  const toDocument = (row: Row) => db.map.document(row);
+  const toDocument = (row: Row) => db.map.documents.fromRow(row);
   return {
-    insert: (document) => db.insertRows('documents', [db.map.documentRow(document)], `document ${document.id}`),
+    insert: (document) => db.insertRows('documents', [db.map.documents.toRow(document)], `document ${document.id}`),
     get: async (accountId, id) => {
       const row = await db.selectOne('documents', owned(accountId, id));
       return row && toDocument(row);
@@ -36,16 +36,16 @@ export function documentsRepository(db: SqlAccess): DocumentRepository {
           OLDEST_FIRST,
         )
       ).map(toDocument),
-    update: async (document) => ((await db.replace('documents', db.map.documentRow(document), 'document')) ? copy(document) : undefined),
+    update: async (document) => ((await db.replace('documents', db.map.documents.toRow(document), 'document')) ? copy(document) : undefined),
   };
 }
 
 export function documentQueriesRepository(db: SqlAccess): DocumentQueryRepository {
   return {
-    insert: (query) => db.insertRows('document_queries', [db.map.documentQueryRow(query)], `document query ${query.id}`),
+    insert: (query) => db.insertRows('document_queries', [db.map.document_queries.toRow(query)], `document query ${query.id}`),
     get: async (accountId, id) => {
       const row = await db.selectOne('document_queries', owned(accountId, id));
-      return row && db.map.documentQuery(row);
+      return row && db.map.document_queries.fromRow(row);
     },
     latestForPatient: async (accountId, patientId) => {
       const row = await db.selectOne(
@@ -56,9 +56,9 @@ export function documentQueriesRepository(db: SqlAccess): DocumentQueryRepositor
         ],
         NEWEST_FIRST,
       );
-      return row && db.map.documentQuery(row);
+      return row && db.map.document_queries.fromRow(row);
     },
-    update: async (query) => ((await db.replace('document_queries', db.map.documentQueryRow(query), 'document query')) ? copy(query) : undefined),
+    update: async (query) => ((await db.replace('document_queries', db.map.document_queries.toRow(query), 'document query')) ? copy(query) : undefined),
     progressOfBulkRequest: async (accountId, bulkRequestId) => {
       const rows = await db.query('SELECT state, COUNT(id) AS n FROM document_queries WHERE account_id = $1 AND bulk_request_id = $2 GROUP BY state', [accountId, bulkRequestId], {
         keepPrepared: true,
@@ -80,7 +80,7 @@ export function fhirResourcesRepository(db: SqlAccess): FhirResourceRepository {
     putMany: async (resources) => {
       if (resources.length === 0) return;
       const rows = lastByKey(resources, (r: FhirResourceRecord) => [r.accountId, r.patientId, r.resourceType, r.id].join('\u0000')).map((resource) =>
-        db.map.fhirResourceRow(resource),
+        db.map.fhir_resources.toRow(resource),
       );
       await db.atomic((transaction) => db.upsertRows('fhir_resources', rows, 'FHIR resource', transaction));
     },
@@ -93,7 +93,7 @@ export function fhirResourcesRepository(db: SqlAccess): FhirResourceRepository {
         // A patient's whole store is one shape; a list of types is of any length.
         keepPrepared: resourceTypes === undefined,
       });
-      return rows.map((row) => db.map.fhirResource(row));
+      return rows.map((row) => db.map.fhir_resources.fromRow(row));
     },
     removeMany: async (accountId, patientId, keys) => {
       if (keys.length === 0) return;
@@ -113,9 +113,9 @@ export function fhirResourcesRepository(db: SqlAccess): FhirResourceRepository {
 }
 
 export function consolidatedQueriesRepository(db: SqlAccess): ConsolidatedQueryRepository {
-  const toQuery = (row: Row) => db.map.consolidatedQuery(row);
+  const toQuery = (row: Row) => db.map.consolidated_queries.fromRow(row);
   return {
-    insert: (query) => db.insertRows('consolidated_queries', [db.map.consolidatedQueryRow(query)], `consolidated query ${query.id}`),
+    insert: (query) => db.insertRows('consolidated_queries', [db.map.consolidated_queries.toRow(query)], `consolidated query ${query.id}`),
     get: async (accountId, id) => {
       const row = await db.selectOne('consolidated_queries', owned(accountId, id));
       return row && toQuery(row);
@@ -143,14 +143,14 @@ export function consolidatedQueriesRepository(db: SqlAccess): ConsolidatedQueryR
           NEWEST_FIRST,
         )
       ).map(toQuery),
-    update: async (query) => ((await db.replace('consolidated_queries', db.map.consolidatedQueryRow(query), 'consolidated query')) ? copy(query) : undefined),
+    update: async (query) => ((await db.replace('consolidated_queries', db.map.consolidated_queries.toRow(query), 'consolidated query')) ? copy(query) : undefined),
   };
 }
 
 export function networkQueriesRepository(db: SqlAccess): NetworkQueryRepository {
-  const toQuery = (row: Row) => db.map.networkQuery(row);
+  const toQuery = (row: Row) => db.map.network_queries.fromRow(row);
   return {
-    insert: (query) => db.insertRows('network_queries', [db.map.networkQueryRow(query)], `network query ${query.id}`),
+    insert: (query) => db.insertRows('network_queries', [db.map.network_queries.toRow(query)], `network query ${query.id}`),
     get: async (accountId, id) => {
       const row = await db.selectOne('network_queries', owned(accountId, id));
       return row && toQuery(row);
@@ -176,7 +176,7 @@ export function networkQueriesRepository(db: SqlAccess): NetworkQueryRepository 
           OLDEST_FIRST,
         )
       ).map(toQuery),
-    update: async (query) => ((await db.replace('network_queries', db.map.networkQueryRow(query), 'network query')) ? copy(query) : undefined),
+    update: async (query) => ((await db.replace('network_queries', db.map.network_queries.toRow(query), 'network query')) ? copy(query) : undefined),
     pruneFinished: async (before, limit) => {
       // Through the writer, as every write outside a caller's transaction (see the outbox's releaseClaims).
       const rows = await db.writing((transaction) =>

@@ -7,16 +7,16 @@ import { IDS_PER_STATEMENT, OLDEST_FIRST, chunks, copy, owned, type SqlAccess } 
 
 export function accountsRepository(db: SqlAccess): AccountRepository {
   return {
-    insert: (account) => db.insertRows('accounts', [db.map.accountRow(account)], `account ${account.id}`),
+    insert: (account) => db.insertRows('accounts', [db.map.accounts.toRow(account)], `account ${account.id}`),
     get: async (id) => {
       const row = await db.selectOne('accounts', [['id', id]]);
-      return row && db.map.account(row);
+      return row && db.map.accounts.fromRow(row);
     },
     getByApiKeyHash: async (apiKeyHash) => {
       const row = await db.selectOne('accounts', [['api_key_hash', apiKeyHash]]);
-      return row && db.map.account(row);
+      return row && db.map.accounts.fromRow(row);
     },
-    list: async () => (await db.select('accounts', [], OLDEST_FIRST)).map((row) => db.map.account(row)),
+    list: async () => (await db.select('accounts', [], OLDEST_FIRST)).map((row) => db.map.accounts.fromRow(row)),
     replaceApiKey: async (id, apiKeyHash, apiKeyPrefix) => {
       // A key hash another account has breaks the unique index: the driver's failure is a CONFLICT.
       const run = (transaction: Transaction) =>
@@ -45,9 +45,9 @@ export function webhookSettingsRepository(db: SqlAccess): WebhookSettingsReposit
   return {
     get: async (accountId) => {
       const row = await db.selectOne('webhook_settings', [['account_id', accountId]]);
-      return row && db.map.webhookSettings(row);
+      return row && db.map.webhook_settings.fromRow(row);
     },
-    put: (settings) => db.upsertRows('webhook_settings', [db.map.webhookSettingsRow(settings)], 'webhook settings', db.transaction, ['failing_since']),
+    put: (settings) => db.upsertRows('webhook_settings', [db.map.webhook_settings.toRow(settings)], 'webhook settings', db.transaction, ['failing_since']),
     setFailingSince: (accountId, at) =>
       db.writing(async (transaction) => {
         const [row] = await db.query(failingSinceUpdate('webhook_settings', 'account_id = $2'), [at, accountId], { transaction });
@@ -69,7 +69,7 @@ export function webhookSettingsRepository(db: SqlAccess): WebhookSettingsReposit
         let where = `account_id = ${params.add(accountId)} AND webhook_enabled = ${params.add(true)}`;
         if (change.failingSinceAtMost !== undefined) where += ` AND failing_since IS NOT NULL AND failing_since <= ${params.add(change.failingSinceAtMost)}`;
         const [row] = await db.query(`UPDATE webhook_settings SET ${sets} WHERE ${where} RETURNING *`, params, { transaction });
-        return row && db.map.webhookSettings(row);
+        return row && db.map.webhook_settings.fromRow(row);
       }),
   };
 }
@@ -77,16 +77,16 @@ export function webhookSettingsRepository(db: SqlAccess): WebhookSettingsReposit
 export function webhookEndpointsRepository(db: SqlAccess): WebhookEndpointRepository {
   const get = async (accountId: string, id: string) => {
     const row = await db.selectOne('webhook_endpoints', owned(accountId, id));
-    return row && db.map.webhookEndpoint(row);
+    return row && db.map.webhook_endpoints.fromRow(row);
   };
   return {
-    insert: (endpoint) => db.insertRows('webhook_endpoints', [db.map.webhookEndpointRow(endpoint)], `webhook endpoint ${endpoint.id}`),
+    insert: (endpoint) => db.insertRows('webhook_endpoints', [db.map.webhook_endpoints.toRow(endpoint)], `webhook endpoint ${endpoint.id}`),
     get,
-    list: async (accountId) => (await db.select('webhook_endpoints', [['account_id', accountId]], OLDEST_FIRST)).map((row) => db.map.webhookEndpoint(row)),
+    list: async (accountId) => (await db.select('webhook_endpoints', [['account_id', accountId]], OLDEST_FIRST)).map((row) => db.map.webhook_endpoints.fromRow(row)),
     count: (accountId) => db.count('webhook_endpoints', [['account_id', accountId]]),
     update: async (endpoint) => {
       // Everything but the failure clock, which has its own method.
-      const { failing_since: _clock, ...row } = db.map.webhookEndpointRow(endpoint);
+      const { failing_since: _clock, ...row } = db.map.webhook_endpoints.toRow(endpoint);
       return (await db.replace('webhook_endpoints', row, 'webhook endpoint')) ? get(endpoint.accountId, endpoint.id) : undefined;
     },
     remove: async (accountId, id) => (await db.remove('webhook_endpoints', owned(accountId, id))) > 0,
@@ -111,41 +111,41 @@ export function webhookEndpointsRepository(db: SqlAccess): WebhookEndpointReposi
         let where = `account_id = ${params.add(accountId)} AND id = ${params.add(id)} AND enabled = ${params.add(true)}`;
         if (change.failingSinceAtMost !== undefined) where += ` AND failing_since IS NOT NULL AND failing_since <= ${params.add(change.failingSinceAtMost)}`;
         const [row] = await db.query(`UPDATE webhook_endpoints SET ${sets} WHERE ${where} RETURNING *`, params, { transaction });
-        return row && db.map.webhookEndpoint(row);
+        return row && db.map.webhook_endpoints.fromRow(row);
       }),
   };
 }
 
 export function organizationsRepository(db: SqlAccess): OrganizationRepository {
   return {
-    insert: (org) => db.insertRows('organizations', [db.map.organizationRow(org)], `organization ${org.id}`),
+    insert: (org) => db.insertRows('organizations', [db.map.organizations.toRow(org)], `organization ${org.id}`),
     getByAccount: async (accountId) => {
       const row = await db.selectOne('organizations', [['account_id', accountId]]);
-      return row && db.map.organization(row);
+      return row && db.map.organizations.fromRow(row);
     },
-    update: async (org) => ((await db.replace('organizations', db.map.organizationRow(org), 'organization')) ? copy(org) : undefined),
+    update: async (org) => ((await db.replace('organizations', db.map.organizations.toRow(org), 'organization')) ? copy(org) : undefined),
   };
 }
 
 export function facilitiesRepository(db: SqlAccess): FacilityRepository {
   return {
-    insert: (facility) => db.insertRows('facilities', [db.map.facilityRow(facility)], `facility ${facility.id}`),
+    insert: (facility) => db.insertRows('facilities', [db.map.facilities.toRow(facility)], `facility ${facility.id}`),
     get: async (accountId, id) => {
       const row = await db.selectOne('facilities', owned(accountId, id));
-      return row && db.map.facility(row);
+      return row && db.map.facilities.fromRow(row);
     },
-    list: async (accountId) => (await db.select('facilities', [['account_id', accountId]], OLDEST_FIRST)).map((row) => db.map.facility(row)),
-    update: async (facility) => ((await db.replace('facilities', db.map.facilityRow(facility), 'facility')) ? copy(facility) : undefined),
+    list: async (accountId) => (await db.select('facilities', [['account_id', accountId]], OLDEST_FIRST)).map((row) => db.map.facilities.fromRow(row)),
+    update: async (facility) => ((await db.replace('facilities', db.map.facilities.toRow(facility), 'facility')) ? copy(facility) : undefined),
     remove: async (accountId, id) => (await db.remove('facilities', owned(accountId, id))) > 0,
   };
 }
 
 export function cohortsRepository(db: SqlAccess): CohortRepository {
   return {
-    insert: (cohort) => db.insertRows('cohorts', [db.map.cohortRow(cohort)], `cohort ${cohort.id}`),
+    insert: (cohort) => db.insertRows('cohorts', [db.map.cohorts.toRow(cohort)], `cohort ${cohort.id}`),
     get: async (accountId, id) => {
       const row = await db.selectOne('cohorts', owned(accountId, id));
-      return row && db.map.cohort(row);
+      return row && db.map.cohorts.fromRow(row);
     },
     existingIds: async (accountId, ids) => {
       const found: string[] = [];
@@ -156,8 +156,8 @@ export function cohortsRepository(db: SqlAccess): CohortRepository {
       }
       return found;
     },
-    list: async (accountId) => (await db.select('cohorts', [['account_id', accountId]], OLDEST_FIRST)).map((row) => db.map.cohort(row)),
-    update: async (cohort) => ((await db.replace('cohorts', db.map.cohortRow(cohort), 'cohort')) ? copy(cohort) : undefined),
+    list: async (accountId) => (await db.select('cohorts', [['account_id', accountId]], OLDEST_FIRST)).map((row) => db.map.cohorts.fromRow(row)),
+    update: async (cohort) => ((await db.replace('cohorts', db.map.cohorts.toRow(cohort), 'cohort')) ? copy(cohort) : undefined),
     remove: async (accountId, id) => (await db.remove('cohorts', owned(accountId, id))) > 0,
   };
 }

@@ -7,9 +7,9 @@ import { IDS_PER_STATEMENT, OLDEST_FIRST, OUTBOX_CLAIM_LOCK, ROWS_PER_STATEMENT,
 /* The webhook outbox: messages, their claims by delivery passes, their retention. */
 
 export function outboxRepository(db: SqlAccess): OutboxRepository {
-  const toMessage = (row: Row) => db.map.outbox(row);
+  const toMessage = (row: Row) => db.map.outbox.fromRow(row);
   return {
-    add: (message) => db.insertRows('outbox', [db.map.outboxRow(message)], `outbox message ${message.id}`),
+    add: (message) => db.insertRows('outbox', [db.map.outbox.toRow(message)], `outbox message ${message.id}`),
     get: async (accountId, id) => {
       const row = await db.selectOne('outbox', owned(accountId, id));
       return row && toMessage(row);
@@ -84,7 +84,7 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
       });
     },
     update: async (message) => {
-      await db.replace('outbox', db.map.outboxRow(message), 'outbox message');
+      await db.replace('outbox', db.map.outbox.toRow(message), 'outbox message');
     },
     updateMany: async (messages) => {
       if (messages.length === 0) return;
@@ -162,7 +162,7 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
 
 export function webhookAttemptsRepository(db: SqlAccess): WebhookAttemptRepository {
   return {
-    addMany: (attempts) => db.insertRows('webhook_attempts', attempts.map((attempt) => db.map.webhookAttemptRow(attempt)), 'webhook attempt'),
+    addMany: (attempts) => db.insertRows('webhook_attempts', attempts.map((attempt) => db.map.webhook_attempts.toRow(attempt)), 'webhook attempt'),
     list: async (accountId, filter, limit, after) => {
       const params = new Params();
       const conditions = [`account_id = ${params.add(accountId)}`];
@@ -181,7 +181,7 @@ export function webhookAttemptsRepository(db: SqlAccess): WebhookAttemptReposito
         `SELECT * FROM webhook_attempts WHERE ${conditions.join(' AND ')} ORDER BY attempted_at DESC, id DESC LIMIT ${params.add(limit)}`,
         params,
       );
-      return rows.map((row) => db.map.webhookAttempt(row));
+      return rows.map((row) => db.map.webhook_attempts.fromRow(row));
     },
     prune: async (before, limit) => {
       const rows = await db.writing((transaction) =>

@@ -50,12 +50,12 @@ async function holdAccountsOf(db: SqlAccess, batch: readonly Patient[], transact
 }
 
 export function patientsRepository(db: SqlAccess): PatientRepository {
-  const toPatient = (row: Row) => db.map.patient(row);
+  const toPatient = (row: Row) => db.map.patients.fromRow(row);
 
   const insertOne = (patient: Patient) =>
     db.atomic(async (transaction) => {
       await holdAccount(db, patient.accountId, transaction);
-      await db.insertRows('patients', [db.map.patientRow(patient)], 'patient', transaction);
+      await db.insertRows('patients', [db.map.patients.toRow(patient)], 'patient', transaction);
       await insertKeys(db, [patient], transaction);
     });
 
@@ -181,7 +181,7 @@ export function patientsRepository(db: SqlAccess): PatientRepository {
         if (!previous || previous.accountId !== patient.accountId) return undefined;
         if (previous.version !== patient.version) return 'stale' as const;
         const next: Patient = { ...patient, version: patient.version + 1 };
-        if (!(await db.replace('patients', db.map.patientRow(next), 'patient', [['version', patient.version]], transaction))) return 'stale' as const;
+        if (!(await db.replace('patients', db.map.patients.toRow(next), 'patient', [['version', patient.version]], transaction))) return 'stale' as const;
         await replaceKeys([previous], [next], transaction);
         return copy(next);
       }),
