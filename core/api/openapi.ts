@@ -299,7 +299,10 @@ function operationOf(route: RouteDefinition): Record<string, unknown> {
     responses['413'] = problemResponse('Body too large', 413);
     responses['415'] = problemResponse('Unsupported Content-Type', 415);
   }
-  if (route.auth === 'apiKey' || route.auth === 'signedAndApiKey') {
+  if (route.auth === 'signed') {
+    // A signed URL is issued to an account, and its requests count against that account's limit.
+    responses['429'] = problemResponse("Too many requests of this route's class for the account the URL was issued to (`RATE_LIMITED`); wait `Retry-After` seconds", 429);
+  } else if (route.auth === 'apiKey' || route.auth === 'signedAndApiKey') {
     responses['429'] = problemResponse(
       "Too many requests of this route's class for the account (`RATE_LIMITED`), or too many wrong API keys from this address (`TOO_MANY_FAILED_ATTEMPTS`); wait `Retry-After` seconds",
       429,

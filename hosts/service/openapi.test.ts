@@ -1,5 +1,6 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { ENDPOINTS } from '../../contract/endpoints.js';
 import { buildOpenApiDocument, openApiPath, type OpenApiDocument } from '../../core/api/openapi.js';
 import { apiRoutes } from '../../core/api/routes/index.js';
 import { ERROR_CODES } from '../../core/errors.js';
@@ -108,14 +109,17 @@ describe('GET /openapi.json', () => {
     expect(withIfMatch.sort()).toEqual(['DELETE /medical/v1/patient/{id}', 'PUT /medical/v1/patient/{id}', 'PUT /medical/v1/patient/{id}/hie-opt-out']);
   });
 
-  test('every operation documents 503 with Retry-After, and every operation with an API key its 429 too', () => {
+  test('every operation documents 503 with Retry-After, and every operation of an account (an API key or a signed URL) its 429 too', () => {
+    // A signed URL is issued to an account, and the handler counts its requests against that account's limit.
+    const authOf = new Map(Object.values(ENDPOINTS).map((endpoint) => [`${endpoint.method} ${endpoint.path.replace(/:(\w+)/g, '{$1}')}`, endpoint.auth as string]));
     for (const [path, item] of Object.entries(served.paths)) {
       for (const [method, documented] of Object.entries(item)) {
-        const { responses, security } = documented as Operation & { responses: Record<string, { headers?: Record<string, unknown> }> };
+        const { responses } = documented as Operation & { responses: Record<string, { headers?: Record<string, unknown> }> };
         const name = `${method.toUpperCase()} ${path}`;
         expect(responses['503']?.headers, name).toHaveProperty('Retry-After');
-        const keyed = security.some((requirement) => 'apiKey' in requirement);
-        if (keyed) expect(responses['429']?.headers, name).toHaveProperty('Retry-After');
+        const auth = authOf.get(name);
+        expect(auth, name).toBeDefined();
+        if (auth !== 'none') expect(responses['429']?.headers, name).toHaveProperty('Retry-After');
         else expect(responses, name).not.toHaveProperty('429');
       }
     }
