@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,7 +27,8 @@ import { coreJobHandlers } from '../jobs.js';
 import type { CcdaConverterPort } from '../ports/ccda.port.js';
 import type { HieDocumentRef, HieNetworkPort, HiePatientQuery } from '../ports/hie.port.js';
 import type { SearchIndexPort } from '../ports/search-index.port.js';
-import { dataStamp } from './patient-index.js';
+import type { StoragePort } from '../ports/storage.port.js';
+import { dataStamp, indexReflects } from './patient-index.js';
 import { PatientSnapshots, SNAPSHOTS_KEPT } from './patient-snapshots.js';
 import { getDocumentQueryStatus, startDocumentQuery, startDocumentQueryUnlessOptedOut } from './query.js';
 import { searchEntries } from './search.js';
@@ -510,5 +511,157 @@ describe('search index upkeep', () => {
     await world.runner.drain();
     expect(atSecondFetch).toEqual([{ asked: 1, answered: 0 }]);
     expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ convert: { status: 'completed', errors: 0 } });
+  });
+});
+
+/** Reads through the storage by `repository.method`, in transactions too: writes and the queue are not counted. */
+function countReads(world: World): Map<string, number> {
+  const reads = new Map<string, number>();
+  const isWrite = (method: string) => /^(insert|update|put|remove|add|replace|set|disable|claim|release|prune|lock)/.test(method);
+  const counted = <T extends object>(repository: T, name: string): T =>
+    new Proxy(repository, {
+      get(object, key, receiver) {
+        const value = Reflect.get(object, key, receiver);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (!isWrite(String(key))) reads.set(`${name}.${String(key)}`, (reads.get(`${name}.${String(key)}`) ?? 0) + 1);
+          return value.apply(object, args);
+        };
+      },
+    });
+  const wrap = (storage: StoragePort): StoragePort =>
+    new Proxy(storage, {
+      get(object, key, receiver) {
+        if (key === 'transaction') return <T>(work: (tx: StoragePort) => Promise<T>) => object.transaction((tx) => work(wrap(tx)));
+        const value = Reflect.get(object, key, receiver);
+        if (typeof value === 'function') return value.bind(object);
+        return typeof value === 'object' && value !== null ? counted(value, String(key)) : value;
+      },
+    });
+  world.deps.storage = wrap(world.deps.storage);
+  return reads;
+}
+
+/** Each count of `reads` within its bound in `bounds`; a read without a bound is not expected at all. */
+function expectReadsWithin(reads: Map<string, number>, bounds: Record<string, number>): void {
+  const over = [...reads].filter(([method, count]) => count > (bounds[method] ?? 0)).map(([method, count]) => `${method}: ${count} > ${bounds[method] ?? 0}`);
+  expect(over).toEqual([]);
+}
+
+/** A network that holds every fixture document for every patient: more than one batch of fetches. */
+class EveryFixtureNetwork implements HieNetworkPort {
+  private readonly files = readdirSync(FIXTURES).filter((file) => file.endsWith('.xml')).sort();
+
+  async findDocuments(): Promise<HieDocumentRef[]> {
+    return this.files.map((file) => ({
+      networkDocumentId: `every:${file}`,
+      fileName: file,
+      description: file,
+      mimeType: 'application/xml',
+      type: { text: 'Clinical document' },
+      organizationIdentifiers: [],
+    }));
+  }
+
+  async retrieve(ref: HieDocumentRef): Promise<Uint8Array> {
+    return readFileSync(path.join(FIXTURES, ref.fileName));
+  }
+
+  directory() {
+    return Promise.resolve([]);
+  }
+}
+
+/*
+ * What one document query job reads, whatever the number of documents D it fetches, as a fact to hold:
+ * - its query 3 times: at the start of the job, and in the commit ending each step (where a second worker
+ *   that took the job over may have ended the step already);
+ * - its patient 1 + D times: before the network is asked anything, and before each document is fetched
+ *   (a patient who opts out meanwhile gets no further call); the conversion step takes the patient the
+ *   download step read last, and never reads it again;
+ * - the patient's documents twice: once before the fetches (which tells the documents held already, and
+ *   is the state each batch recorded moves the index's stamp from), once in the download step's commit
+ *   (handed to the conversion step); never one look-up per document;
+ * - the patient's resources once (to fold into), the patient's running network queries once (ended with
+ *   the query), the account's extra webhook endpoints once per message (in the message's commit);
+ * - nothing else.
+ */
+const QUERY_JOB_READS = (documents: number): Record<string, number> => ({
+  'documentQueries.get': 3,
+  'patients.get': 1 + documents,
+  'documents.listByPatient': 2,
+  'fhirResources.listByPatient': 1,
+  'networkQueries.listProcessing': 1,
+  'webhookEndpoints.list': 2,
+});
+
+describe('storage reads of a document query', () => {
+  test('a query of 3 documents reads its patient once before the network and once per document fetched, its documents twice, nothing per document else', async () => {
+    const world = await makeWorld();
+    const patient = await patientWhere(world, (files) => files.length === 3);
+    const reads = countReads(world);
+    await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    expectReadsWithin(reads, { 'patients.get': 1, 'facilities.get': 1, 'documentQueries.latestForPatient': 1 });
+    reads.clear();
+
+    await world.runner.drain();
+    expectReadsWithin(reads, QUERY_JOB_READS(3));
+    expect(world.hie.retrieves).toBe(3);
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({
+      download: { status: 'completed', successful: 3 },
+      convert: { status: 'completed', total: 3, successful: 3 },
+    });
+    expect((await messagesOf(world)).map((m) => `${m.meta.type}:${m.patients[0].status}`)).toEqual(['medical.document-download:completed', 'medical.document-conversion:completed']);
+  });
+
+  test('documents fetched in several batches: the patient\'s documents are still read twice, and searches find what every batch brought', async () => {
+    const world = await makeWorld({ search: new StampingIndex() });
+    const network = new EveryFixtureNetwork();
+    world.deps.hie = network;
+    const patient = await newPatient(world, 1);
+    const count = (await network.findDocuments()).length;
+    expect(count).toBeGreaterThan(4);
+    // An index current for the patient (who has no document yet) is kept current as each batch lands: the
+    // stamp each batch moves it from must be the stored state's, or it is left behind.
+    await world.deps.search.setStamp(world.account.id, patient.id, dataStamp([]));
+    const reads = countReads(world);
+    await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    reads.clear();
+
+    await world.runner.drain();
+    expectReadsWithin(reads, QUERY_JOB_READS(count));
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({
+      download: { status: 'completed', successful: count },
+      convert: { status: 'completed', total: count },
+    });
+    const documents = await world.deps.storage.documents.listByPatient(world.account.id, patient.id);
+    expect(await indexReflects(world.deps, world.account.id, patient.id, dataStamp(documents))).toBe(true);
+    expect((await searchEntries(world.deps, world.account.id, patient.id, 'medication')).length).toBeGreaterThan(0);
+  });
+
+  test('a conversion step resumed on its own (a retried job) reads the patient and their documents once', async () => {
+    const world = await makeWorld();
+    const patient = await patientWhere(world, (files) => files.length === 3);
+    const converter = world.deps.ccda;
+    let refusals = 1;
+    Object.assign(world.deps, {
+      ccda: { convert: (xml: string) => (refusals-- > 0 ? Promise.reject(new CoreError('RATE_LIMITED', 'busy')) : converter.convert(xml)) } satisfies CcdaConverterPort,
+    });
+    await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    await world.runner.drain();
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ download: { status: 'completed' }, convert: { status: 'processing' } });
+
+    const reads = countReads(world);
+    world.clock.advance(3_600_000);
+    await world.runner.drain();
+    expectReadsWithin(reads, {
+      'documentQueries.get': 2,
+      'patients.get': 1,
+      'documents.listByPatient': 1,
+      'fhirResources.listByPatient': 1,
+      'networkQueries.listProcessing': 1,
+      'webhookEndpoints.list': 1,
+    });
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ convert: { status: 'completed', successful: 3 } });
   });
 });
