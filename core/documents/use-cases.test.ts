@@ -27,12 +27,12 @@ import { coreJobHandlers } from '../jobs.js';
 import type { CcdaConverterPort } from '../ports/ccda.port.js';
 import type { HieDocumentRef, HieNetworkPort, HiePatientQuery } from '../ports/hie.port.js';
 import type { SearchIndexPort } from '../ports/search-index.port.js';
-import type { StoragePort } from '../ports/storage.port.js';
 import { dataStamp, indexReflects } from './patient-index.js';
 import { PatientSnapshots, SNAPSHOTS_KEPT } from './patient-snapshots.js';
 import { getDocumentQueryStatus, startDocumentQuery, startDocumentQueryUnlessOptedOut } from './query.js';
 import { searchEntries } from './search.js';
 import { acceptDocumentUpload, createDocumentUpload } from './upload.js';
+import { countingReads, readsOverBounds } from '../../spec/support/storage-reads.js';
 
 const FIXTURES = fileURLToPath(new URL('../../sandbox-data/ccda/', import.meta.url));
 const ADDRESS = { addressLine1: '1 Main St', city: 'Springfield', state: 'IL', zip: '62701', country: 'USA' as const };
@@ -514,38 +514,15 @@ describe('search index upkeep', () => {
   });
 });
 
-/** Reads through the storage by `repository.method`, in transactions too: writes and the queue are not counted. */
+/** Counts the reads of the world's storage from now on. */
 function countReads(world: World): Map<string, number> {
   const reads = new Map<string, number>();
-  const isWrite = (method: string) => /^(insert|update|put|remove|add|replace|set|disable|claim|release|prune|lock)/.test(method);
-  const counted = <T extends object>(repository: T, name: string): T =>
-    new Proxy(repository, {
-      get(object, key, receiver) {
-        const value = Reflect.get(object, key, receiver);
-        if (typeof value !== 'function') return value;
-        return (...args: unknown[]) => {
-          if (!isWrite(String(key))) reads.set(`${name}.${String(key)}`, (reads.get(`${name}.${String(key)}`) ?? 0) + 1);
-          return value.apply(object, args);
-        };
-      },
-    });
-  const wrap = (storage: StoragePort): StoragePort =>
-    new Proxy(storage, {
-      get(object, key, receiver) {
-        if (key === 'transaction') return <T>(work: (tx: StoragePort) => Promise<T>) => object.transaction((tx) => work(wrap(tx)));
-        const value = Reflect.get(object, key, receiver);
-        if (typeof value === 'function') return value.bind(object);
-        return typeof value === 'object' && value !== null ? counted(value, String(key)) : value;
-      },
-    });
-  world.deps.storage = wrap(world.deps.storage);
+  world.deps.storage = countingReads(world.deps.storage, reads);
   return reads;
 }
 
-/** Each count of `reads` within its bound in `bounds`; a read without a bound is not expected at all. */
 function expectReadsWithin(reads: Map<string, number>, bounds: Record<string, number>): void {
-  const over = [...reads].filter(([method, count]) => count > (bounds[method] ?? 0)).map(([method, count]) => `${method}: ${count} > ${bounds[method] ?? 0}`);
-  expect(over).toEqual([]);
+  expect(readsOverBounds(reads, bounds)).toEqual([]);
 }
 
 /** A network that holds every fixture document for every patient: more than one batch of fetches. */
