@@ -419,7 +419,7 @@ async function conversionStep(deps: CoreDeps, query: DocumentQuery, downloaded: 
     if ((await tx.documentQueries.get(query.accountId, query.id))?.convert.status !== 'processing') return;
     await tx.documentQueries.update(updated);
     // A network query whose hie source runs as this query ends that source with it.
-    await endHieSourcesOf(deps, tx, updated);
+    await endHieSourcesOf(deps, tx, updated, patient);
     await enqueueMessage(
       tx,
       query.accountId,
@@ -447,7 +447,7 @@ export async function failDocumentQuery(deps: CoreDeps, query: DocumentQuery): P
     const stored = await tx.documentQueries.get(current.accountId, current.id);
     if (!stored || stored.download.status !== current.download.status || stored.convert.status !== current.convert.status) return;
     await tx.documentQueries.update(updated);
-    await endHieSourcesOf(deps, tx, updated);
+    await endHieSourcesOf(deps, tx, updated, patient);
     const base = patientEntryBase(current, patient);
     if (current.download.status === 'processing') {
       await enqueueMessage(

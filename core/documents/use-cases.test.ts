@@ -24,6 +24,7 @@ import type { Account, Patient } from '../domain/types.js';
 import { createPatient, setHieOptOut } from '../entities/patients.js';
 import { CoreError } from '../errors.js';
 import { coreJobHandlers } from '../jobs.js';
+import { startNetworkQuery } from '../network/query.js';
 import type { CcdaConverterPort } from '../ports/ccda.port.js';
 import type { HieDocumentRef, HieNetworkPort, HiePatientQuery } from '../ports/hie.port.js';
 import type { SearchIndexPort } from '../ports/search-index.port.js';
@@ -614,6 +615,22 @@ describe('storage reads of a document query', () => {
     const documents = await world.deps.storage.documents.listByPatient(world.account.id, patient.id);
     expect(await indexReflects(world.deps, world.account.id, patient.id, dataStamp(documents))).toBe(true);
     expect((await searchEntries(world.deps, world.account.id, patient.id, 'medication')).length).toBeGreaterThan(0);
+  });
+
+  test("a network query's sources end with the patient their jobs read: the patient is read once per source job, and by the hie source's document query", async () => {
+    const world = await makeWorld();
+    const patient = await patientWhere(world, (files) => files.length === 3);
+    await world.deps.storage.patients.update({ ...patient, externalId: 'ext-42' });
+    const reads = countReads(world);
+    const query = await startNetworkQuery(world.deps, world.account, { patientId: patient.id, sources: ['hie', 'pharmacy', 'lab'] });
+    reads.clear();
+
+    await world.runner.drain();
+    // One read in each of the three source jobs, and the document query's own (1 + 3 documents).
+    expect(reads.get('patients.get')).toBeLessThanOrEqual(3 + QUERY_JOB_READS(3)['patients.get']!);
+    const messages = (await messagesOf(world)).filter((m) => String(m.meta.type).startsWith('network-query.') && m.meta.requestId === query.id);
+    expect(messages.map((m) => `${m.meta.type}:${m.payload.source.status}`).sort()).toEqual(['network-query.hie:completed', 'network-query.lab:completed', 'network-query.pharmacy:completed']);
+    expect(messages.map((m) => m.payload.externalId)).toEqual(['ext-42', 'ext-42', 'ext-42']);
   });
 
   test('a conversion step resumed on its own (a retried job) reads the patient and their documents once', async () => {
