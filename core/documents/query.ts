@@ -247,7 +247,7 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<Downl
   let patient = await currentPatient();
   // A patient removed, or opted out since the start: the network is not asked anything.
   if (!patient || patient.hieOptOut) {
-    await failDocumentQuery(deps, query);
+    await failDocumentQuery(deps, query.accountId, query.id, { patient });
     return undefined;
   }
 
@@ -287,7 +287,7 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<Downl
       patient = await currentPatient();
       if (!patient || patient.hieOptOut) {
         await recordLanded();
-        await failDocumentQuery(deps, query);
+        await failDocumentQuery(deps, query.accountId, query.id, { patient });
         return undefined;
       }
       const fetched = await fetchDocument(deps, ref);
@@ -435,11 +435,13 @@ async function conversionStep(deps: CoreDeps, query: DocumentQuery, downloaded: 
  * Ends a query that cannot go on (patient opted out or removed, or the last attempt failed): the steps
  * still running become `failed` and each sends its message with status `failed`, so a customer waiting
  * for the pair of messages is never left waiting. Documents already fetched by the query stay listed.
+ * The query is read here, as it is now. `known.patient` is the query's patient as the caller just read it
+ * (undefined: removed), for the messages' external id; without `known` it is read here.
  */
-export async function failDocumentQuery(deps: CoreDeps, query: DocumentQuery): Promise<void> {
-  const current = await deps.storage.documentQueries.get(query.accountId, query.id);
+export async function failDocumentQuery(deps: CoreDeps, accountId: string, queryId: string, known?: { patient: Patient | undefined }): Promise<void> {
+  const current = await deps.storage.documentQueries.get(accountId, queryId);
   if (!current || !isRunning(current)) return;
-  const patient = await deps.storage.patients.get(query.accountId, query.patientId);
+  const patient = known ? known.patient : await deps.storage.patients.get(accountId, current.patientId);
   const documents = await documentsOfQuery(deps.storage, current);
   const failedStep = (step: ProgressCounts): ProgressCounts => (step.status === 'processing' ? { ...step, status: 'failed' } : step);
   const updated: DocumentQuery = { ...current, download: failedStep(current.download), convert: failedStep(current.convert), updatedAt: nowIso(deps.clock) };

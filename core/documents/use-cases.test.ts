@@ -633,6 +633,30 @@ describe('storage reads of a document query', () => {
     expect(messages.map((m) => m.payload.externalId)).toEqual(['ext-42', 'ext-42', 'ext-42']);
   });
 
+  test('a query whose patient opted out before its job ends failed having read its patient once, and the last attempt of a failing one reads its query once before ending it', async () => {
+    const world = await makeWorld();
+    const patient = await patientWhere(world, (files) => files.length >= 1);
+    const optedIn = (await world.deps.storage.patients.get(world.account.id, patient.id))!;
+    await startDocumentQueryUnlessOptedOut(world.deps, optedIn, { facilityId: patient.facilityIds[0]! });
+    await setHieOptOut(world.deps, world.account.id, patient.id, true);
+    const reads = countReads(world);
+    await world.runner.drain();
+    // The query at the start of the job, again as the ending finds it, and in the ending's transaction.
+    expectReadsWithin(reads, { 'patients.get': 1, 'documentQueries.get': 3, 'documents.listByPatient': 1, 'networkQueries.listProcessing': 1, 'webhookEndpoints.list': 2 });
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ download: { status: 'failed' }, convert: { status: 'failed' } });
+
+    await setHieOptOut(world.deps, world.account.id, patient.id, false);
+    world.hie.failFind = true;
+    const query = await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    const handler = coreJobHandlers(world.deps)['documents.query'];
+    const job = { id: 'j', type: 'documents.query', payload: { accountId: world.account.id, queryId: query.id }, attempt: 3, maxAttempts: 3, lane: 'interactive' as const, leaseUntil: '' };
+    reads.clear();
+    await expect(handler(job.payload, job)).rejects.toThrow('network unreachable');
+    // The attempt's own read, the ending's, and the ending's transaction's.
+    expectReadsWithin(reads, { 'patients.get': 2, 'documentQueries.get': 3, 'documents.listByPatient': 1, 'networkQueries.listProcessing': 1, 'webhookEndpoints.list': 2 });
+    expect((await messagesOf(world)).map((m) => `${m.meta.type}:${m.patients[0].status}`)).toEqual(Array(2).fill(['medical.document-download:failed', 'medical.document-conversion:failed']).flat());
+  });
+
   test('a conversion step resumed on its own (a retried job) reads the patient and their documents once', async () => {
     const world = await makeWorld();
     const patient = await patientWhere(world, (files) => files.length === 3);
