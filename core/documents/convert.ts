@@ -77,13 +77,15 @@ export async function convertDocument(deps: ConvertDeps, document: DocumentRecor
  * already, by document id (those made as the documents landed); the others are converted here.
  * `alongside` is more of the caller's writes, made in the same transaction with the documents as they are
  * afterwards (a query's progress and its webhook commit with its conversions); with nothing to convert,
- * in a transaction of its own.
+ * in a transaction of its own. `patientDocuments` is the patient's documents as the caller last read them,
+ * when it holds them, so they are not read again (see `storeDocuments`); without it they are read here.
  */
 export async function convertDocuments(
   deps: ConvertDeps,
   documents: readonly DocumentRecord[],
   ready: ReadonlyMap<string, ReadyConversion> = new Map(),
   alongside?: (tx: StoragePort, documents: DocumentRecord[]) => Promise<void>,
+  patientDocuments?: readonly DocumentRecord[],
 ): Promise<DocumentRecord[]> {
   const pending = documents.filter((document) => document.conversionStatus === 'processing');
   if (pending.length === 0) {
@@ -100,7 +102,8 @@ export async function convertDocuments(
   if (refused) throw (refused as PromiseRejectedResult).reason;
   const conversions = settled.map((outcome) => (outcome as PromiseFulfilledResult<Converted>).value);
 
-  const documentsBefore = await deps.storage.documents.listByPatient(accountId, patientId);
+  // For the index's stamps only: an older list costs a rebuild at the next search, never a wrong index.
+  const documentsBefore = patientDocuments ?? (await deps.storage.documents.listByPatient(accountId, patientId));
   const stored = await deps.storage.fhirResources.listByPatient(accountId, patientId);
   const now = nowIso(deps.clock);
   // Each document is folded in time proportional to it and what it can merge with, not to the record.

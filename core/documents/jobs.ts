@@ -19,10 +19,7 @@ export function documentJobHandlers(deps: CoreDeps, givesUp: GivesUp): Pick<JobH
         job,
         givesUp,
         () => runDocumentQuery(deps, accountId, queryId),
-        async () => {
-          const query = await deps.storage.documentQueries.get(accountId, queryId);
-          if (query) await failDocumentQuery(deps, query);
-        },
+        () => failDocumentQuery(deps, accountId, queryId),
       ),
     'documents.convert': async ({ accountId, documentId }) => {
       const document = await deps.storage.documents.get(accountId, documentId);

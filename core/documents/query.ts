@@ -182,13 +182,26 @@ async function documentsOfQuery(storage: StoragePort, query: DocumentQuery): Pro
 export async function runDocumentQuery(deps: CoreDeps, accountId: string, queryId: string): Promise<void> {
   let query = await deps.storage.documentQueries.get(accountId, queryId);
   if (!query || !isRunning(query)) return;
-  let ready: ReadonlyMap<string, ReadyConversion> | undefined;
+  let downloaded: Downloaded | undefined;
   if (query.download.status === 'processing') {
-    const downloaded = await downloadStep(deps, query);
+    downloaded = await downloadStep(deps, query);
     if (!downloaded) return;
-    ({ query, ready } = downloaded);
+    query = downloaded.query;
   }
-  if (query.convert.status === 'processing') await conversionStep(deps, query, ready);
+  if (query.convert.status === 'processing') await conversionStep(deps, query, downloaded);
+}
+
+/**
+ * What the download step hands the conversion step of the same job, so that step reads none of it again:
+ * the query as the step ended it, the conversions made as documents landed, the patient as last read (its
+ * external id goes in the conversion's message, as in the download's), and the patient's documents as the
+ * step's commit left them.
+ */
+interface Downloaded {
+  query: DocumentQuery;
+  ready: ReadonlyMap<string, ReadyConversion>;
+  patient: Patient;
+  patientDocuments: readonly DocumentRecord[];
 }
 
 /**
@@ -229,16 +242,24 @@ async function readLanded(deps: Pick<CoreDeps, 'ccda'>, bytes: Uint8Array): Prom
   }
 }
 
-async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<{ query: DocumentQuery; ready: ReadonlyMap<string, ReadyConversion> } | undefined> {
+async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<Downloaded | undefined> {
   const currentPatient = () => deps.storage.patients.get(query.accountId, query.patientId);
   let patient = await currentPatient();
   // A patient removed, or opted out since the start: the network is not asked anything.
   if (!patient || patient.hieOptOut) {
-    await failDocumentQuery(deps, query);
+    await failDocumentQuery(deps, query.accountId, query.id, { patient });
     return undefined;
   }
 
   const refs = await deps.hie.findDocuments(toHieQuery(patient));
+  // The patient's documents, read once and kept up to date with what this step records: they tell which of
+  // the network's documents are held already, and are the state each recording moves the index's stamp
+  // from. A document's network file name is the patient's own (it starts with the patient's id), so this is
+  // the account-wide look-up by file name the step would otherwise make per document. Documents recorded
+  // meanwhile by another worker of the same job (one whose lease was lost) are not seen here; the step's
+  // commit reads the query's documents again, in its transaction, so its counts and message stay right.
+  let patientDocuments: readonly DocumentRecord[] = refs.length > 0 ? await deps.storage.documents.listByPatient(query.accountId, query.patientId) : [];
+  const held = new Set(patientDocuments.map((document) => document.fileName));
   const limit = deps.config?.maxConversionBytes ?? DEFAULT_MAX_CONVERSION_BYTES;
   const ready = new Map<string, ReadyConversion>();
   let readyBytes = 0;
@@ -248,8 +269,10 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<{ que
   const recordLanded = async <A>(alongside?: (tx: StoragePort) => Promise<A>): Promise<A | undefined> => {
     const batch = landing.splice(0);
     const reads = await Promise.all(batch.map(({ reading }) => reading));
-    const recorded = await recordFetchedDocuments(deps, query, batch.map((landed, i) => ({ ...landed, text: reads[i]?.text })), alongside);
-    recorded.ids.forEach((id, i) => {
+    const recorded = await recordFetchedDocuments(deps, query, batch.map((landed, i) => ({ ...landed, text: reads[i]?.text })), patientDocuments, alongside);
+    patientDocuments = [...patientDocuments, ...recorded.documents];
+    recorded.documents.forEach(({ id, fileName }, i) => {
+      held.add(fileName);
       const read = reads[i];
       if (read) ready.set(id, read.conversion);
     });
@@ -260,11 +283,11 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<{ que
     for (const [i, ref] of refs.entries()) {
       const fileName = networkFileName(patient.id, ref.networkDocumentId, ref.fileName);
       // Held already: fetched by this query before a retry, or by an earlier query (not sent again).
-      if (await deps.storage.documents.getByFileName(query.accountId, fileName)) continue;
+      if (held.has(fileName)) continue;
       patient = await currentPatient();
       if (!patient || patient.hieOptOut) {
         await recordLanded();
-        await failDocumentQuery(deps, query);
+        await failDocumentQuery(deps, query.accountId, query.id, { patient });
         return undefined;
       }
       const fetched = await fetchDocument(deps, ref);
@@ -290,10 +313,11 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<{ que
   // The patient as last read, for the message (a `const`: the closure below is typed by it).
   const downloaded = patient;
   // The step ends in the commit of its last documents: its progress and its message with them.
-  const ended = await recordLanded(async (tx): Promise<DocumentQuery | undefined> => {
+  const ended = await recordLanded(async (tx): Promise<{ query: DocumentQuery; patientDocuments: DocumentRecord[] } | undefined> => {
     // A second worker that took the job over (lost lease) may have ended the step already: one message.
     if ((await tx.documentQueries.get(query.accountId, query.id))?.download.status !== 'processing') return undefined;
-    const documents = await documentsOfQuery(tx, query);
+    const all = await tx.documents.listByPatient(query.accountId, query.patientId);
+    const documents = all.filter((document) => document.queryId === query.id);
     const download: ProgressCounts = {
       // Nothing could be fetched of what the network offered: the download failed.
       status: errors > 0 && documents.length === 0 ? 'failed' : 'completed',
@@ -315,9 +339,9 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<{ que
         { ...patientEntryBase(query, downloaded), type: 'document-download', status: download.status === 'failed' ? 'failed' : 'completed', documents: documents.map(toWebhookDocument) },
       ]),
     );
-    return updated;
+    return { query: updated, patientDocuments: all };
   });
-  return ended ? { query: ended, ready } : undefined;
+  return ended ? { ...ended, ready, patient: downloaded } : undefined;
 }
 
 /** The bytes of one document, or undefined when the network no longer has it (counted as an error). */
@@ -330,13 +354,17 @@ async function fetchDocument(deps: Pick<CoreDeps, 'hie'>, ref: HieDocumentRef): 
   }
 }
 
-/** Stores fetched documents of the query (each with its search text when it was read already); returns their ids. */
+/**
+ * Stores fetched documents of the query (each with its search text when it was read already), the patient's
+ * documents before them being `patientDocuments`; returns the documents recorded.
+ */
 async function recordFetchedDocuments<A>(
   deps: CoreDeps,
   query: DocumentQuery,
   fetched: readonly { ref: HieDocumentRef; fileName: string; bytes: Uint8Array; text: string | undefined }[],
+  patientDocuments: readonly DocumentRecord[],
   alongside?: (tx: StoragePort) => Promise<A>,
-): Promise<{ ids: string[]; alongside: A | undefined }> {
+): Promise<{ documents: DocumentRecord[]; alongside: A | undefined }> {
   const items: { document: DocumentRecord; options: StoreDocumentOptions }[] = [];
   for (const { ref, fileName, bytes, text } of fetched) {
     const id = deps.ids.next();
@@ -366,14 +394,20 @@ async function recordFetchedDocuments<A>(
       options: { mode: 'insert', ...(ccda ? { ccda: bytes } : {}), ...(text !== undefined ? { ccdaText: text } : {}) },
     });
   }
-  const stored = await storeDocuments(deps, items, alongside);
-  return { ids: items.map(({ document }) => document.id), alongside: stored.alongside };
+  const stored = await storeDocuments(deps, items, alongside, patientDocuments);
+  return { documents: items.map(({ document }) => document), alongside: stored.alongside };
 }
 
-/** Converts the query's documents and ends the step in the same commit: its progress, and its message. */
-async function conversionStep(deps: CoreDeps, query: DocumentQuery, ready: ReadonlyMap<string, ReadyConversion> | undefined): Promise<void> {
-  const patient = await deps.storage.patients.get(query.accountId, query.patientId);
-  await convertDocuments(deps, await documentsOfQuery(deps.storage, query), ready, async (tx, converted) => {
+/**
+ * Converts the query's documents and ends the step in the same commit: its progress, and its message. Run
+ * after the download step of the same job, it takes what that step read (`downloaded`); resumed on its own
+ * (a retried job), it reads the patient and their documents.
+ */
+async function conversionStep(deps: CoreDeps, query: DocumentQuery, downloaded: Downloaded | undefined): Promise<void> {
+  const patient = downloaded ? downloaded.patient : await deps.storage.patients.get(query.accountId, query.patientId);
+  const patientDocuments = downloaded?.patientDocuments ?? (await deps.storage.documents.listByPatient(query.accountId, query.patientId));
+  const ofQuery = patientDocuments.filter((document) => document.queryId === query.id);
+  await convertDocuments(deps, ofQuery, downloaded?.ready, async (tx, converted) => {
     const documents = converted.filter((d) => isCcdaMediaType(d.mimeType));
     const successful = documents.filter((d) => d.conversionStatus === 'completed').length;
     const errors = documents.filter((d) => d.conversionStatus === 'failed').length;
@@ -385,7 +419,7 @@ async function conversionStep(deps: CoreDeps, query: DocumentQuery, ready: Reado
     if ((await tx.documentQueries.get(query.accountId, query.id))?.convert.status !== 'processing') return;
     await tx.documentQueries.update(updated);
     // A network query whose hie source runs as this query ends that source with it.
-    await endHieSourcesOf(deps, tx, updated);
+    await endHieSourcesOf(deps, tx, updated, patient);
     await enqueueMessage(
       tx,
       query.accountId,
@@ -394,18 +428,20 @@ async function conversionStep(deps: CoreDeps, query: DocumentQuery, ready: Reado
         { ...patientEntryBase(query, patient), type: 'document-conversion', status: errors > 0 ? 'failed' : 'completed' },
       ]),
     );
-  });
+  }, patientDocuments);
 }
 
 /**
  * Ends a query that cannot go on (patient opted out or removed, or the last attempt failed): the steps
  * still running become `failed` and each sends its message with status `failed`, so a customer waiting
  * for the pair of messages is never left waiting. Documents already fetched by the query stay listed.
+ * The query is read here, as it is now. `known.patient` is the query's patient as the caller just read it
+ * (undefined: removed), for the messages' external id; without `known` it is read here.
  */
-export async function failDocumentQuery(deps: CoreDeps, query: DocumentQuery): Promise<void> {
-  const current = await deps.storage.documentQueries.get(query.accountId, query.id);
+export async function failDocumentQuery(deps: CoreDeps, accountId: string, queryId: string, known?: { patient: Patient | undefined }): Promise<void> {
+  const current = await deps.storage.documentQueries.get(accountId, queryId);
   if (!current || !isRunning(current)) return;
-  const patient = await deps.storage.patients.get(query.accountId, query.patientId);
+  const patient = known ? known.patient : await deps.storage.patients.get(accountId, current.patientId);
   const documents = await documentsOfQuery(deps.storage, current);
   const failedStep = (step: ProgressCounts): ProgressCounts => (step.status === 'processing' ? { ...step, status: 'failed' } : step);
   const updated: DocumentQuery = { ...current, download: failedStep(current.download), convert: failedStep(current.convert), updatedAt: nowIso(deps.clock) };
@@ -413,7 +449,7 @@ export async function failDocumentQuery(deps: CoreDeps, query: DocumentQuery): P
     const stored = await tx.documentQueries.get(current.accountId, current.id);
     if (!stored || stored.download.status !== current.download.status || stored.convert.status !== current.convert.status) return;
     await tx.documentQueries.update(updated);
-    await endHieSourcesOf(deps, tx, updated);
+    await endHieSourcesOf(deps, tx, updated, patient);
     const base = patientEntryBase(current, patient);
     if (current.download.status === 'processing') {
       await enqueueMessage(

@@ -38,12 +38,15 @@ export async function storeDocument(deps: StoreDeps, document: DocumentRecord, o
  * `storeDocument` for several documents of ONE patient, with the same outcome as storing them one after
  * the other in the given order: one transaction records them all, and the index gets one change.
  * `alongside` is more of the caller's writes, made in the same transaction after the documents (with none
- * to store, in a transaction of its own); its answer is returned with the records.
+ * to store, in a transaction of its own); its answer is returned with the records. `patientDocuments` is
+ * the patient's documents as the caller last read them, when it holds them (a document query's download
+ * step does), so they are not read again; without it they are read here.
  */
 export async function storeDocuments<A = undefined>(
   deps: StoreDeps,
   items: readonly { document: DocumentRecord; options: StoreDocumentOptions }[],
   alongside?: (tx: StoragePort) => Promise<A>,
+  patientDocuments?: readonly DocumentRecord[],
 ): Promise<{ records: FhirResourceRecord[]; alongside: A | undefined }> {
   if (items.length === 0) return { records: [], alongside: alongside ? await deps.storage.transaction(alongside) : undefined };
   const { accountId, patientId } = items[0]!.document;
@@ -52,7 +55,10 @@ export async function storeDocuments<A = undefined>(
   }
   // Before anything is written: a document recorded is then always indexed with its text.
   const texts = await Promise.all(items.map(({ options }) => (options.ccdaText !== undefined ? options.ccdaText : documentText(deps, options.ccda))));
-  const documentsBefore = await deps.storage.documents.listByPatient(accountId, patientId);
+  // They only make the index's stamps. A list older than the stored state (another write landed since) costs
+  // a rebuild, never a wrong index: a stamp is a digest of the documents, so one made from it differs from
+  // the stored state's, and the next search rebuilds the patient's index.
+  const documentsBefore = patientDocuments ?? (await deps.storage.documents.listByPatient(accountId, patientId));
   const stored = new Set(items.map(({ document }) => document.id));
   const before = dataStamp(documentsBefore);
   const after = dataStamp([...documentsBefore.filter((d) => !stored.has(d.id)), ...items.map(({ document }) => document)]);

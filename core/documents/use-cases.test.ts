@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,14 +24,16 @@ import type { Account, Patient } from '../domain/types.js';
 import { createPatient, setHieOptOut } from '../entities/patients.js';
 import { CoreError } from '../errors.js';
 import { coreJobHandlers } from '../jobs.js';
+import { startNetworkQuery } from '../network/query.js';
 import type { CcdaConverterPort } from '../ports/ccda.port.js';
 import type { HieDocumentRef, HieNetworkPort, HiePatientQuery } from '../ports/hie.port.js';
 import type { SearchIndexPort } from '../ports/search-index.port.js';
-import { dataStamp } from './patient-index.js';
+import { dataStamp, indexReflects } from './patient-index.js';
 import { PatientSnapshots, SNAPSHOTS_KEPT } from './patient-snapshots.js';
 import { getDocumentQueryStatus, startDocumentQuery, startDocumentQueryUnlessOptedOut } from './query.js';
 import { searchEntries } from './search.js';
 import { acceptDocumentUpload, createDocumentUpload } from './upload.js';
+import { countingReads, readsOverBounds } from '../../spec/support/storage-reads.js';
 
 const FIXTURES = fileURLToPath(new URL('../../sandbox-data/ccda/', import.meta.url));
 const ADDRESS = { addressLine1: '1 Main St', city: 'Springfield', state: 'IL', zip: '62701', country: 'USA' as const };
@@ -510,5 +512,174 @@ describe('search index upkeep', () => {
     await world.runner.drain();
     expect(atSecondFetch).toEqual([{ asked: 1, answered: 0 }]);
     expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ convert: { status: 'completed', errors: 0 } });
+  });
+});
+
+/** Counts the reads of the world's storage from now on. */
+function countReads(world: World): Map<string, number> {
+  const reads = new Map<string, number>();
+  world.deps.storage = countingReads(world.deps.storage, reads);
+  return reads;
+}
+
+function expectReadsWithin(reads: Map<string, number>, bounds: Record<string, number>): void {
+  expect(readsOverBounds(reads, bounds)).toEqual([]);
+}
+
+/** A network that holds every fixture document for every patient: more than one batch of fetches. */
+class EveryFixtureNetwork implements HieNetworkPort {
+  private readonly files = readdirSync(FIXTURES).filter((file) => file.endsWith('.xml')).sort();
+
+  async findDocuments(): Promise<HieDocumentRef[]> {
+    return this.files.map((file) => ({
+      networkDocumentId: `every:${file}`,
+      fileName: file,
+      description: file,
+      mimeType: 'application/xml',
+      type: { text: 'Clinical document' },
+      organizationIdentifiers: [],
+    }));
+  }
+
+  async retrieve(ref: HieDocumentRef): Promise<Uint8Array> {
+    return readFileSync(path.join(FIXTURES, ref.fileName));
+  }
+
+  directory() {
+    return Promise.resolve([]);
+  }
+}
+
+/*
+ * What one document query job reads, whatever the number of documents D it fetches, as a fact to hold:
+ * - its query 3 times: at the start of the job, and in the commit ending each step (where a second worker
+ *   that took the job over may have ended the step already);
+ * - its patient 1 + D times: before the network is asked anything, and before each document is fetched
+ *   (a patient who opts out meanwhile gets no further call); the conversion step takes the patient the
+ *   download step read last, and never reads it again;
+ * - the patient's documents twice: once before the fetches (which tells the documents held already, and
+ *   is the state each batch recorded moves the index's stamp from), once in the download step's commit
+ *   (handed to the conversion step); never one look-up per document;
+ * - the patient's resources once (to fold into), the patient's running network queries once (ended with
+ *   the query), the account's extra webhook endpoints once per message (in the message's commit);
+ * - nothing else.
+ */
+const QUERY_JOB_READS = (documents: number): Record<string, number> => ({
+  'documentQueries.get': 3,
+  'patients.get': 1 + documents,
+  'documents.listByPatient': 2,
+  'fhirResources.listByPatient': 1,
+  'networkQueries.listProcessing': 1,
+  'webhookEndpoints.list': 2,
+});
+
+describe('storage reads of a document query', () => {
+  test('a query of 3 documents reads its patient once before the network and once per document fetched, its documents twice, nothing per document else', async () => {
+    const world = await makeWorld();
+    const patient = await patientWhere(world, (files) => files.length === 3);
+    const reads = countReads(world);
+    await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    expectReadsWithin(reads, { 'patients.get': 1, 'facilities.get': 1, 'documentQueries.latestForPatient': 1 });
+    reads.clear();
+
+    await world.runner.drain();
+    expectReadsWithin(reads, QUERY_JOB_READS(3));
+    expect(world.hie.retrieves).toBe(3);
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({
+      download: { status: 'completed', successful: 3 },
+      convert: { status: 'completed', total: 3, successful: 3 },
+    });
+    expect((await messagesOf(world)).map((m) => `${m.meta.type}:${m.patients[0].status}`)).toEqual(['medical.document-download:completed', 'medical.document-conversion:completed']);
+  });
+
+  test('documents fetched in several batches: the patient\'s documents are still read twice, and searches find what every batch brought', async () => {
+    const world = await makeWorld({ search: new StampingIndex() });
+    const network = new EveryFixtureNetwork();
+    world.deps.hie = network;
+    const patient = await newPatient(world, 1);
+    const count = (await network.findDocuments()).length;
+    expect(count).toBeGreaterThan(4);
+    // An index current for the patient (who has no document yet) is kept current as each batch lands: the
+    // stamp each batch moves it from must be the stored state's, or it is left behind.
+    await world.deps.search.setStamp(world.account.id, patient.id, dataStamp([]));
+    const reads = countReads(world);
+    await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    reads.clear();
+
+    await world.runner.drain();
+    expectReadsWithin(reads, QUERY_JOB_READS(count));
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({
+      download: { status: 'completed', successful: count },
+      convert: { status: 'completed', total: count },
+    });
+    const documents = await world.deps.storage.documents.listByPatient(world.account.id, patient.id);
+    expect(await indexReflects(world.deps, world.account.id, patient.id, dataStamp(documents))).toBe(true);
+    expect((await searchEntries(world.deps, world.account.id, patient.id, 'medication')).length).toBeGreaterThan(0);
+  });
+
+  test("a network query's sources end with the patient their jobs read: the patient is read once per source job, and by the hie source's document query", async () => {
+    const world = await makeWorld();
+    const patient = await patientWhere(world, (files) => files.length === 3);
+    await world.deps.storage.patients.update({ ...patient, externalId: 'ext-42' });
+    const reads = countReads(world);
+    const query = await startNetworkQuery(world.deps, world.account, { patientId: patient.id, sources: ['hie', 'pharmacy', 'lab'] });
+    reads.clear();
+
+    await world.runner.drain();
+    // One read in each of the three source jobs, and the document query's own (1 + 3 documents).
+    expect(reads.get('patients.get')).toBeLessThanOrEqual(3 + QUERY_JOB_READS(3)['patients.get']!);
+    const messages = (await messagesOf(world)).filter((m) => String(m.meta.type).startsWith('network-query.') && m.meta.requestId === query.id);
+    expect(messages.map((m) => `${m.meta.type}:${m.payload.source.status}`).sort()).toEqual(['network-query.hie:completed', 'network-query.lab:completed', 'network-query.pharmacy:completed']);
+    expect(messages.map((m) => m.payload.externalId)).toEqual(['ext-42', 'ext-42', 'ext-42']);
+  });
+
+  test('a query whose patient opted out before its job ends failed having read its patient once, and the last attempt of a failing one reads its query once before ending it', async () => {
+    const world = await makeWorld();
+    const patient = await patientWhere(world, (files) => files.length >= 1);
+    const optedIn = (await world.deps.storage.patients.get(world.account.id, patient.id))!;
+    await startDocumentQueryUnlessOptedOut(world.deps, optedIn, { facilityId: patient.facilityIds[0]! });
+    await setHieOptOut(world.deps, world.account.id, patient.id, true);
+    const reads = countReads(world);
+    await world.runner.drain();
+    // The query at the start of the job, again as the ending finds it, and in the ending's transaction.
+    expectReadsWithin(reads, { 'patients.get': 1, 'documentQueries.get': 3, 'documents.listByPatient': 1, 'networkQueries.listProcessing': 1, 'webhookEndpoints.list': 2 });
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ download: { status: 'failed' }, convert: { status: 'failed' } });
+
+    await setHieOptOut(world.deps, world.account.id, patient.id, false);
+    world.hie.failFind = true;
+    const query = await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    const handler = coreJobHandlers(world.deps)['documents.query'];
+    const job = { id: 'j', type: 'documents.query', payload: { accountId: world.account.id, queryId: query.id }, attempt: 3, maxAttempts: 3, lane: 'interactive' as const, leaseUntil: '' };
+    reads.clear();
+    await expect(handler(job.payload, job)).rejects.toThrow('network unreachable');
+    // The attempt's own read, the ending's, and the ending's transaction's.
+    expectReadsWithin(reads, { 'patients.get': 2, 'documentQueries.get': 3, 'documents.listByPatient': 1, 'networkQueries.listProcessing': 1, 'webhookEndpoints.list': 2 });
+    expect((await messagesOf(world)).map((m) => `${m.meta.type}:${m.patients[0].status}`)).toEqual(Array(2).fill(['medical.document-download:failed', 'medical.document-conversion:failed']).flat());
+  });
+
+  test('a conversion step resumed on its own (a retried job) reads the patient and their documents once', async () => {
+    const world = await makeWorld();
+    const patient = await patientWhere(world, (files) => files.length === 3);
+    const converter = world.deps.ccda;
+    let refusals = 1;
+    Object.assign(world.deps, {
+      ccda: { convert: (xml: string) => (refusals-- > 0 ? Promise.reject(new CoreError('RATE_LIMITED', 'busy')) : converter.convert(xml)) } satisfies CcdaConverterPort,
+    });
+    await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
+    await world.runner.drain();
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ download: { status: 'completed' }, convert: { status: 'processing' } });
+
+    const reads = countReads(world);
+    world.clock.advance(3_600_000);
+    await world.runner.drain();
+    expectReadsWithin(reads, {
+      'documentQueries.get': 2,
+      'patients.get': 1,
+      'documents.listByPatient': 1,
+      'fhirResources.listByPatient': 1,
+      'networkQueries.listProcessing': 1,
+      'webhookEndpoints.list': 1,
+    });
+    expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ convert: { status: 'completed', successful: 3 } });
   });
 });

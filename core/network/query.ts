@@ -168,7 +168,7 @@ async function runHieSource(deps: CoreDeps, query: NetworkQuery, patient: Patien
   }
   if (!isRunning(documentQuery)) {
     const failed = documentQuery.download.status === 'failed' || documentQuery.convert.status === 'failed';
-    await deps.storage.transaction((tx) => endNetworkSource(deps, tx, query.accountId, query.id, 'hie', failed ? 'failed' : 'completed', HIE_SOURCE_NAME));
+    await deps.storage.transaction((tx) => endNetworkSource(deps, tx, query.accountId, query.id, 'hie', failed ? 'failed' : 'completed', HIE_SOURCE_NAME, patient));
   }
 }
 
@@ -189,7 +189,7 @@ async function runDataSource(deps: CoreDeps, query: NetworkQuery, patient: Patie
       resources: answer.resources,
     });
   }
-  await deps.storage.transaction((tx) => endNetworkSource(deps, tx, query.accountId, query.id, type, 'completed', network.name));
+  await deps.storage.transaction((tx) => endNetworkSource(deps, tx, query.accountId, query.id, type, 'completed', network.name, patient));
 }
 
 /** Ends a source that cannot go on (patient opted out or removed, the last attempt failed), with its `failed` message. */

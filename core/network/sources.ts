@@ -5,7 +5,7 @@
  * network queries' hie source in its own transaction without importing them.
  */
 import type { CoreDeps } from '../deps.js';
-import { documentQueryState, type DocumentQuery, type NetworkQuery, type NetworkSource } from '../domain/types.js';
+import { documentQueryState, type DocumentQuery, type NetworkQuery, type NetworkSource, type Patient } from '../domain/types.js';
 import type { StoragePort } from '../ports/storage.port.js';
 import { issueSignedUrl } from '../signed-urls.js';
 import { MINUTE_MS, nowIso } from '../time.js';
@@ -25,7 +25,9 @@ type EndDeps = Pick<CoreDeps, 'ids' | 'clock' | 'urlSigner' | 'config'>;
 /**
  * Ends `type` of the query as `status` and stores its message, in `tx`. A source that has ended already
  * (another worker, a retried job) is left alone: one message per source. Returns whether it ended it.
- * `sourceName` names the network that answered (the message's `source.source`).
+ * `sourceName` names the network that answered (the message's `source.source`). `patient` is the query's
+ * patient as the caller's job read it, when it did (the message carries its external id): it is not read
+ * again.
  */
 export async function endNetworkSource(
   deps: EndDeps,
@@ -35,6 +37,7 @@ export async function endNetworkSource(
   type: NetworkSource,
   status: 'completed' | 'failed',
   sourceName?: string,
+  patient?: Patient,
 ): Promise<boolean> {
   // Held until the transaction ends: two sources ending at once must not overwrite each other's status.
   const query = await tx.networkQueries.getForUpdate(accountId, queryId);
@@ -46,7 +49,7 @@ export async function endNetworkSource(
     sources: query.sources.map((candidate) => (candidate.type === type ? { ...candidate, status, completedAt: now } : candidate)),
     updatedAt: now,
   });
-  const patient = await tx.patients.get(accountId, query.patientId);
+  const owner = patient?.id === query.patientId ? patient : await tx.patients.get(accountId, query.patientId);
   const { url } = issueSignedUrl(deps, { method: 'GET', path: networkDataPath(query), accountId }, NETWORK_DATA_URL_VALIDITY_MS);
   await enqueueMessage(
     tx,
@@ -56,7 +59,7 @@ export async function endNetworkSource(
       `network-query.${type}`,
       {
         patientId: query.patientId,
-        ...(patient?.externalId ? { externalId: patient.externalId } : {}),
+        ...(owner?.externalId ? { externalId: owner.externalId } : {}),
         consolidatedDataUrl: url,
         source: { type, ...(sourceName ? { source: sourceName } : {}), status, completedAt: now },
       },
@@ -70,15 +73,16 @@ export const HIE_SOURCE_NAME = 'Sandbox HIE Network';
 
 /**
  * A document query has ended (in `tx`): the hie source of every network query of the patient that runs as
- * this document query ends with it, `failed` when the document query failed.
+ * this document query ends with it, `failed` when the document query failed. `patient` as for
+ * `endNetworkSource`.
  */
-export async function endHieSourcesOf(deps: EndDeps, tx: StoragePort, documentQuery: DocumentQuery): Promise<void> {
+export async function endHieSourcesOf(deps: EndDeps, tx: StoragePort, documentQuery: DocumentQuery, patient?: Patient): Promise<void> {
   const state = documentQueryState(documentQuery);
   if (state === 'processing') return;
   for (const query of await tx.networkQueries.listProcessing(documentQuery.accountId, documentQuery.patientId)) {
     const hie = query.sources.find((source) => source.type === 'hie');
     if (hie?.status === 'processing' && hie.documentQueryId === documentQuery.id) {
-      await endNetworkSource(deps, tx, query.accountId, query.id, 'hie', state === 'failed' ? 'failed' : 'completed', HIE_SOURCE_NAME);
+      await endNetworkSource(deps, tx, query.accountId, query.id, 'hie', state === 'failed' ? 'failed' : 'completed', HIE_SOURCE_NAME, patient);
     }
   }
 }

@@ -64,8 +64,8 @@ function failingDetail(endpointId: string | undefined, failingSince: string, now
 /**
  * One endpoint's messages as a dispatcher sends them: up to `endpointConcurrency` streams in flight, and
  * more of the endpoint claimed as they finish, until it has nothing deliverable left, is stopped (disabled,
- * paused), out of its rate, or closed. Each claim reloads the endpoint (URL, secrets, on or off), so a
- * long-running lane sends with what the account set last.
+ * paused), out of its rate, or closed. Each claim that brings messages reloads the endpoint (URL, secrets,
+ * on or off) before they are sent, so a long-running lane sends with what the account set last.
  */
 export class EndpointLane {
   private readonly queue: OutboxMessage[][];
@@ -167,32 +167,42 @@ export class EndpointLane {
     }
   }
 
-  /** Claims more of the endpoint, twice as many as the last time (up to the limit). False when it got none. */
+  /**
+   * Claims more of the endpoint, twice as many as the last time (up to the limit). False when it got none.
+   * The endpoint is read again only when the claim brought messages to send with it: most lanes end on a
+   * refill that finds nothing, and that read was their second of the endpoint.
+   */
   private async refill(): Promise<boolean> {
     if (this.exhausted || this.stop || this.closing || this.restUntilMs !== undefined) return false;
     const { deps, endpoint } = this;
     // The endpoint's own writes land before it is read again.
     await this.saving;
     const now = deps.clock.now();
-    const target = await loadTarget(deps, endpoint.accountId, endpoint.endpointId, now, this.chain);
-    // Turned off or deleted meanwhile: what was sent stands, and nothing more is taken.
-    if (!target) this.exhausted = true;
-    else {
-      this.target = target;
-      const concurrency = deps.endpointConcurrency ?? DEFAULT_ENDPOINT_CONCURRENCY;
-      const size = Math.min(CLAIM_ROUNDS_PER_ENDPOINT * concurrency * 2 ** this.refills, this.limit);
-      this.refills += 1;
-      const claimed = await deps.storage.outbox.claim(now.toISOString(), size, {
-        owner: deps.workerId ?? 'delivery',
-        leaseMs: deps.leaseMs ?? DEFAULT_DELIVERY_LEASE_MS,
-        accountId: endpoint.accountId,
-        endpointId: endpoint.endpointId ?? null,
-      });
-      if (claimed.length === 0) this.exhausted = true;
-      for (const message of claimed) this.held.set(message.id, message);
-      this.queue.push(...streamsOf(claimed));
+    const concurrency = deps.endpointConcurrency ?? DEFAULT_ENDPOINT_CONCURRENCY;
+    const size = Math.min(CLAIM_ROUNDS_PER_ENDPOINT * concurrency * 2 ** this.refills, this.limit);
+    this.refills += 1;
+    const claimed = await deps.storage.outbox.claim(now.toISOString(), size, {
+      owner: deps.workerId ?? 'delivery',
+      leaseMs: deps.leaseMs ?? DEFAULT_DELIVERY_LEASE_MS,
+      accountId: endpoint.accountId,
+      endpointId: endpoint.endpointId ?? null,
+    });
+    if (claimed.length === 0) {
+      this.exhausted = true;
+      return false;
     }
-    return !this.exhausted;
+    for (const message of claimed) this.held.set(message.id, message);
+    const target = await loadTarget(deps, endpoint.accountId, endpoint.endpointId, now, this.chain);
+    if (!target) {
+      // Turned off or deleted meanwhile: what was sent stands, and what was just claimed is set aside, as a
+      // lane starting now would set it aside.
+      this.exhausted = true;
+      await this.setAside(claimed, new Date(now.getTime() + (deps.holdMs ?? DEFAULT_HOLD_MS)).toISOString());
+      return false;
+    }
+    this.target = target;
+    this.queue.push(...streamsOf(claimed));
+    return true;
   }
 
   private rest(untilMs: number): void {
