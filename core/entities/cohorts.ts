@@ -20,6 +20,11 @@ export async function createCohort(deps: Deps, accountId: string, input: CohortC
   return cohort;
 }
 
+/** The account's cohorts, oldest first; empty when it has none. Throws nothing. */
+export async function listCohorts(deps: Pick<CoreDeps, 'storage'>, accountId: string): Promise<Cohort[]> {
+  return deps.storage.cohorts.list(accountId);
+}
+
 export async function getCohort(deps: Pick<CoreDeps, 'storage'>, accountId: string, id: string): Promise<Cohort> {
   const cohort = await deps.storage.cohorts.get(accountId, id);
   if (!cohort) throw new CoreError('COHORT_NOT_FOUND', 'No cohort with this id in your account');
