@@ -43,7 +43,7 @@ export async function updateCohort(deps: Deps, accountId: string, id: string, in
 /** A partial update: only the fields given change (`description: null` or "" clears it). */
 export async function patchCohort(deps: Deps, accountId: string, id: string, input: { name?: string | undefined; description?: string | null | undefined }): Promise<Cohort> {
   const existing = await getCohort(deps, accountId, id);
-  const updated: Cohort = { ...existing, ...(input.name !== undefined ? { name: input.name } : {}), updatedAt: nowIso(deps.clock) };
+  const updated: Cohort = { ...existing, name: input.name ?? existing.name, updatedAt: nowIso(deps.clock) };
   if (input.description !== undefined) {
     if (input.description) updated.description = input.description;
     else delete updated.description;
