@@ -99,6 +99,43 @@ describe('architecture: the wire contract is self-contained and pure', () => {
   }
 });
 
+/**
+ * Where a route handler reaches storage: through its deps, a storage value, a destructured `storage` or a
+ * helper typed to take it. Matched per line, comments blanked first.
+ */
+const STORAGE_ACCESS = [/\bdeps\.storage\b/, /\.storage\./, /\{[^}]*\bstorage\b[^}]*\}\s*=\s*deps\b/, /Pick<CoreDeps,[^>]*'storage'/];
+
+/** Each `file:line` of `source` that reaches storage. */
+function storageAccessesOf(name: string, source: string): string[] {
+  const code = source.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, (comment) => comment.replace(/[^\n]/g, ' '));
+  return code.split('\n').flatMap((line, at) => (STORAGE_ACCESS.some((pattern) => pattern.test(line)) ? [`${name}:${at + 1}: ${line.trim()}`] : []));
+}
+
+describe('architecture: route handlers call use cases, never storage', () => {
+  const routes = join(CORE, 'api', 'routes');
+  const files = coreFiles(routes);
+
+  test('there are route files to check', () => {
+    expect(files.map((file) => relative(routes, file))).toEqual(expect.arrayContaining(['bulk.routes.ts', 'documents.routes.ts', 'entities.routes.ts', 'settings.routes.ts']));
+  });
+
+  // A rule the handlers keep, not the storage port: what a read means (not found, ordering, who may see it)
+  // is decided once, in the use case every host and the library call.
+  test('no file of core/api/routes reaches storage', () => {
+    const offenders = files.flatMap((file) => storageAccessesOf(`core/${relative(CORE, file)}`, readFileSync(file, 'utf8')));
+    expect(offenders, `move these reads into a use case of their area:\n${offenders.join('\n')}`).toEqual([]);
+  });
+
+  test('the check catches what it must', () => {
+    expect(storageAccessesOf('r.ts', 'const a = 1;\n  const x = await deps.storage.facilities.list(id);')).toEqual(['r.ts:2: const x = await deps.storage.facilities.list(id);']);
+    expect(storageAccessesOf('r.ts', 'return ctx.deps.storage.cohorts.list(id);')).toHaveLength(1);
+    expect(storageAccessesOf('r.ts', 'const { storage, clock } = deps;')).toHaveLength(1);
+    expect(storageAccessesOf('r.ts', "async function f(deps: Pick<CoreDeps, 'clock' | 'storage'>) {}")).toHaveLength(1);
+    expect(storageAccessesOf('r.ts', '/** reads deps.storage.outbox */\n// deps.storage.x\nconst y = listFacilities(deps, id);')).toEqual([]);
+    expect(storageAccessesOf('r.ts', "const s = deps.storageLimit; import { storageUsage } from './x.js';")).toEqual([]);
+  });
+});
+
 describe('architecture: no import cycles inside core', () => {
   test('no file of core reaches itself through its imports (type imports included)', () => {
     const files = coreFiles();

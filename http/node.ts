@@ -28,8 +28,8 @@ export function nodeInput(req: IncomingMessage, pathname: string, search: string
     pathname,
     search: new URLSearchParams(search),
     headers,
-    // Absent once the socket is gone: such a request is simply not counted.
-    ...(req.socket.remoteAddress !== undefined ? { remoteAddress: req.socket.remoteAddress } : {}),
+    // Undefined once the socket is gone: such a request is simply not counted.
+    remoteAddress: req.socket.remoteAddress,
     hasBody: nodeHasBody(req),
     body: (limitBytes, what) => nodeBody(req, limitBytes, what),
   };

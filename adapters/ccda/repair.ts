@@ -113,6 +113,7 @@ export const practitionerQualification: RepairRule = {
       if (qualification.code !== undefined || (qualification.coding === undefined && qualification.text === undefined)) return qualification;
       changed = true;
       const { coding, text, ...rest } = qualification;
+      // Absent, not undefined: `emptyElementsPruned` would remove an undefined key and count the resource as repaired.
       return { ...rest, code: { ...(coding !== undefined ? { coding } : {}), ...(text !== undefined ? { text } : {}) } };
     });
     return changed;

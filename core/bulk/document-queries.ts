@@ -1,4 +1,5 @@
 import type { CoreDeps } from '../deps.js';
+import type { BulkQueriesProgress, BulkRequest } from '../domain/types.js';
 import { startDocumentQueryUnlessOptedOut } from '../documents/query.js';
 import { newJob } from '../job-catalogue.js';
 
@@ -15,6 +16,15 @@ const PAGE = 500;
  */
 export async function queueBulkDocumentQueries(deps: Pick<CoreDeps, 'queue'>, request: { id: string; accountId: string }, fromRow = 0): Promise<void> {
   await deps.queue.enqueue(newJob('bulk.document-queries', { requestId: request.id, fromRow }, { fairnessKey: request.accountId }));
+}
+
+/**
+ * The document queries a completed import set off so far, by state, counted as they start and end;
+ * `undefined` for an import that is not completed or a dry run, which sets off none. Throws nothing.
+ */
+export async function bulkDocumentQueryProgress(deps: Pick<CoreDeps, 'storage'>, request: BulkRequest): Promise<BulkQueriesProgress | undefined> {
+  if (request.status !== 'completed' || request.dryRun) return undefined;
+  return deps.storage.documentQueries.progressOfBulkRequest(request.accountId, request.id);
 }
 
 export async function startBulkDocumentQueries(deps: CoreDeps, requestId: string, fromRow: number): Promise<void> {

@@ -26,6 +26,18 @@ export function resultDownloadUrl(deps: Pick<CoreDeps, 'urlSigner' | 'clock' | '
   return issueSignedUrl(deps, { method: 'GET', path: resultPath(request.id), accountId: request.accountId }, RESULT_URL_VALIDITY_MS).url;
 }
 
+/**
+ * The result CSV of the account's import `requestId` as a stream, with the request it belongs to.
+ * @throws CoreError `FILE_NOT_FOUND` when the import is missing, another account's, or has no result file
+ * (yet, or any more).
+ */
+export async function bulkResultFile(deps: Pick<CoreDeps, 'storage' | 'blob'>, accountId: string, requestId: string): Promise<{ request: BulkRequest; stream: AsyncIterable<Uint8Array> }> {
+  const request = await deps.storage.bulkRequests.get(accountId, requestId);
+  const stream = request?.resultKey ? await deps.blob.stream(request.resultKey) : undefined;
+  if (!request || !stream) throw new CoreError('FILE_NOT_FOUND', 'No result file for this bulk request');
+  return { request, stream };
+}
+
 const encoder = new TextEncoder();
 
 function resultKeyOf(request: BulkRequest): string {

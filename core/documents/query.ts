@@ -391,7 +391,7 @@ async function recordFetchedDocuments<A>(
         conversionStatus: ccda ? 'processing' : 'not-applicable',
         createdAt: now,
       },
-      options: { mode: 'insert', ...(ccda ? { ccda: bytes } : {}), ...(text !== undefined ? { ccdaText: text } : {}) },
+      options: { mode: 'insert', ccda: ccda ? bytes : undefined, ccdaText: text },
     });
   }
   const stored = await storeDocuments(deps, items, alongside, patientDocuments);

@@ -23,7 +23,7 @@ async function* patientsOf(deps: Pick<CoreDeps, 'storage'>, accountId: string, i
   if (input.allPatients) {
     let after: string | undefined;
     for (;;) {
-      const page = await deps.storage.patients.list(accountId, { ...(after !== undefined ? { after } : {}), limit: PAGE });
+      const page = await deps.storage.patients.list(accountId, { after, limit: PAGE });
       if (page.length > 0) yield page;
       if (page.length < PAGE) return;
       after = page[page.length - 1]!.id;

@@ -20,6 +20,11 @@ export async function createCohort(deps: Deps, accountId: string, input: CohortC
   return cohort;
 }
 
+/** The account's cohorts, oldest first; empty when it has none. Throws nothing. */
+export async function listCohorts(deps: Pick<CoreDeps, 'storage'>, accountId: string): Promise<Cohort[]> {
+  return deps.storage.cohorts.list(accountId);
+}
+
 export async function getCohort(deps: Pick<CoreDeps, 'storage'>, accountId: string, id: string): Promise<Cohort> {
   const cohort = await deps.storage.cohorts.get(accountId, id);
   if (!cohort) throw new CoreError('COHORT_NOT_FOUND', 'No cohort with this id in your account');
@@ -38,7 +43,7 @@ export async function updateCohort(deps: Deps, accountId: string, id: string, in
 /** A partial update: only the fields given change (`description: null` or "" clears it). */
 export async function patchCohort(deps: Deps, accountId: string, id: string, input: { name?: string | undefined; description?: string | null | undefined }): Promise<Cohort> {
   const existing = await getCohort(deps, accountId, id);
-  const updated: Cohort = { ...existing, ...(input.name !== undefined ? { name: input.name } : {}), updatedAt: nowIso(deps.clock) };
+  const updated: Cohort = { ...existing, name: input.name ?? existing.name, updatedAt: nowIso(deps.clock) };
   if (input.description !== undefined) {
     if (input.description) updated.description = input.description;
     else delete updated.description;

@@ -26,6 +26,11 @@ export async function createFacility(deps: Deps, accountId: string, input: Facil
   return facility;
 }
 
+/** The account's facilities, oldest first; empty when it has none. Throws nothing. */
+export async function listFacilities(deps: Pick<CoreDeps, 'storage'>, accountId: string): Promise<Facility[]> {
+  return deps.storage.facilities.list(accountId);
+}
+
 export async function getFacility(deps: Pick<CoreDeps, 'storage'>, accountId: string, id: string): Promise<Facility> {
   const facility = await deps.storage.facilities.get(accountId, id);
   if (!facility) throw new CoreError('FACILITY_NOT_FOUND', 'No facility with this id in your account');

@@ -294,11 +294,11 @@ export async function listPatients(
   const after = options.fromItem ?? options.after;
   if (search) {
     if (first.length === options.limit) return { patients: first, next: first[0]!.id };
-    const page = await deps.storage.patients.search(accountId, search, { ...(after !== undefined ? { after } : {}), limit: options.limit - first.length, scan: PATIENT_SEARCH_SCAN });
+    const page = await deps.storage.patients.search(accountId, search, { after, limit: options.limit - first.length, scan: PATIENT_SEARCH_SCAN });
     return page.next !== undefined ? { patients: [...first, ...page.patients], next: page.next } : { patients: [...first, ...page.patients] };
   }
   // One extra tells whether another page exists without a count query.
-  const rest = await deps.storage.patients.list(accountId, { facilityId: options.facilityId, cohortId: options.cohortId, ...(after !== undefined ? { after } : {}), limit: options.limit + 1 - first.length });
+  const rest = await deps.storage.patients.list(accountId, { facilityId: options.facilityId, cohortId: options.cohortId, after, limit: options.limit + 1 - first.length });
   const page = [...first, ...rest];
   const patients = page.slice(0, options.limit);
   return page.length > options.limit ? { patients, next: patients[patients.length - 1]!.id } : { patients };

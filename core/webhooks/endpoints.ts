@@ -5,6 +5,7 @@ import type { OutboxMessage, WebhookEndpoint } from '../domain/types.js';
 import { CoreError } from '../errors.js';
 import { nowIso } from '../time.js';
 import { healthOf } from './health.js';
+import { countsOf } from './log.js';
 import { pingWebhook } from './ping.js';
 import { validateWebhookUrl } from './url.js';
 
@@ -93,6 +94,15 @@ export function endpointToWire(endpoint: WebhookEndpoint, messages: { pending: n
   };
 }
 
+/**
+ * Endpoints as answered, in the order given, each with its message counts (zero when it has none).
+ * Throws nothing.
+ */
+export async function endpointsToWire(deps: Pick<CoreDeps, 'storage'>, accountId: string, endpoints: readonly WebhookEndpoint[]) {
+  const counts = await deps.storage.outbox.countsByEndpoint(accountId);
+  return endpoints.map((endpoint) => endpointToWire(endpoint, countsOf(counts, endpoint.id)));
+}
+
 type EndpointDeps = Pick<CoreDeps, 'storage' | 'webhookSender' | 'clock' | 'ids' | 'secrets' | 'config'>;
 
 async function ping(deps: EndpointDeps, url: string, secret: string) {
@@ -135,6 +145,11 @@ export async function createEndpoint(
   };
   await deps.storage.webhookEndpoints.insert(endpoint);
   return endpoint;
+}
+
+/** The account's endpoints besides the default one, oldest first (ties by id); empty when it has none. Throws nothing. */
+export async function listEndpoints(deps: Pick<CoreDeps, 'storage'>, accountId: string): Promise<WebhookEndpoint[]> {
+  return deps.storage.webhookEndpoints.list(accountId);
 }
 
 /** @throws CoreError `WEBHOOK_ENDPOINT_NOT_FOUND` when missing or another account's. */

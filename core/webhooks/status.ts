@@ -3,6 +3,9 @@ import type { OutboxMessage } from '../domain/types.js';
 import { healthOf } from './health.js';
 import { countsOf } from './log.js';
 
+/** Parked messages listed at once, at most: support needs the oldest first, not all of them. */
+export const MAX_PARKED_PAGE = 100;
+
 export interface WebhookStatus {
   webhookEnabled: boolean;
   webhookStatusDetail: string | null;
@@ -37,5 +40,23 @@ export async function webhookStatus(deps: Pick<CoreDeps, 'storage'>, accountId: 
     processing: counts.pending,
     failed: counts.parked,
     messages: { pending: counts.pending, delivered: counts.delivered, parked: counts.parked },
+  };
+}
+
+/**
+ * `GET /settings/webhook/parked`: the default endpoint's parked messages, oldest first (ties by id), at most
+ * `limit` (`MAX_PARKED_PAGE` when not given), each with its type (null when its body names none) and last
+ * error. Other endpoints' parked messages are not listed. Throws nothing.
+ */
+export async function listParkedMessages(deps: Pick<CoreDeps, 'storage'>, accountId: string, limit = MAX_PARKED_PAGE) {
+  const parked = await deps.storage.outbox.listForEndpoint(accountId, null, { status: 'parked' }, limit);
+  return {
+    messages: parked.map((message) => ({
+      messageId: message.id,
+      type: (JSON.parse(message.body) as { meta?: { type?: string } }).meta?.type ?? null,
+      createdAt: message.createdAt,
+      attempts: message.attempts,
+      lastError: message.lastError ?? null,
+    })),
   };
 }

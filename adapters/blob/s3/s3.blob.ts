@@ -63,6 +63,7 @@ export function createS3Client(connection: S3Connection): S3Client {
     // checksums (aws-chunked bodies) the SDK otherwise adds to every upload.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
+    // Absent, not undefined: the SDK spreads this config over its own defaults, and an undefined key would replace one.
     ...(connection.endpoint !== undefined ? { endpoint: connection.endpoint } : {}),
     ...(connection.forcePathStyle !== undefined ? { forcePathStyle: connection.forcePathStyle } : {}),
     ...(connection.credentials !== undefined ? { credentials: connection.credentials } : {}),

@@ -1,11 +1,11 @@
 import { pauseOf, pauseReason } from '../../bulk/pause.js';
-import { resultDownloadUrl } from '../../bulk/result.js';
+import { bulkDocumentQueryProgress } from '../../bulk/document-queries.js';
+import { bulkResultFile, resultDownloadUrl } from '../../bulk/result.js';
 import { BULK_LIST_MAX } from '../../../contract/limits.js';
 import { getBulkRequest, listBulkRequests, startBulkCreate } from '../../bulk/start.js';
 import { acceptUpload } from '../../bulk/upload.js';
 import type { CoreDeps } from '../../deps.js';
 import type { BulkQueriesProgress, BulkRequest } from '../../domain/types.js';
-import { CoreError } from '../../errors.js';
 import { z } from 'zod';
 import { defineRoute, json } from '../router.js';
 import { bulkStartQuerySchema } from '../schemas.js';
@@ -17,14 +17,14 @@ export function bulkStatusToWire(deps: Pick<CoreDeps, 'urlSigner' | 'clock' | 'c
     facilityId: request.facilityId,
     status: request.status,
     dryRun: request.dryRun,
-    ...(request.reason !== undefined ? { reason: request.reason } : {}),
+    reason: request.reason,
     total: request.total ?? null,
     processed: request.processed,
     succeeded: request.succeeded,
     failed: request.failed,
     created: request.created,
     updated: request.updated,
-    ...(request.ignoredColumns !== undefined ? { ignoredColumns: request.ignoredColumns } : {}),
+    ignoredColumns: request.ignoredColumns,
     // A fresh URL on every read: the one in the webhook lives only 600 s.
     ...(request.status === 'completed' && request.resultKey ? { result: resultDownloadUrl(deps, request) } : {}),
     ...(pause ? { paused: { ...pause, reason: pauseReason(pause) } } : {}),
@@ -32,12 +32,6 @@ export function bulkStatusToWire(deps: Pick<CoreDeps, 'urlSigner' | 'clock' | 'c
     ...(documentQueries ? { documentQueries } : {}),
     createdAt: request.createdAt,
   };
-}
-
-/** The import's document queries so far, for a completed import that creates patients; else nothing. */
-async function queriesOf(deps: Pick<CoreDeps, 'storage'>, request: BulkRequest): Promise<BulkQueriesProgress | undefined> {
-  if (request.status !== 'completed' || request.dryRun) return undefined;
-  return deps.storage.documentQueries.progressOfBulkRequest(request.accountId, request.id);
 }
 
 /** The answer to a start; exported so the client is typed by it. */
@@ -70,7 +64,7 @@ export const bulkRoutes = [
   defineRoute('getBulkPatientCreate', {
     async handle({ deps, account, params }) {
       const request = await getBulkRequest(deps, account.id, params.requestId);
-      return json(200, bulkStatusToWire(deps, request, await queriesOf(deps, request)));
+      return json(200, bulkStatusToWire(deps, request, await bulkDocumentQueryProgress(deps, request)));
     },
   }),
   defineRoute('uploadBulkPatientCsv', {
@@ -84,9 +78,7 @@ export const bulkRoutes = [
   }),
   defineRoute('downloadBulkPatientCreateResult', {
     async handle({ deps, account, params }) {
-      const request = await deps.storage.bulkRequests.get(account.id, params.requestId);
-      const stream = request?.resultKey ? await deps.blob.stream(request.resultKey) : undefined;
-      if (!request || !stream) throw new CoreError('FILE_NOT_FOUND', 'No result file for this bulk request');
+      const { request, stream } = await bulkResultFile(deps, account.id, params.requestId);
       return {
         status: 200,
         headers: { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="bulk-${request.id}-result.csv"` },

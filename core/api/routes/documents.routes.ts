@@ -1,13 +1,12 @@
 import { z } from 'zod';
 import type { DocumentRecord } from '../../domain/types.js';
 import { CoreError } from '../../errors.js';
-import type { FhirResource } from '../../ports/ccda.port.js';
 import { documentDownloadUrl, documentWithFile, renderDocument, startBulkDownloadUrls } from '../../documents/downloads.js';
 import { getDocumentQueryStatus, startDocumentQuery } from '../../documents/query.js';
 import { documentQueryToWire } from '../../documents/wire.js';
 import { dispositionFileName, downloadContentType } from '../../documents/document-reference.js';
+import { documentsOfReferences, listDocumentReferences } from '../../documents/list.js';
 import { acceptDocumentUpload, createDocumentUpload } from '../../documents/upload.js';
-import { getPatient } from '../../entities/patients.js';
 import { defineRoute, json } from '../router.js';
 import { metadataBodySchema, uuidSchema } from '../schemas.js';
 
@@ -36,12 +35,6 @@ function documentDto(document: DocumentRecord) {
   };
 }
 
-function textOfDocumentReference(resource: FhirResource): string {
-  const type = resource.type as { text?: string; coding?: { display?: string }[] } | undefined;
-  const attachment = (resource.content as { attachment?: { title?: string } }[] | undefined)?.[0]?.attachment;
-  return [resource.description, type?.text, ...(type?.coding ?? []).map((c) => c.display), attachment?.title].filter(Boolean).join(' ').toLowerCase();
-}
-
 export const documentRoutes = [
   defineRoute('startDocumentQuery', {
     query: patientQuery.extend({ facilityId: z.string().trim().min(1).optional() }),
@@ -61,23 +54,8 @@ export const documentRoutes = [
   defineRoute('listDocuments', {
     query: listQuery,
     async handle({ deps, account, query }) {
-      await getPatient(deps, account.id, query.patientId);
-      const [from, to] = [query.dateFrom?.slice(0, 10), query.dateTo?.slice(0, 10)];
-      const needle = query.content?.toLowerCase();
-      const references = (await deps.storage.fhirResources.listByPatient(account.id, query.patientId, ['DocumentReference']))
-        .map((record) => record.resource as FhirResource)
-        .filter((resource) => {
-          const date = typeof resource.date === 'string' ? resource.date.slice(0, 10) : undefined;
-          if (from && (!date || date < from)) return false;
-          if (to && (!date || date > to)) return false;
-          return !needle || textOfDocumentReference(resource).includes(needle);
-        })
-        .slice(0, query.count);
-      if (query.output === 'dto') {
-        const documents = await deps.storage.documents.listByPatient(account.id, query.patientId);
-        const byId = new Map(documents.map((document) => [document.id, document]));
-        return json(200, { documents: references.flatMap((resource) => (byId.has(resource.id!) ? [documentDto(byId.get(resource.id!)!)] : [])) });
-      }
+      const references = await listDocumentReferences(deps, account.id, query.patientId, query);
+      if (query.output === 'dto') return json(200, { documents: (await documentsOfReferences(deps, account.id, query.patientId, references)).map(documentDto) });
       return json(200, { documents: references });
     },
   }),

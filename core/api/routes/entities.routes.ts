@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { addPatientToCohorts, changeCohortMembers, cohortsOfPatient } from '../../entities/cohort-members.js';
-import { cohortToWire, createCohort, getCohort, patchCohort, removeCohort, updateCohort } from '../../entities/cohorts.js';
-import { createFacility, facilityToWire, getFacility, removeFacility, updateFacility } from '../../entities/facilities.js';
+import { cohortToWire, createCohort, getCohort, listCohorts, patchCohort, removeCohort, updateCohort } from '../../entities/cohorts.js';
+import { createFacility, facilityToWire, getFacility, listFacilities, removeFacility, updateFacility } from '../../entities/facilities.js';
 import { createOrganization, getOrganization, organizationToWire, updateOrganization } from '../../entities/organization.js';
 import {
   createPatient,
@@ -113,7 +113,7 @@ export const facilityRoutes = [
   }),
   defineRoute('listFacilities', {
     async handle({ deps, account }) {
-      const facilities = await deps.storage.facilities.list(account.id);
+      const facilities = await listFacilities(deps, account.id);
       return json(200, { facilities: facilities.map(facilityToWire) });
     },
   }),
@@ -145,7 +145,7 @@ export const cohortRoutes = [
   }),
   defineRoute('listCohorts', {
     async handle({ deps, account }) {
-      return json(200, { cohorts: (await deps.storage.cohorts.list(account.id)).map(cohortToWire) });
+      return json(200, { cohorts: (await listCohorts(deps, account.id)).map(cohortToWire) });
     },
   }),
   defineRoute('getCohort', {

@@ -46,8 +46,8 @@ export const networkRoutes = [
         ...(query.filter ? { filter: query.filter } : {}),
         ...(query.npi ? { npi: query.npi } : {}),
         ...((query.oid ?? query.destination) ? { oid: (query.oid ?? query.destination)! } : {}),
-        ...(query.supportsMessaging !== undefined ? { supportsMessaging: query.supportsMessaging } : {}),
-        ...(query.active !== undefined ? { active: query.active } : {}),
+        supportsMessaging: query.supportsMessaging,
+        active: query.active,
         ...(query.fromItem ? { fromItem: query.fromItem } : {}),
         count: query.count,
       });

@@ -1,10 +1,18 @@
 import { z } from 'zod';
 import { getSettings, getWebhookStatus, retryWebhookMessages, settingsToWire, updateSettings } from '../../settings.js';
 import { rotateApiKey } from '../../accounts.js';
-import type { CoreDeps } from '../../deps.js';
-import type { WebhookEndpoint } from '../../domain/types.js';
-import { createEndpoint, endpointToWire, FILTERABLE_EVENT_TYPES, getEndpoint, removeEndpoint, rotateEndpointSecret, updateEndpoint } from '../../webhooks/endpoints.js';
-import { countsOf, listAttempts, MAX_ATTEMPTS_PAGE } from '../../webhooks/log.js';
+import {
+  createEndpoint,
+  endpointsToWire,
+  FILTERABLE_EVENT_TYPES,
+  getEndpoint,
+  listEndpoints,
+  removeEndpoint,
+  rotateEndpointSecret,
+  updateEndpoint,
+} from '../../webhooks/endpoints.js';
+import { listAttempts, MAX_ATTEMPTS_PAGE } from '../../webhooks/log.js';
+import { listParkedMessages, MAX_PARKED_PAGE } from '../../webhooks/status.js';
 import { replayMessages, type ReplayRequest } from '../../webhooks/replay.js';
 import { sendTestEvent } from '../../webhooks/test-event.js';
 import { CoreError } from '../../errors.js';
@@ -17,15 +25,6 @@ import {
   webhookSecretRotationSchema,
   webhookTestEventSchema,
 } from '../schemas.js';
-
-/** Parked messages listed at once, at most: support needs the oldest first, not all of them. */
-const PARKED_PAGE_MAX = 100;
-
-/** Endpoints as answered, with their message counts. */
-async function endpointsToWire(deps: Pick<CoreDeps, 'storage'>, accountId: string, endpoints: readonly WebhookEndpoint[]) {
-  const counts = await deps.storage.outbox.countsByEndpoint(accountId);
-  return endpoints.map((endpoint) => endpointToWire(endpoint, countsOf(counts, endpoint.id)));
-}
 
 const instantQuery = z.string().datetime({ offset: false }).describe('ISO 8601 instant, UTC (`Z`)');
 
@@ -64,18 +63,9 @@ export const settingsRoutes = [
     },
   }),
   defineRoute('listParkedWebhookMessages', {
-    query: z.object({ limit: z.coerce.number().int().min(1).max(PARKED_PAGE_MAX).optional() }),
+    query: z.object({ limit: z.coerce.number().int().min(1).max(MAX_PARKED_PAGE).optional() }),
     async handle({ deps, account, query }) {
-      const parked = await deps.storage.outbox.listForEndpoint(account.id, null, { status: 'parked' }, query.limit ?? PARKED_PAGE_MAX);
-      return json(200, {
-        messages: parked.map((message) => ({
-          messageId: message.id,
-          type: (JSON.parse(message.body) as { meta?: { type?: string } }).meta?.type ?? null,
-          createdAt: message.createdAt,
-          attempts: message.attempts,
-          lastError: message.lastError ?? null,
-        })),
-      });
+      return json(200, await listParkedMessages(deps, account.id, query.limit));
     },
   }),
   defineRoute('retryWebhookRequests', {
@@ -91,7 +81,7 @@ export const settingsRoutes = [
   }),
   defineRoute('listWebhookEndpoints', {
     async handle({ deps, account }) {
-      return json(200, { endpoints: await endpointsToWire(deps, account.id, await deps.storage.webhookEndpoints.list(account.id)) });
+      return json(200, { endpoints: await endpointsToWire(deps, account.id, await listEndpoints(deps, account.id)) });
     },
   }),
   defineRoute('getWebhookEndpoint', {
