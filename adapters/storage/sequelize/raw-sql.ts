@@ -29,8 +29,11 @@ interface SqliteDatabase {
   close(callback?: (error: Error | null) => void): void;
 }
 
-/** Prepared write statements kept per SQLite connection (by text); a few shapes repeat for a whole import. */
-const PREPARED_PER_CONNECTION = 16;
+/**
+ * Prepared write statements kept per SQLite connection (by text): a few shapes repeat for a whole import,
+ * and each table's replace and single-row insert for every document query.
+ */
+const PREPARED_PER_CONNECTION = 64;
 /** Prepared reads kept per SQLite connection: the storage's lookups by key come in a few dozen fixed shapes. */
 const PREPARED_READS_PER_CONNECTION = 64;
 

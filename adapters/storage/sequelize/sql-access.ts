@@ -249,7 +249,10 @@ export class SqlAccess {
       for (const chunk of chunks(rows, perStatement)) {
         const values: unknown[] = [];
         for (const row of chunk) for (const name of names) values.push(this.bindable(row[name]));
-        await this.raw.runOnce(tx, this.raw.insertValues(table, columns, chunk.length, suffix), values, entity);
+        // A single row has one shape per table and clause, kept prepared; batches of any size are not.
+        const sql = this.raw.insertValues(table, columns, chunk.length, suffix);
+        if (chunk.length === 1) await this.raw.run(tx, sql, values, entity);
+        else await this.raw.runOnce(tx, sql, values, entity);
       }
     };
     // Outside a transaction, through one all the same: on SQLite a write on the shared connection can meet
@@ -291,9 +294,9 @@ export class SqlAccess {
     const sets = Object.entries(values).map(([column, value]) => `${quoted(column)} = ${params.add(this.bindable(value))}`);
     const where = whereOf([['id', id as string], ['account_id', account_id as string], ...extra] as unknown as Conditions<T>, params);
     const sql = `UPDATE ${quoted(table)} SET ${sets.join(', ')} WHERE ${where}`;
-    // Outside a transaction, through one (see `writeRows`).
-    // Not kept prepared: the shapes of every table would push the bulk import's few out of the small set kept.
-    return this.writing(async (tx) => (await this.raw.runOnce(tx, sql, params.values, entity)) > 0, transaction);
+    // Outside a transaction, through one (see `writeRows`). Kept prepared: a table's replace has one shape
+    // (two with a condition), and preparing and finalizing around the write tripled its trips to SQLite.
+    return this.writing(async (tx) => (await this.raw.run(tx, sql, params.values, entity)) > 0, transaction);
   }
 
   /** Deletes the rows of the table where every condition holds; returns how many. */
