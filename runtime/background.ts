@@ -52,6 +52,9 @@ export class RetentionSweeper {
  * endpoint's lane delays no other's. It polls again at once after a poll that claimed something, when woken
  * (a write, a lane that ended), or after `pollMs`.
  */
+/** At least this long between a claim that found nothing and the next, however often the loop is woken. */
+const DRY_CLAIM_INTERVAL_MS = 50;
+
 export class DeliveryLoop {
   private loop: Promise<void> | undefined;
   private stopped = true;
@@ -82,15 +85,23 @@ export class DeliveryLoop {
         } catch (error) {
           this.logger?.warn({ err: describeError(error) }, 'webhook delivery poll failed; will retry');
         }
-        if (claimed === 0 && !this.woken && !this.stopped) {
-          await new Promise<void>((done) => {
-            const timer = setTimeout(done, this.pollMs);
-            this.wakeUp = () => {
-              clearTimeout(timer);
-              done();
-            };
-          });
-          this.wakeUp = undefined;
+        if (claimed === 0 && !this.stopped) {
+          const dryAt = Date.now();
+          if (!this.woken) {
+            await new Promise<void>((done) => {
+              const timer = setTimeout(done, this.pollMs);
+              this.wakeUp = () => {
+                clearTimeout(timer);
+                done();
+              };
+            });
+            this.wakeUp = undefined;
+          }
+          // Woken soon after a claim that found nothing: the wakes of a busy endpoint's writes come faster
+          // than its lane takes them, and each claim is a turn of the database's writer; they are taken
+          // together a moment later.
+          const rest = Math.min(this.pollMs, DRY_CLAIM_INTERVAL_MS) - (Date.now() - dryAt);
+          if (rest > 0 && !this.stopped) await new Promise<void>((done) => setTimeout(done, rest));
         }
       }
     })();
