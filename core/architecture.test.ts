@@ -100,10 +100,15 @@ describe('architecture: the wire contract is self-contained and pure', () => {
 });
 
 /**
- * Where a route handler reaches storage: through its deps, a storage value, a destructured `storage` or a
- * helper typed to take it. Matched per line, comments blanked first.
+ * Where a route handler reaches storage or the file store: through its deps, a storage or blob value, a
+ * destructured `storage` or `blob`, or a helper typed to take one. Matched per line, comments blanked first.
  */
-const STORAGE_ACCESS = [/\bdeps\.storage\b/, /\.storage\./, /\{[^}]*\bstorage\b[^}]*\}\s*=\s*deps\b/, /Pick<CoreDeps,[^>]*'storage'/];
+const STORAGE_ACCESS = [
+  /\bdeps\.(storage|blob)\b/,
+  /\.(storage|blob)\./,
+  /\{[^}]*\b(storage|blob)\b[^}]*\}\s*=\s*deps\b/,
+  /Pick<CoreDeps,[^>]*'(storage|blob)'/,
+];
 
 /** Each `file:line` of `source` that reaches storage. */
 function storageAccessesOf(name: string, source: string): string[] {
@@ -111,7 +116,7 @@ function storageAccessesOf(name: string, source: string): string[] {
   return code.split('\n').flatMap((line, at) => (STORAGE_ACCESS.some((pattern) => pattern.test(line)) ? [`${name}:${at + 1}: ${line.trim()}`] : []));
 }
 
-describe('architecture: route handlers call use cases, never storage', () => {
+describe('architecture: route handlers call use cases, never storage or the file store', () => {
   const routes = join(CORE, 'api', 'routes');
   const files = coreFiles(routes);
 
@@ -121,7 +126,7 @@ describe('architecture: route handlers call use cases, never storage', () => {
 
   // A rule the handlers keep, not the storage port: what a read means (not found, ordering, who may see it)
   // is decided once, in the use case every host and the library call.
-  test('no file of core/api/routes reaches storage', () => {
+  test('no file of core/api/routes reaches storage or the file store', () => {
     const offenders = files.flatMap((file) => storageAccessesOf(`core/${relative(CORE, file)}`, readFileSync(file, 'utf8')));
     expect(offenders, `move these reads into a use case of their area:\n${offenders.join('\n')}`).toEqual([]);
   });
@@ -133,6 +138,7 @@ describe('architecture: route handlers call use cases, never storage', () => {
     expect(storageAccessesOf('r.ts', "async function f(deps: Pick<CoreDeps, 'clock' | 'storage'>) {}")).toHaveLength(1);
     expect(storageAccessesOf('r.ts', '/** reads deps.storage.outbox */\n// deps.storage.x\nconst y = listFacilities(deps, id);')).toEqual([]);
     expect(storageAccessesOf('r.ts', "const s = deps.storageLimit; import { storageUsage } from './x.js';")).toEqual([]);
+    expect(storageAccessesOf('r.ts', 'const stream = await deps.blob.stream(key);')).toHaveLength(1);
   });
 });
 

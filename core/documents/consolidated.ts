@@ -167,6 +167,26 @@ export function consolidatedBlobKey(query: Pick<ConsolidatedQuery, 'accountId' |
 }
 
 /**
+ * A file of a consolidated query (`GET .../consolidated/{requestId}/{file}`): its bytes as a stream and
+ * its media type. Throws NOT_FOUND for a query that is not the patient's, FILE_NOT_FOUND for a name the
+ * query does not write or a file not (or no longer) there.
+ */
+export async function consolidatedQueryFile(
+  deps: Pick<CoreDeps, 'storage' | 'blob'>,
+  accountId: string,
+  patientId: string,
+  queryId: string,
+  file: string,
+): Promise<{ stream: AsyncIterable<Uint8Array>; contentType: string; file: ConsolidatedFile }> {
+  if (!(file in CONSOLIDATED_FILES)) throw new CoreError('FILE_NOT_FOUND', 'No such file');
+  const name = file as ConsolidatedFile;
+  const query = await getConsolidatedQuery(deps, accountId, patientId, queryId);
+  const stream = await deps.blob.stream(consolidatedBlobKey(query, name));
+  if (!stream) throw new CoreError('FILE_NOT_FOUND', 'No such file for this query');
+  return { stream, contentType: CONSOLIDATED_FILES[name], file: name };
+}
+
+/**
  * The job of a consolidated query: writes the file(s), then completes the query and stores its message
  * in one transaction. Idempotent: a query no longer `processing` is left alone, and files are rewritten
  * whole. The message's bundle holds one DocumentReference whose attachments are the data (json with a

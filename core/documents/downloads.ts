@@ -61,6 +61,18 @@ export async function documentWithFile(deps: Pick<CoreDeps, 'storage'>, accountI
   return document;
 }
 
+/** The file of a document behind its signed URL, as a stream, with the document; FILE_NOT_FOUND when there is none. */
+export async function documentFile(
+  deps: Pick<CoreDeps, 'storage' | 'blob'>,
+  accountId: string,
+  documentId: string,
+): Promise<{ document: DocumentRecord; stream: AsyncIterable<Uint8Array> }> {
+  const document = await documentWithFile(deps, accountId, documentId);
+  const stream = await deps.blob.stream(document.blobKey);
+  if (!stream) throw new CoreError('FILE_NOT_FOUND', 'No file for this document');
+  return { document, stream };
+}
+
 export interface BulkUrlRequest {
   requestId: string;
   status: 'processing';

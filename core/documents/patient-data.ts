@@ -132,6 +132,24 @@ export function medicalRecordBlobKey(accountId: string, recordId: string, format
 }
 
 /**
+ * A medical record summary behind its short-lived URL (`summary.html` or `summary.pdf`): its bytes as a
+ * stream and its media type. Throws FILE_NOT_FOUND for another file name, and once the file is no longer
+ * kept.
+ */
+export async function medicalRecordFile(
+  deps: Pick<CoreDeps, 'blob'>,
+  accountId: string,
+  recordId: string,
+  file: string,
+): Promise<{ stream: AsyncIterable<Uint8Array>; contentType: string }> {
+  const format = file === 'summary.pdf' ? 'pdf' : file === 'summary.html' ? 'html' : undefined;
+  if (!format) throw new CoreError('FILE_NOT_FOUND', 'No such file');
+  const stream = await deps.blob.stream(medicalRecordBlobKey(accountId, recordId, format));
+  if (!stream) throw new CoreError('FILE_NOT_FOUND', 'This summary is no longer kept; ask for a new one');
+  return { stream, contentType: format === 'pdf' ? 'application/pdf' : 'text/html; charset=utf-8' };
+}
+
+/**
  * `GET /patient/{id}/medical-record`: the patient's consolidated data rendered for people (HTML or PDF),
  * written now and handed out as a URL valid 10 minutes; the file is deleted a while after. Throws
  * PATIENT_NOT_FOUND, VALIDATION_FAILED (conversionType), and NOT_FOUND when the patient has no data yet

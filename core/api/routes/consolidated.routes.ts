@@ -1,15 +1,7 @@
 import { z } from 'zod';
-import {
-  CONSOLIDATED_FILES,
-  consolidatedBlobKey,
-  getConsolidatedQuery,
-  getPatientConsolidated,
-  listConsolidatedQueries,
-  startConsolidatedQuery,
-  type ConsolidatedFile,
-} from '../../documents/consolidated.js';
+import { consolidatedQueryFile, getConsolidatedQuery, getPatientConsolidated, listConsolidatedQueries, startConsolidatedQuery } from '../../documents/consolidated.js';
 import { MAX_RESOURCES_PER_CALL } from '../../../contract/limits.js';
-import { addPatientResources, countPatientResources, medicalRecordBlobKey, medicalRecordUrl } from '../../documents/patient-data.js';
+import { addPatientResources, countPatientResources, medicalRecordFile, medicalRecordUrl } from '../../documents/patient-data.js';
 import { searchPatientData, searchResultStream } from '../../documents/search.js';
 import { consolidatedQueryToWire } from '../../documents/wire.js';
 import { CoreError } from '../../errors.js';
@@ -49,12 +41,8 @@ export const consolidatedRoutes = [
   }),
   defineRoute('downloadConsolidatedData', {
     async handle({ deps, account, params }) {
-      const file = params.file as ConsolidatedFile;
-      if (!(file in CONSOLIDATED_FILES)) throw new CoreError('FILE_NOT_FOUND', 'No such file');
-      const query = await getConsolidatedQuery(deps, account.id, params.id, params.requestId);
-      const stream = await deps.blob.stream(consolidatedBlobKey(query, file));
-      if (!stream) throw new CoreError('FILE_NOT_FOUND', 'No such file for this query');
-      return { status: 200, headers: { 'content-type': CONSOLIDATED_FILES[file], 'content-disposition': `attachment; filename="${file}"` }, stream };
+      const { stream, contentType, file } = await consolidatedQueryFile(deps, account.id, params.id, params.requestId, params.file);
+      return { status: 200, headers: { 'content-type': contentType, 'content-disposition': `attachment; filename="${file}"` }, stream };
     },
   }),
   defineRoute('getPatientConsolidated', {
@@ -87,11 +75,8 @@ export const consolidatedRoutes = [
   }),
   defineRoute('downloadMedicalRecord', {
     async handle({ deps, account, params }) {
-      const format = params.file === 'summary.pdf' ? 'pdf' : params.file === 'summary.html' ? 'html' : undefined;
-      if (!format) throw new CoreError('FILE_NOT_FOUND', 'No such file');
-      const stream = await deps.blob.stream(medicalRecordBlobKey(account.id, uuidSchema.parse(params.recordId), format));
-      if (!stream) throw new CoreError('FILE_NOT_FOUND', 'This summary is no longer kept; ask for a new one');
-      return { status: 200, headers: { 'content-type': format === 'pdf' ? 'application/pdf' : 'text/html; charset=utf-8' }, stream };
+      const { stream, contentType } = await medicalRecordFile(deps, account.id, uuidSchema.parse(params.recordId), params.file);
+      return { status: 200, headers: { 'content-type': contentType }, stream };
     },
   }),
   defineRoute('searchPatientData', {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { DocumentRecord } from '../../domain/types.js';
 import { CoreError } from '../../errors.js';
-import { documentDownloadUrl, documentWithFile, renderDocument, startBulkDownloadUrls } from '../../documents/downloads.js';
+import { documentDownloadUrl, documentFile, documentWithFile, renderDocument, startBulkDownloadUrls } from '../../documents/downloads.js';
 import { getDocumentQueryStatus, startDocumentQuery } from '../../documents/query.js';
 import { documentQueryToWire } from '../../documents/wire.js';
 import { dispositionFileName, downloadContentType } from '../../documents/document-reference.js';
@@ -68,9 +68,7 @@ export const documentRoutes = [
   }),
   defineRoute('downloadDocument', {
     async handle({ deps, account, params }) {
-      const document = await documentWithFile(deps, account.id, uuidSchema.parse(params.documentId));
-      const stream = await deps.blob.stream(document.blobKey);
-      if (!stream) throw new CoreError('FILE_NOT_FOUND', 'No file for this document');
+      const { document, stream } = await documentFile(deps, account.id, uuidSchema.parse(params.documentId));
       return {
         status: 200,
         headers: { 'content-type': downloadContentType(document.mimeType), 'content-disposition': `attachment; filename="${dispositionFileName(document.fileName)}"` },
