@@ -61,6 +61,7 @@ describe('the one-pass C-CDA reader', () => {
     ['an attribute without a value', '<ClinicalDocument a/>'],
     ['an unquoted attribute', '<ClinicalDocument a=1/>'],
     ['a repeated attribute', '<ClinicalDocument a="1" a="2"/>'],
+    ['a repeated attribute among many', `<ClinicalDocument ${Array.from({ length: 5_000 }, (_, i) => `a${i}="${i}"`).join(' ')} a42="again"/>`],
     ['attributes not separated by space', '<ClinicalDocument a="1"b="2"/>'],
     ['< in an attribute', '<ClinicalDocument a="<"/>'],
     ['a comment holding --', '<ClinicalDocument><!-- a -- b --></ClinicalDocument>'],
@@ -78,6 +79,7 @@ describe('the one-pass C-CDA reader', () => {
     ['text split by an element is trimmed pieces, joined', '<ClinicalDocument><t> a <b/> c </t></ClinicalDocument>', { t: { b: '', '#text': 'ac' } }],
     ['entities decoded once, in order', '<ClinicalDocument><t>&amp;lt; &#60; &#x3C; &#x3c; &#160;</t></ClinicalDocument>', { t: '&lt; < < &#x3c; &#160;' }],
     ['CR LF read as LF, values trimmed', '<ClinicalDocument a=" x\r\ny "><t>\r\n1\r2\r\n</t></ClinicalDocument>', { t: '1\n2', '@_a': 'x\ny' }],
+    ['many attributes, in document order', `<ClinicalDocument ${Array.from({ length: 40 }, (_, i) => `a${i}="${i}"`).join(' ')}/>`, Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`@_a${i}`, String(i)]))],
     ['repeating paths as lists, once or twice', '<ClinicalDocument><id root="1"/><code/><code/></ClinicalDocument>', { id: [{ '@_root': '1' }], code: ['', ''] }],
     ['the root elsewhere is no ClinicalDocument', '<Other/>', undefined],
   ])('%s, as the library reads it', (_, xml, tree) => {
@@ -125,6 +127,21 @@ describe('the one-pass C-CDA reader', () => {
       }),
       { numRuns: 600 },
     );
+  });
+
+  // Shaped to make a cost grow with the square of the length: at 8 MB that is minutes, a scan milliseconds.
+  // The timeout is far from both: it catches the square, not a slow machine.
+  test('reads hostile documents in time proportional to their length', { timeout: 20_000 }, () => {
+    const MB = 1024 * 1024;
+    const hostile = {
+      'text between comments': `<ClinicalDocument>${'a<!---->'.repeat(MB)}</ClinicalDocument>`,
+      'text between elements': `<ClinicalDocument>${'a<b/>'.repeat(1.6 * MB)}</ClinicalDocument>`,
+      references: `<ClinicalDocument>${'&amp;'.repeat(1.6 * MB)}</ClinicalDocument>`,
+      attributes: `<ClinicalDocument ${Array.from({ length: 200_000 }, (_, i) => `a${i}="&lt;"`).join(' ')}/>`,
+      'an unclosed comment': `<ClinicalDocument><!--${'-'.repeat(8 * MB)}`,
+      'a `<` run': '<'.repeat(8 * MB),
+    };
+    for (const [shape, xml] of Object.entries(hostile)) expect(() => readPlainCcdaXml(xml), shape).not.toThrow();
   });
 
   test('a document the reader leaves to the library converts as before, and bad XML is refused with the line it breaks on', async () => {

@@ -105,10 +105,10 @@ const AWKWARD_NAMES = new Set(['__proto__', 'hasOwnProperty']);
 /** Where `&` may stand: one of the five entities, or a decimal or hexadecimal character reference. */
 const REFERENCE = /^&(?:lt|gt|amp|apos|quot|#[0-9]+|#x[0-9a-fA-F]+);/;
 
-/** Whether every `&` in text[from, to) starts a reference the reader accepts. */
-function referencesAreValid(text: string, from: number, to: number): boolean {
-  for (let at = text.indexOf('&', from); at !== -1 && at < to; at = text.indexOf('&', at + 1)) {
-    if (!REFERENCE.test(text.slice(at, Math.min(to, at + 12)))) return false;
+/** Whether every `&` in `text` starts a reference the reader accepts. */
+function referencesAreValid(text: string): boolean {
+  for (let at = text.indexOf('&'); at !== -1; at = text.indexOf('&', at + 1)) {
+    if (!REFERENCE.test(text.slice(at, at + 12))) return false;
   }
   return true;
 }
@@ -212,8 +212,11 @@ function read(xml: string): unknown {
     const textEnd = lt === -1 ? length : lt;
     if (textEnd > at) {
       if (frame) {
-        if (!referencesAreValid(xml, at, textEnd)) notPlain();
-        pending += xml.slice(at, textEnd);
+        // The segment alone is searched: a search for `&` from here to the end of the document, once per
+        // segment, made a document of many short ones cost the square of its length.
+        const segment = xml.slice(at, textEnd);
+        if (!referencesAreValid(segment)) notPlain();
+        pending += segment;
       } else {
         // Outside the root only white space.
         for (let i = at; i < textEnd; i++) if (!isSpace(xml.charCodeAt(i))) notPlain();
@@ -261,6 +264,7 @@ function read(xml: string): unknown {
     const name = readName();
     const path = frame ? `${frame.path}.${name}` : name;
     let attributes: string[] | undefined;
+    let seen: Set<string> | undefined;
     let selfClosing = false;
     for (;;) {
       const spaceStart = at;
@@ -289,10 +293,17 @@ function read(xml: string): unknown {
       if (end === -1) notPlain();
       const raw = xml.slice(at + 1, end);
       if (raw.indexOf('<') !== -1) notPlain();
-      if (raw.indexOf('&') !== -1 && !referencesAreValid(raw, 0, raw.length)) notPlain();
+      if (!referencesAreValid(raw)) notPlain();
       at = end + 1;
       attributes ??= [];
-      for (let i = 0; i < attributes.length; i += 2) if (attributes[i] === attribute) notPlain();
+      if (attributes.length < 16) {
+        for (let i = 0; i < attributes.length; i += 2) if (attributes[i] === attribute) notPlain();
+      } else {
+        // A hostile element with thousands of attributes is checked in time proportional to them.
+        seen ??= new Set(attributes.filter((_, i) => i % 2 === 0));
+        if (seen.has(attribute)) notPlain();
+        seen.add(attribute);
+      }
       attributes.push(attribute, decoded(raw.trim()));
     }
     if (stack.length >= MAX_FAST_DEPTH) notPlain();
