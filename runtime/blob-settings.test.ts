@@ -36,7 +36,7 @@ test('a malformed blob setting stops the start with the variable named', () => {
 });
 
 test('WEBHOOK_LEASE_SECONDS: whole seconds from 10 to 3600, the default when unset', () => {
-  expect(settingsFromEnv({}).webhookLeaseSeconds).toBeUndefined();
-  expect(settingsFromEnv({ WEBHOOK_LEASE_SECONDS: '20' }).webhookLeaseSeconds).toBe(20);
+  expect(settingsFromEnv({}).tunables.webhooks?.leaseMs).toBeUndefined();
+  expect(settingsFromEnv({ WEBHOOK_LEASE_SECONDS: '20' }).tunables.webhooks?.leaseMs).toBe(20_000);
   for (const value of ['0', '9', '3601', 'soon', '12.5']) expect(() => settingsFromEnv({ WEBHOOK_LEASE_SECONDS: value })).toThrow(/WEBHOOK_LEASE_SECONDS/);
 });

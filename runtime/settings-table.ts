@@ -305,6 +305,29 @@ function resolveTree(tree: TunableTree, given: Record<string, unknown> | undefin
   );
 }
 
+function optionsFromValues(tree: TunableTree, values: ReadonlyMap<string, unknown>): Record<string, unknown> {
+  const options: Record<string, unknown> = {};
+  for (const [name, entry] of Object.entries(tree)) {
+    if (!isTunable(entry)) {
+      const group = optionsFromValues(entry, values);
+      if (Object.keys(group).length > 0) options[name] = group;
+      continue;
+    }
+    const value = values.get(entry.variable);
+    if (value !== undefined) options[name] = optionOf(entry, value);
+  }
+  return options;
+}
+
+/**
+ * The options the settings' values give (`readSettings`), each under its name in `TUNABLES` and converted
+ * as its entry says (days to milliseconds, megabytes to bytes...); a setting with no value and no default
+ * is absent.
+ */
+export function tunablesFromValues(values: ReadonlyMap<string, unknown>): Tunables {
+  return optionsFromValues(TUNABLES as unknown as TunableTree, values) as Tunables;
+}
+
 /**
  * The tunables a host runs with: each given option, else the host's own default where it states one
  * (`overrides`: the sandbox's, say), else the setting's default in the table.

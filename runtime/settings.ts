@@ -1,11 +1,14 @@
-import type { RateLimits } from '../core/api/rate-limit.js';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { blobSettingsFromEnv, type BlobSettings } from './blob-settings.js';
-import { readSettings, type Tunables } from './settings-table.js';
+import { readSettings, tunablesFromValues, type Tunables } from './settings-table.js';
 
-/** What the service reads from its environment. */
+/**
+ * What the service reads from its environment: the settings of the service alone (its server, files,
+ * database, bucket), and `tunables`, the options every host takes, made from their variables in the table
+ * (`TUNABLES` in settings-table.ts, where each is documented once).
+ */
 export interface ServiceSettings extends BlobSettings {
   /** `PORT`, 8080. 0 picks a free port. */
   port: number;
@@ -19,36 +22,10 @@ export interface ServiceSettings extends BlobSettings {
   databaseSchema?: string;
   /** `PUBLIC_URL`: base of the URLs handed out; `http://localhost:<port>` when absent. */
   publicUrl?: string;
-  /** `WEBHOOK_ALLOW_PRIVATE=true`: allow loopback/private webhook URLs (development only). */
-  webhookAllowPrivate: boolean;
-  /** `WEBHOOK_RATE_LIMIT`: at most this many webhook messages a second per endpoint; no limit when unset. */
-  webhookRateLimit?: number;
-  /** `RETENTION_DAYS`: days delivered webhooks and finished jobs are kept, 7. */
-  retentionDays: number;
-  /** `WEBHOOK_CONCURRENCY`: webhook requests in flight at once per endpoint, 16. */
-  webhookConcurrency: number;
-  /** `WEBHOOK_LEASE_SECONDS`: how long an instance's claim on outbox messages lasts, 300 when absent. */
-  webhookLeaseSeconds?: number;
-  /** `WEBHOOK_DISABLE_AFTER_DAYS`: days an endpoint fails every attempt before it is disabled, 5; 0 (`off`) never. */
-  webhookDisableAfterDays: number;
   /** `URL_SIGNING_SECRET`: else generated once and kept in DATA_DIR, so URLs survive restarts. */
   urlSigningSecret?: string;
   /** `LOG_LEVEL`: pino level, `info`. */
   logLevel: string;
-  /** `SEARCH_CACHE_MB`: memory for patients' search indexes (estimated), 64. */
-  searchCacheMb: number;
-  /** `JOB_CONCURRENCY`: queued jobs run at once by this process, 8; background work takes at most half. */
-  jobConcurrency: number;
-  /** `CCDA_WORKERS`: threads converting C-CDA documents; one per core but the event loop's (at least 1) when absent. */
-  ccdaWorkers?: number;
-  /** `RATE_LIMITS`: requests per minute per account by route class, e.g. `create=600,consolidated=60`; `off`, or 0 for a class, disables. */
-  rateLimits?: RateLimits;
-  /** `FAILED_AUTH_LIMIT`: wrong API keys allowed per client address and minute, 20; `off` or 0 disables. */
-  failedAuthPerMinute: number;
-  /** `RENDER_CONCURRENCY`: renders (HTML, PDF) run at once by this process, every account together, 2. */
-  renderConcurrency: number;
-  /** `RENDER_QUEUE`: renders that may wait for a slot, 8; one more answers 503 BUSY. */
-  renderQueue: number;
   /** `HEADERS_TIMEOUT_SECONDS`: time a client has to send a request's headers, 30; then 408 and the connection is closed. */
   headersTimeoutMs: number;
   /** `REQUEST_TIMEOUT_SECONDS`: time a client has to send a whole request, 300 (an upload may be 200 MB); then 408. */
@@ -57,8 +34,8 @@ export interface ServiceSettings extends BlobSettings {
   keepAliveTimeoutMs: number;
   /** `MAX_CONNECTIONS`: connections open at once, 1024; past it a new connection is closed unanswered. */
   maxConnections: number;
-  /** `CCDA_MAX_MB`: largest C-CDA document converted, MB (1 to 1024); larger ones are stored but not converted. Default 32. */
-  ccdaMaxBytes?: number;
+  /** The options every host takes, as the environment sets them or the table defaults them. */
+  tunables: Tunables;
 }
 
 /** Settings from environment variables (the table in settings-table.ts); throws with the variable's name when one is malformed. */
@@ -69,25 +46,15 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
   if (value<number>('HEADERS_TIMEOUT_SECONDS') > value<number>('REQUEST_TIMEOUT_SECONDS')) {
     throw new Error('HEADERS_TIMEOUT_SECONDS must not be more than REQUEST_TIMEOUT_SECONDS: the headers are part of the request');
   }
-  const ccdaMaxMb = value<number | undefined>('CCDA_MAX_MB');
   const settings: ServiceSettings = {
     port: value('PORT'),
-    retentionDays: value('RETENTION_DAYS'),
-    jobConcurrency: value('JOB_CONCURRENCY'),
-    webhookConcurrency: value('WEBHOOK_CONCURRENCY'),
-    webhookDisableAfterDays: value('WEBHOOK_DISABLE_AFTER_DAYS'),
     dataDir: value('DATA_DIR'),
-    webhookAllowPrivate: value('WEBHOOK_ALLOW_PRIVATE'),
     logLevel: value('LOG_LEVEL'),
-    searchCacheMb: value('SEARCH_CACHE_MB'),
-    failedAuthPerMinute: value('FAILED_AUTH_LIMIT'),
-    renderConcurrency: value('RENDER_CONCURRENCY'),
-    renderQueue: value('RENDER_QUEUE'),
     headersTimeoutMs: seconds('HEADERS_TIMEOUT_SECONDS'),
     requestTimeoutMs: seconds('REQUEST_TIMEOUT_SECONDS'),
     keepAliveTimeoutMs: seconds('KEEP_ALIVE_TIMEOUT_SECONDS'),
     maxConnections: value('MAX_CONNECTIONS'),
-    rateLimits: value('RATE_LIMITS'),
+    tunables: tunablesFromValues(read),
   };
   // Settings with no default stay absent rather than present as undefined.
   const optional = {
@@ -96,39 +63,10 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): ServiceSe
     databaseSchema: value<string | undefined>('DATABASE_SCHEMA'),
     publicUrl: value<string | undefined>('PUBLIC_URL'),
     urlSigningSecret: value<string | undefined>('URL_SIGNING_SECRET'),
-    ccdaWorkers: value<number | undefined>('CCDA_WORKERS'),
-    ccdaMaxBytes: ccdaMaxMb === undefined ? undefined : Math.round(ccdaMaxMb * 1024 * 1024),
-    webhookRateLimit: value<number | undefined>('WEBHOOK_RATE_LIMIT'),
-    webhookLeaseSeconds: value<number | undefined>('WEBHOOK_LEASE_SECONDS'),
     ...blobSettingsFromEnv(env),
   };
   for (const [name, given] of Object.entries(optional)) if (given !== undefined) Object.assign(settings, { [name]: given });
   return settings;
-}
-
-/**
- * The tunables as the service's settings give them, under the hosts' option names: every one the
- * environment sets or defaults, so the service runs with the table's defaults, `RATE_LIMITS` and
- * `FAILED_AUTH_LIMIT` included (the embedded host has none of its own).
- */
-export function tunablesOf(settings: ServiceSettings): Tunables {
-  return {
-    rateLimits: settings.rateLimits,
-    failedAuthPerMinute: settings.failedAuthPerMinute,
-    renders: { concurrency: settings.renderConcurrency, queue: settings.renderQueue },
-    ccdaMaxBytes: settings.ccdaMaxBytes,
-    jobConcurrency: settings.jobConcurrency,
-    ccdaWorkers: settings.ccdaWorkers,
-    searchCacheMb: settings.searchCacheMb,
-    retentionDays: settings.retentionDays,
-    webhooks: {
-      allowPrivate: settings.webhookAllowPrivate,
-      endpointConcurrency: settings.webhookConcurrency,
-      rateLimitPerSecond: settings.webhookRateLimit,
-      leaseMs: settings.webhookLeaseSeconds === undefined ? undefined : settings.webhookLeaseSeconds * 1000,
-      disableAfterMs: Math.round(settings.webhookDisableAfterDays * 24 * 3_600_000),
-    },
-  };
 }
 
 const SECRET_FILE = 'url-signing-secret';

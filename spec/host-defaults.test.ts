@@ -3,7 +3,7 @@ import { embeddedRuntimeOptions, type CarebridgeOptions } from '../hosts/embedde
 import { memoryRuntimeOptions, type MemoryHostOptions } from '../hosts/memory/memory.host.js';
 import { runtimeTunables } from '../runtime/runtime.js';
 import { readSettings, TUNABLES, type ResolvedTunables, type TunableSpec, type Tunables } from '../runtime/settings-table.js';
-import { settingsFromEnv, tunablesOf } from '../runtime/settings.js';
+import { settingsFromEnv } from '../runtime/settings.js';
 
 /*
  * The limits and work settings are declared once, in runtime/settings-table.ts, with their defaults. These
@@ -31,7 +31,7 @@ const EMBEDDED = tableDefaults(TUNABLES as unknown as Tree, fromEmptyEnvironment
 
 describe('every host runs with the settings table defaults', () => {
   test('the service, from an empty environment', () => {
-    expect(runtimeTunables({ profile: { kind: 'sql' }, publicUrl: 'http://localhost', ...tunablesOf(settingsFromEnv({})) })).toEqual(SERVICE);
+    expect(runtimeTunables({ profile: { kind: 'sql' }, publicUrl: 'http://localhost', ...settingsFromEnv({}).tunables })).toEqual(SERVICE);
   });
 
   test('the embedded host, given no option: the same, but no request limits of its own (the application may have them)', () => {

@@ -121,10 +121,15 @@ describe('carebridge account', () => {
 });
 
 test('serve --help names every setting the service reads from the environment', async () => {
-  // The names are taken from the code that reads them, so a new setting without a line here fails.
+  // The names are taken from the code that reads them (the table, whose entries the service's settings
+  // walk, and the readers beside it), so a new setting without a line here fails.
   const root = new URL('../../runtime/', import.meta.url);
-  const source = ['settings.ts', 'blob-settings.ts', 'sandbox-documents.ts'].map((file) => readFileSync(new URL(file, root), 'utf8')).join('\n');
-  const names = new Set([...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|['`]([A-Z][A-Z0-9]*_[A-Z0-9_]+)['`]/g)].map((match) => match[1] ?? match[2]!));
+  const read = (file: string) => readFileSync(new URL(file, root), 'utf8');
+  const source = ['settings.ts', 'blob-settings.ts', 'sandbox-documents.ts'].map(read).join('\n');
+  const names = new Set([
+    ...[...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|['`]([A-Z][A-Z0-9]*_[A-Z0-9_]+)['`]/g)].map((match) => match[1] ?? match[2]!),
+    ...[...read('settings-table.ts').matchAll(/variable: '([A-Z][A-Z0-9_]+)'/g)].map((match) => match[1]!),
+  ]);
   expect(names.size).toBeGreaterThan(25);
   const help = io();
   expect(await runCli(['serve', '--help'], help)).toBe(0);

@@ -1,3 +1,4 @@
+import { resolveTunables } from '../../runtime/settings-table.js';
 import { settingsFromEnv, startService, type ServiceOptions } from './service.js';
 
 /**
@@ -12,7 +13,8 @@ export async function runService(env: NodeJS.ProcessEnv, overrides: ServiceOptio
   });
   let service;
   try {
-    service = await startService({ ...settingsFromEnv(env), ...overrides });
+    const fromEnv = settingsFromEnv(env);
+    service = await startService({ ...fromEnv, ...overrides, tunables: resolveTunables(overrides.tunables ?? {}, fromEnv.tunables) });
   } catch (error) {
     process.stderr.write(`carebridge could not start: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;

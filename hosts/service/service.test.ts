@@ -1,4 +1,6 @@
 import { DEFAULT_RATE_LIMITS } from '../../core/api/rate-limit.js';
+
+const DAY_MS = 24 * 3_600_000;
 import { createHmac } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
@@ -55,15 +57,20 @@ async function startImport(service: ServiceHandle, apiKey: string): Promise<{ re
 describe('settings from the environment', () => {
   test('defaults, parsing, and a clear error naming the variable', () => {
     expect(settingsFromEnv({})).toEqual({
-      port: 8080, dataDir: './data', webhookAllowPrivate: false, logLevel: 'info', searchCacheMb: 64, jobConcurrency: 8, webhookConcurrency: 16, retentionDays: 7, webhookDisableAfterDays: 5,
-      rateLimits: DEFAULT_RATE_LIMITS,
-      failedAuthPerMinute: 20,
-      renderConcurrency: 2,
-      renderQueue: 8,
+      port: 8080, dataDir: './data', logLevel: 'info',
       headersTimeoutMs: 30_000,
       requestTimeoutMs: 300_000,
       keepAliveTimeoutMs: 5_000,
       maxConnections: 1024,
+      tunables: {
+        rateLimits: DEFAULT_RATE_LIMITS,
+        failedAuthPerMinute: 20,
+        renders: { concurrency: 2, queue: 8 },
+        jobConcurrency: 8,
+        searchCacheMb: 64,
+        retentionDays: 7,
+        webhooks: { allowPrivate: false, endpointConcurrency: 16, disableAfterMs: 5 * DAY_MS },
+      },
     });
     expect(
       settingsFromEnv({
@@ -86,32 +93,31 @@ describe('settings from the environment', () => {
       dataDir: '/srv/cb',
       databaseUrl: 'postgres://u@db/x',
       publicUrl: 'https://api.example.org/',
-      webhookAllowPrivate: true,
       urlSigningSecret: 's'.repeat(32),
       logLevel: 'warn',
       host: '127.0.0.1',
-      searchCacheMb: 256,
-      jobConcurrency: 12,
-      ccdaWorkers: 3,
-      webhookConcurrency: 4,
-      webhookDisableAfterDays: 0.5,
-      retentionDays: 7,
-      rateLimits: DEFAULT_RATE_LIMITS,
-      failedAuthPerMinute: 20,
-      renderConcurrency: 2,
-      renderQueue: 8,
       headersTimeoutMs: 30_000,
       requestTimeoutMs: 300_000,
       keepAliveTimeoutMs: 5_000,
       maxConnections: 1024,
+      tunables: {
+        rateLimits: DEFAULT_RATE_LIMITS,
+        failedAuthPerMinute: 20,
+        renders: { concurrency: 2, queue: 8 },
+        jobConcurrency: 12,
+        ccdaWorkers: 3,
+        searchCacheMb: 256,
+        retentionDays: 7,
+        webhooks: { allowPrivate: true, endpointConcurrency: 4, disableAfterMs: 0.5 * DAY_MS },
+      },
     });
-    expect(settingsFromEnv({ RATE_LIMITS: 'off' }).rateLimits).toEqual({ standard: 0, create: 0, documentQuery: 0, consolidated: 0 });
-    expect(settingsFromEnv({ RATE_LIMITS: 'create=1200, documentQuery=0' }).rateLimits).toEqual({ ...DEFAULT_RATE_LIMITS, create: 1200, documentQuery: 0 });
+    expect(settingsFromEnv({ RATE_LIMITS: 'off' }).tunables.rateLimits).toEqual({ standard: 0, create: 0, documentQuery: 0, consolidated: 0 });
+    expect(settingsFromEnv({ RATE_LIMITS: 'create=1200, documentQuery=0' }).tunables.rateLimits).toEqual({ ...DEFAULT_RATE_LIMITS, create: 1200, documentQuery: 0 });
     for (const value of ['fast', 'create=many', 'writes=10', 'create=-1', 'create=']) expect(() => settingsFromEnv({ RATE_LIMITS: value })).toThrow(/RATE_LIMITS/);
-    expect(settingsFromEnv({ FAILED_AUTH_LIMIT: 'off' }).failedAuthPerMinute).toBe(0);
-    expect(settingsFromEnv({ FAILED_AUTH_LIMIT: '5' }).failedAuthPerMinute).toBe(5);
+    expect(settingsFromEnv({ FAILED_AUTH_LIMIT: 'off' }).tunables.failedAuthPerMinute).toBe(0);
+    expect(settingsFromEnv({ FAILED_AUTH_LIMIT: '5' }).tunables.failedAuthPerMinute).toBe(5);
     for (const value of ['many', '-1', '2.5']) expect(() => settingsFromEnv({ FAILED_AUTH_LIMIT: value })).toThrow(/FAILED_AUTH_LIMIT/);
-    expect(settingsFromEnv({ RENDER_CONCURRENCY: '4', RENDER_QUEUE: '0' })).toMatchObject({ renderConcurrency: 4, renderQueue: 0 });
+    expect(settingsFromEnv({ RENDER_CONCURRENCY: '4', RENDER_QUEUE: '0' }).tunables.renders).toEqual({ concurrency: 4, queue: 0 });
     for (const value of ['0', 'two', '1.5']) expect(() => settingsFromEnv({ RENDER_CONCURRENCY: value })).toThrow(/RENDER_CONCURRENCY/);
     expect(() => settingsFromEnv({ RENDER_QUEUE: '-1' })).toThrow(/RENDER_QUEUE/);
     expect(settingsFromEnv({ HEADERS_TIMEOUT_SECONDS: '10', REQUEST_TIMEOUT_SECONDS: '600', KEEP_ALIVE_TIMEOUT_SECONDS: '65', MAX_CONNECTIONS: '64' })).toMatchObject({
@@ -121,7 +127,7 @@ describe('settings from the environment', () => {
     for (const name of ['HEADERS_TIMEOUT_SECONDS', 'REQUEST_TIMEOUT_SECONDS', 'KEEP_ALIVE_TIMEOUT_SECONDS', 'MAX_CONNECTIONS']) {
       for (const value of ['0', 'soon', '1.5']) expect(() => settingsFromEnv({ [name]: value })).toThrow(new RegExp(name));
     }
-    expect(settingsFromEnv({ CCDA_MAX_MB: '8' }).ccdaMaxBytes).toBe(8 * 1024 * 1024);
+    expect(settingsFromEnv({ CCDA_MAX_MB: '8' }).tunables.ccdaMaxBytes).toBe(8 * 1024 * 1024);
     expect(() => settingsFromEnv({ CCDA_MAX_MB: '0' })).toThrow(/CCDA_MAX_MB/);
     expect(() => settingsFromEnv({ PORT: 'eighty' })).toThrow(/PORT/);
     expect(() => settingsFromEnv({ PORT: '70000' })).toThrow(/PORT/);
@@ -129,11 +135,11 @@ describe('settings from the environment', () => {
     expect(() => settingsFromEnv({ WEBHOOK_CONCURRENCY: '0' })).toThrow(/WEBHOOK_CONCURRENCY/);
     expect(() => settingsFromEnv({ RETENTION_DAYS: '0' })).toThrow(/RETENTION_DAYS/);
     expect(() => settingsFromEnv({ WEBHOOK_RATE_LIMIT: '0' })).toThrow(/WEBHOOK_RATE_LIMIT/);
-    expect(settingsFromEnv({ WEBHOOK_RATE_LIMIT: '50' }).webhookRateLimit).toBe(50);
-    expect(settingsFromEnv({}).webhookRateLimit).toBeUndefined();
+    expect(settingsFromEnv({ WEBHOOK_RATE_LIMIT: '50' }).tunables.webhooks?.rateLimitPerSecond).toBe(50);
+    expect(settingsFromEnv({}).tunables.webhooks?.rateLimitPerSecond).toBeUndefined();
     expect(() => settingsFromEnv({ RETENTION_DAYS: 'week' })).toThrow(/RETENTION_DAYS/);
-    expect(settingsFromEnv({ RETENTION_DAYS: '30' }).retentionDays).toBe(30);
-    expect(settingsFromEnv({}).webhookConcurrency).toBe(16);
+    expect(settingsFromEnv({ RETENTION_DAYS: '30' }).tunables.retentionDays).toBe(30);
+    expect(settingsFromEnv({}).tunables.webhooks?.endpointConcurrency).toBe(16);
     expect(() => settingsFromEnv({ LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
     expect(() => settingsFromEnv({ PUBLIC_URL: 'example.org' })).toThrow(/PUBLIC_URL/);
     expect(() => settingsFromEnv({ SEARCH_CACHE_MB: 'lots' })).toThrow(/SEARCH_CACHE_MB/);
@@ -182,14 +188,14 @@ describe('the service on SQLite', () => {
     };
     expect(new Set(await statuses(await service({ RATE_LIMITS: 'off' })))).toEqual(new Set([200]));
     // startService merges the settings it is given onto those of an empty environment: `off` must win.
-    expect({ ...settingsFromEnv({}), ...settingsFromEnv({ RATE_LIMITS: 'off' }) }.rateLimits).toEqual({ standard: 0, create: 0, documentQuery: 0, consolidated: 0 });
+    expect({ ...settingsFromEnv({}), ...settingsFromEnv({ RATE_LIMITS: 'off' }) }.tunables.rateLimits).toEqual({ standard: 0, create: 0, documentQuery: 0, consolidated: 0 });
     expect((await statuses(await service({ RATE_LIMITS: 'standard=10' }))).filter((status) => status === 429)).toHaveLength(2);
   });
 
   test('wrong API keys over HTTP are counted per client address: past the limit 429 TOO_MANY_FAILED_ATTEMPTS with Retry-After', async () => {
     const dataDir = await tempDir();
     const clock = new SteppedClock('2026-01-01T00:00:00.000Z');
-    const service = await start({ dataDir, clock, background: false, sandboxAccount: true, announce: () => {}, failedAuthPerMinute: 2 });
+    const service = await start({ dataDir, clock, background: false, sandboxAccount: true, announce: () => {}, tunables: { failedAuthPerMinute: 2 } });
     const apiKey = service.sandboxAccount!.apiKey;
     expect((await api(service, apiKey, 'GET', '/medical/v1/facility')).status).toBe(200);
     for (let i = 0; i < 2; i++) expect((await api(service, 'cb_wrong', 'GET', '/medical/v1/facility')).status).toBe(401);
@@ -239,7 +245,7 @@ describe('the service on SQLite', () => {
     const receiver = await startReceiver();
     cleanups.push(() => receiver.close());
     const dataDir = await tempDir();
-    const service = await start({ dataDir, webhookAllowPrivate: true, pollMs: 50, sandboxAccount: true, announce: () => {} });
+    const service = await start({ dataDir, tunables: { webhooks: { allowPrivate: true } }, pollMs: 50, sandboxAccount: true, announce: () => {} });
     const { accountId, apiKey } = service.sandboxAccount!;
     const settings = (await service.deps.storage.webhookSettings.get(accountId))!;
     await service.deps.storage.webhookSettings.put({ ...settings, webhookUrl: `${receiver.url}/hook`, webhookEnabled: true });

@@ -8,7 +8,8 @@ import type { ClockPort, IdsPort, WebhookSenderPort } from '../../core/ports/ind
 import { statusForCode } from '../../core/errors.js';
 import { createKoaApp } from '../../http/koa.js';
 import { createRuntime, type Runtime } from '../../runtime/runtime.js';
-import { settingsFromEnv, tunablesOf, type ServiceSettings } from '../../runtime/settings.js';
+import { settingsFromEnv, type ServiceSettings } from '../../runtime/settings.js';
+import { resolveTunables } from '../../runtime/settings-table.js';
 
 export { settingsFromEnv, type ServiceSettings } from '../../runtime/settings.js';
 
@@ -114,7 +115,8 @@ export async function startService(options: ServiceOptions = settingsFromEnv()):
   const url = `http://${urlHost(settings.host)}:${address.port}`;
   const publicUrl = (settings.publicUrl ?? url).replace(/\/+$/, '');
 
-  const tunables = tunablesOf(settings);
+  // Each option given, else the environment's (or the table's) value for it, group by group.
+  const tunables = resolveTunables(options.tunables ?? {}, defaults.tunables);
   let runtime: Runtime | undefined;
   try {
     runtime = await createRuntime({

@@ -41,13 +41,12 @@ export async function makeKoaDriver(options: KoaDriverOptions = {}): Promise<Hos
       dataDir,
       clock,
       ids: new SequentialIds(),
-      webhookAllowPrivate: true,
       urlSigningSecret: 'spec-url-signing-secret',
       background: false,
       sandboxAccount: false,
       // The suite sends wrong keys from one address on purpose (every route's 401, the fuzz); the count of
       // them has its own tests.
-      failedAuthPerMinute: 0,
+      tunables: { failedAuthPerMinute: 0, webhooks: { allowPrivate: true } },
       logger: pino({ level: options.logLevel ?? 'silent' }),
     });
   } catch (error) {
