@@ -57,9 +57,22 @@ describe('every host runs with the settings table defaults', () => {
     expect(sandbox).toMatchObject({ searchCacheMb: 32, failedAuthPerMinute: 5, webhooks: { disableAfterMs: 0, allowPrivate: false } });
   });
 
+  test('the sandbox takes every option under the table’s name, which wins over its older aliases', () => {
+    const tableNames = runtimeTunables(
+      memoryRuntimeOptions({ jobConcurrency: 3, searchCacheMb: 16, retentionDays: 2, webhooks: { allowPrivate: false, disableAfterMs: 0, endpointConcurrency: 2 } }),
+    );
+    expect(tableNames).toMatchObject({ jobConcurrency: 3, searchCacheMb: 16, retentionDays: 2, webhooks: { allowPrivate: false, disableAfterMs: 0, endpointConcurrency: 2 } });
+    const both = runtimeTunables(
+      memoryRuntimeOptions({ searchCacheMb: 16, searchCacheBytes: 32 * 1024 * 1024, webhooks: { allowPrivate: false, disableAfterMs: 1_000 }, webhookAllowPrivate: true, webhookDisableAfterMs: 0 }),
+    );
+    expect(both).toMatchObject({ searchCacheMb: 16, webhooks: { allowPrivate: false, disableAfterMs: 1_000 } });
+  });
+
   test('the hosts’ option types are the table’s', () => {
     expectTypeOf<CarebridgeOptions['jobConcurrency']>().toEqualTypeOf<Tunables['jobConcurrency']>();
     expectTypeOf<CarebridgeOptions['rateLimits']>().toEqualTypeOf<Tunables['rateLimits']>();
+    expectTypeOf<MemoryHostOptions['jobConcurrency']>().toEqualTypeOf<Tunables['jobConcurrency']>();
+    expectTypeOf<MemoryHostOptions['webhooks']>().toEqualTypeOf<Tunables['webhooks']>();
     expectTypeOf<MemoryHostOptions['renders']>().toEqualTypeOf<Tunables['renders']>();
     expectTypeOf<NonNullable<CarebridgeOptions['webhooks']>['leaseMs']>().toEqualTypeOf<NonNullable<Tunables['webhooks']>['leaseMs']>();
     expectTypeOf<MemoryHostOptions['webhookDisableAfterMs']>().toEqualTypeOf<NonNullable<Tunables['webhooks']>['disableAfterMs']>();

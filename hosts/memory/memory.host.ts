@@ -7,10 +7,13 @@ import { createRuntime, type Runtime, type RuntimeOptions } from '../../runtime/
 import type { Tunables } from '../../runtime/settings-table.js';
 
 /**
- * `rateLimits`, `failedAuthPerMinute` and `renders` are the settings table's (runtime/settings-table.ts),
- * with its documentation and defaults; the sandbox's other defaults are the runtime's memory profile's.
+ * The options every host takes are the settings table's (runtime/settings-table.ts), under its names, with
+ * its documentation and defaults; the sandbox's own defaults are the runtime's memory profile's (one job at
+ * a time, private webhook URLs allowed). Three older names stay as aliases.
  */
-export interface MemoryHostOptions extends Pick<Tunables, 'rateLimits' | 'failedAuthPerMinute' | 'renders'> {
+export interface MemoryHostOptions extends Omit<Tunables, 'webhooks'> {
+  /** Webhook delivery (see `TUNABLES.webhooks`): private URLs are allowed in the sandbox unless `allowPrivate` is false. */
+  webhooks?: Tunables['webhooks'];
   /** A stepped clock in tests; the system clock otherwise. */
   clock?: ClockPort;
   /** Sequential ids in tests; UUID v7 otherwise. */
@@ -23,13 +26,13 @@ export interface MemoryHostOptions extends Pick<Tunables, 'rateLimits' | 'failed
   webhookSender?: WebhookSenderPort;
   /** Secret for pre-signed URLs; random per host when absent. */
   urlSecret?: string;
-  /** `webhooks.allowPrivate` of the settings table; true in the sandbox, whose receiver is usually on the developer's machine. */
+  /** @deprecated `webhooks.allowPrivate`, which wins when both are given. */
   webhookAllowPrivate?: WebhookTunables['allowPrivate'];
-  /** `webhooks.disableAfterMs` of the settings table: an endpoint failing every attempt this long is disabled. Default 5 days; 0 never. */
+  /** @deprecated `webhooks.disableAfterMs`, which wins when both are given. */
   webhookDisableAfterMs?: WebhookTunables['disableAfterMs'];
   /** Another storage adapter in place of the in-memory one (benchmarks, adapter trials). The host closes it. */
   storage?: StoragePort;
-  /** `searchCacheMb` of the settings table, in bytes: memory for per-patient search indexes (estimated). Default 64 MB. */
+  /** @deprecated `searchCacheMb`, in bytes; `searchCacheMb` wins when both are given. */
   searchCacheBytes?: number;
   /**
    * Runs queued work (imports, document queries, conversions) and webhook deliveries by itself, as the
@@ -102,18 +105,22 @@ export class MemoryHost {
  * default is stated here but the base URL: the others are the memory profile's, else the settings table's.
  */
 export function memoryRuntimeOptions(options: MemoryHostOptions): RuntimeOptions {
+  const {
+    storage, publicUrl, urlSecret, webhookSender, fixturesDir, background: _background,
+    webhooks, webhookAllowPrivate, webhookDisableAfterMs, searchCacheBytes, ...rest
+  } = options;
   return {
-    profile: { kind: 'memory', storage: options.storage },
-    publicUrl: options.publicUrl ?? 'http://sandbox.carebridge.local',
-    urlSigningSecret: options.urlSecret,
-    webhooks: { allowPrivate: options.webhookAllowPrivate, sender: options.webhookSender, disableAfterMs: options.webhookDisableAfterMs },
-    sandboxDocumentsDir: options.fixturesDir || undefined,
-    searchCacheMb: options.searchCacheBytes === undefined ? undefined : options.searchCacheBytes / (1024 * 1024),
-    rateLimits: options.rateLimits,
-    failedAuthPerMinute: options.failedAuthPerMinute,
-    renders: options.renders,
-    clock: options.clock,
-    ids: options.ids,
-    ports: options.ports,
+    ...rest,
+    profile: { kind: 'memory', storage },
+    publicUrl: publicUrl ?? 'http://sandbox.carebridge.local',
+    urlSigningSecret: urlSecret,
+    webhooks: {
+      ...webhooks,
+      allowPrivate: webhooks?.allowPrivate ?? webhookAllowPrivate,
+      disableAfterMs: webhooks?.disableAfterMs ?? webhookDisableAfterMs,
+      sender: webhookSender,
+    },
+    sandboxDocumentsDir: fixturesDir || undefined,
+    searchCacheMb: rest.searchCacheMb ?? (searchCacheBytes === undefined ? undefined : searchCacheBytes / (1024 * 1024)),
   };
 }
