@@ -87,13 +87,11 @@ function decoded(value: string): string {
   return value.replace(APOS, "'").replace(GT, '>').replace(LT, '<').replace(QUOT, '"').replace(AMP, '&');
 }
 
-const LT_CODE = 60;
 const GT_CODE = 62;
 const SLASH = 47;
 const EQUALS = 61;
 const QUESTION = 63;
 const BANG = 33;
-const AMPERSAND = 38;
 
 const isSpace = (code: number) => code === 32 || code === 10 || code === 9 || code === 13;
 const isNameStart = (code: number) => (code >= 97 && code <= 122) || (code >= 65 && code <= 90) || code === 95 || code === 58;
