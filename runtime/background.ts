@@ -45,16 +45,17 @@ export class RetentionSweeper {
   }
 }
 
+/** At least this long between a claim that found nothing and the next, however often the loop is woken. */
+const DRY_CLAIM_INTERVAL_MS = 50;
+
 /**
  * Webhook delivery in the background or on demand, through one dispatcher per process (several processes
  * share the outbox through its claims). The loop polls: each poll starts lanes for the endpoints with
  * deliverable messages that have none running, and never waits for the lanes it started, so a slow
  * endpoint's lane delays no other's. It polls again at once after a poll that claimed something, when woken
- * (a write, a lane that ended), or after `pollMs`.
+ * (a write, a lane that ended; no sooner than DRY_CLAIM_INTERVAL_MS after a poll that found nothing), or
+ * after `pollMs`.
  */
-/** At least this long between a claim that found nothing and the next, however often the loop is woken. */
-const DRY_CLAIM_INTERVAL_MS = 50;
-
 export class DeliveryLoop {
   private loop: Promise<void> | undefined;
   private stopped = true;

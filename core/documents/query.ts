@@ -168,8 +168,13 @@ function patientEntryBase(query: DocumentQuery, patient: Patient | undefined) {
   return { patientId: query.patientId, ...(patient?.externalId ? { externalId: patient.externalId } : {}) };
 }
 
+/** The query's own documents among the patient's. */
+function ofQuery(patientDocuments: readonly DocumentRecord[], query: Pick<DocumentQuery, 'id'>): DocumentRecord[] {
+  return patientDocuments.filter((document) => document.queryId === query.id);
+}
+
 async function documentsOfQuery(storage: StoragePort, query: DocumentQuery): Promise<DocumentRecord[]> {
-  return (await storage.documents.listByPatient(query.accountId, query.patientId)).filter((document) => document.queryId === query.id);
+  return ofQuery(await storage.documents.listByPatient(query.accountId, query.patientId), query);
 }
 
 /**
@@ -317,7 +322,7 @@ async function downloadStep(deps: CoreDeps, query: DocumentQuery): Promise<Downl
     // A second worker that took the job over (lost lease) may have ended the step already: one message.
     if ((await tx.documentQueries.get(query.accountId, query.id))?.download.status !== 'processing') return undefined;
     const all = await tx.documents.listByPatient(query.accountId, query.patientId);
-    const documents = all.filter((document) => document.queryId === query.id);
+    const documents = ofQuery(all, query);
     const download: ProgressCounts = {
       // Nothing could be fetched of what the network offered: the download failed.
       status: errors > 0 && documents.length === 0 ? 'failed' : 'completed',
@@ -406,8 +411,7 @@ async function recordFetchedDocuments<A>(
 async function conversionStep(deps: CoreDeps, query: DocumentQuery, downloaded: Downloaded | undefined): Promise<void> {
   const patient = downloaded ? downloaded.patient : await deps.storage.patients.get(query.accountId, query.patientId);
   const patientDocuments = downloaded?.patientDocuments ?? (await deps.storage.documents.listByPatient(query.accountId, query.patientId));
-  const ofQuery = patientDocuments.filter((document) => document.queryId === query.id);
-  await convertDocuments(deps, ofQuery, downloaded?.ready, async (tx, converted) => {
+  await convertDocuments(deps, ofQuery(patientDocuments, query), downloaded?.ready, async (tx, converted) => {
     const documents = converted.filter((d) => isCcdaMediaType(d.mimeType));
     const successful = documents.filter((d) => d.conversionStatus === 'completed').length;
     const errors = documents.filter((d) => d.conversionStatus === 'failed').length;

@@ -76,7 +76,6 @@ export function columnList(table: TableName): string {
   return list;
 }
 
-/** `"a" = $1 AND "b" = $2`: the conditions, their values bound in `params`; `true` for none. */
 /** The conditions of one account's row by its id: how most rows are read, replaced and removed. */
 export function owned<T extends TableName>(accountId: string, id: string): Conditions<T> {
   return [
@@ -85,6 +84,7 @@ export function owned<T extends TableName>(accountId: string, id: string): Condi
   ] as unknown as Conditions<T>;
 }
 
+/** `"a" = $1 AND "b" = $2`: the conditions, their values bound in `params`; `true` for none. */
 export function whereOf<T extends TableName>(conditions: Conditions<T>, params: Params): string {
   if (conditions.length === 0) return 'true';
   return conditions.map(([column, value]) => `${quoted(column)} = ${params.add(value)}`).join(' AND ');
