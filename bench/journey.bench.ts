@@ -10,11 +10,11 @@
  * - a second import of 1,000 rows started mid-journey, against the same import on an idle service.
  * BENCH_JOURNEY_ROWS=2000,20000 (default 2000). Prints one JSON object per measure.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MedplumCcdaConverter } from '../adapters/ccda/medplum.ccda.js';
 import { SandboxHieNetwork } from '../adapters/hie/sandbox.hie.js';
 import { generateCsv } from './generate.js';
 import { Sequelize } from 'sequelize';
@@ -105,21 +105,12 @@ async function patientIdsOf(api: Api, facilityId: string): Promise<string[]> {
   return ids;
 }
 
-/** Untimed passes over the fixtures before timing: a converter's code runs several times slower until the JIT has compiled it. */
-const FLOOR_WARM_PASSES = 25;
-/** Timed conversions of each fixture; its median is taken. */
-const FLOOR_TIMED_PASSES = 11;
-
 /**
- * The one-core floor: each fixture's in-process conversion time, warm (median of FLOOR_TIMED_PASSES after
- * FLOOR_WARM_PASSES untimed passes over all of them), times how often the journey converted it. `bareMs` is
- * the library alone (`repairs: false`: @medplum/ccda with only what keeps it from crashing), the floor the
- * journey is held to; `repairedMs` is the converter as the service runs it. Each conversion is timed by
- * the CPU time this process spent on it, not by the clock: a core of its own is what the floor supposes,
- * and other work on the machine would otherwise lengthen it (it read 12 ms per document at a load
- * average of 6 against 6.5 on a quiet machine).
+ * The one-core floor for the documents the journey converted: `bareMs`, the library alone, the floor the
+ * journey is held to, and `repairedMs`, the converter as the service runs it. Measured by
+ * bench/conversion-floor.ts in a fresh process pinned to one core, once the service has stopped.
  */
-async function conversionFloorMs(patientIds: readonly string[]): Promise<{ bareMs: number; repairedMs: number; documents: number }> {
+async function conversionFloorMs(work: string, patientIds: readonly string[]): Promise<{ bareMs: number; repairedMs: number; documents: number }> {
   const network = new SandboxHieNetwork({ fixturesDir: FIXTURES });
   const uses = new Map<string, number>();
   for (const patientId of patientIds) {
@@ -127,23 +118,12 @@ async function conversionFloorMs(patientIds: readonly string[]): Promise<{ bareM
       uses.set(ref.fileName, (uses.get(ref.fileName) ?? 0) + 1);
     }
   }
-  const fixtures = [...uses].map(([fileName, count]) => ({ xml: readFileSync(join(FIXTURES, fileName), 'utf8'), count }));
-  const floorOf = async (converter: MedplumCcdaConverter): Promise<number> => {
-    for (let pass = 0; pass < FLOOR_WARM_PASSES; pass++) for (const { xml } of fixtures) await converter.convert(xml);
-    const times = fixtures.map((): number[] => []);
-    for (let pass = 0; pass < FLOOR_TIMED_PASSES; pass++) {
-      for (const [index, { xml }] of fixtures.entries()) {
-        const started = process.cpuUsage();
-        await converter.convert(xml);
-        const used = process.cpuUsage(started);
-        times[index]!.push((used.user + used.system) / 1000);
-      }
-    }
-    return fixtures.reduce((sum, { count }, index) => sum + percentile(times[index]!, 50) * count, 0);
-  };
-  const bareMs = await floorOf(new MedplumCcdaConverter({ repairs: false }));
-  const repairedMs = await floorOf(new MedplumCcdaConverter());
-  return { bareMs, repairedMs, documents: fixtures.reduce((sum, { count }) => sum + count, 0) };
+  const list = join(work, 'floor-fixtures.json');
+  writeFileSync(list, JSON.stringify([...uses].map(([file, count]) => ({ file, count }))));
+  const script = fileURLToPath(new URL('./conversion-floor.ts', import.meta.url));
+  const output = execFileSync('taskset', ['-c', '0', process.execPath, '--import', 'tsx', script, list], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const { bareMs, repairedMs } = JSON.parse(output) as { bareMs: number; repairedMs: number };
+  return { bareMs, repairedMs, documents: [...uses.values()].reduce((sum, count) => sum + count, 0) };
 }
 
 /** A fresh service with an account, a facility and the receiver as its webhook endpoint. */
@@ -172,6 +152,7 @@ async function journey(rows: number, work: string, receiver: Receiver, secondCsv
   const csv = generateCsv({ rows, seed: 11 });
   const run = await freshService(work, `journey-${rows}`, receiver);
   const { service, api, apiKey, facilityId } = run;
+  let stopped = false;
   try {
     // The machine's load (1-minute average) as the journey starts and ends: figures taken on a shared
     // machine are read with it.
@@ -220,7 +201,11 @@ async function journey(rows: number, work: string, receiver: Receiver, secondCsv
 
     const loadAtEnd = round(loadavg()[0]!, 2);
     const serviceCpuMs = service.cpuMs() - cpuAtStart;
-    const floor = await conversionFloorMs(patientIds);
+    const peakRssMb = service.peakRssMb();
+    // The floor once the service has stopped, so that nothing else runs on the machine meanwhile.
+    await stopService(service);
+    stopped = true;
+    const floor = await conversionFloorMs(work, patientIds);
     const documents = floor.documents;
     emit({
       measure: `import journey (Koa, ${DATABASE_URL ? 'PostgreSQL' : 'SQLite'})`,
@@ -247,7 +232,7 @@ async function journey(rows: number, work: string, receiver: Receiver, secondCsv
       // or what other work leaves it), well below them by waiting (one step for another, or storage).
       serviceCpuMs,
       serviceCoresBusy: round(serviceCpuMs / journeyMs, 2),
-      peakRssMb: service.peakRssMb(),
+      peakRssMb,
       targetPeakRssMb: 400,
       apiP50Ms: round(percentile(latencies, 50)),
       apiP99Ms: round(percentile(latencies, 99)),
@@ -263,7 +248,7 @@ async function journey(rows: number, work: string, receiver: Receiver, secondCsv
       webhooks: Object.fromEntries(receiver.counts),
     });
   } finally {
-    await stopService(service);
+    if (!stopped) await stopService(service);
   }
 }
 
