@@ -1,5 +1,5 @@
 import type { Sequelize, Transaction } from 'sequelize';
-import { runTransaction } from '../../storage/sequelize/connection.js';
+import { runStatement, runTransaction } from '../../storage/sequelize/connection.js';
 import { Params, RawSql } from '../../storage/sequelize/raw-sql.js';
 import { SequelizeStorage, Umzug } from 'umzug';
 import { CoreError } from '../../../core/errors.js';
@@ -44,12 +44,13 @@ const num = (value: unknown): number => (typeof value === 'number' ? value : Num
  *
  * - PostgreSQL claims with `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n)`, so workers
  *   in several processes each take different rows without waiting on one another.
- * - SQLite runs each write statement in a transaction of its own, taken through the instance's one writer
- *   (`runTransaction`, shared with the storage adapter), a claim's statements in one, so claims of this
- *   process never interleave. A write is never left to autocommit on the shared connection: meeting a storage
- *   transaction's write lock there, it waited in SQLite's busy handler and held up every read of that
- *   connection meanwhile (the API's too), up to the busy timeout and then failed, more often the more
- *   jobs ran at once. Each transaction is one statement, or a claim's three, so none is long-lived (on an
+ * - SQLite runs each write statement as a turn of the instance's one writer (`runStatement`, shared with
+ *   the storage adapter: the statement on a writer's connection, no BEGIN and COMMIT around it), and a
+ *   claim that must deal with a run-out lease in one transaction of the writer (`runTransaction`), so claims
+ *   of this process never interleave. A write is never left to autocommit on the connection reads share:
+ *   meeting a storage transaction's write lock there, it waited in SQLite's busy handler and held up every
+ *   read of that connection meanwhile (the API's too), up to the busy timeout and then failed, more often
+ *   the more jobs ran at once. Each turn is one statement, or a claim's three, so none is long-lived (on an
  *   in-memory database Sequelize shares one connection, and a long one there would swallow the storage's
  *   concurrent queries).
  *
@@ -137,45 +138,61 @@ export class SqlQueue implements QueuePort {
     checkLimit(options.limit);
     checkLeaseMs(options.leaseMs);
     // Most claims find nothing: a free slot asks for interactive work first, and in a journey there is
-    // none. A read says so without a turn of the writer (and its three statements): nothing pending is due
-    // and no lease has run out (whose job the claim would take over or mark dead). A job that lands after
-    // the read is the next claim's, as if this one had run earlier.
-    if (!(await this.anythingToClaim(options))) return [];
-    // On SQLite the claim's statements share one transaction of the writer, which also keeps two claims of
-    // this process apart: a claim costs the writer one turn, not three, and claims are the queue's most
-    // frequent write (every idle slot asks).
-    return this.writer((transaction) => this.claimIn(options, transaction));
+    // none. A read says so without a turn of the writer: nothing pending is due and no lease has run out
+    // (whose job the claim would take over or mark dead). A job that lands after the read is the next
+    // claim's, as if this one had run earlier.
+    const due = await this.dueToClaim(options);
+    if (due === 'nothing') return [];
+    // Without a run-out lease to deal with, a claim is one statement (a turn of the writer without BEGIN
+    // and COMMIT on SQLite, see `runStatement`); with one, its statements share one transaction of the
+    // writer, which also keeps two claims of this process apart. Claims are the queue's most frequent
+    // write (every idle slot asks).
+    if (due === 'pending') return runStatement(this.sequelize, (transaction) => this.claimIn(options, transaction, due));
+    return this.dialect === 'sqlite' ? runTransaction(this.sequelize, (transaction) => this.claimIn(options, transaction, due)) : this.claimIn(options, undefined, due);
   }
 
-  /** Whether a claim with these filters could take a job now or has a run-out lease to deal with. */
-  private async anythingToClaim(options: { types?: readonly string[]; lanes?: readonly JobLane[] }): Promise<boolean> {
+  /**
+   * What a claim with these filters would find now: a run-out lease to deal with (`expired`, whatever else
+   * is due), pending jobs due and nothing else (`pending`), or `nothing`.
+   */
+  private async dueToClaim(options: { types?: readonly string[]; lanes?: readonly JobLane[] }): Promise<'expired' | 'pending' | 'nothing'> {
     const params = new Params();
     const now = params.add(this.nowMs());
     const filters = claimFilters(options, params);
-    const pending = options.types?.length === 0 || options.lanes?.length === 0 ? '' : `UNION ALL SELECT 1 FROM ${this.table} WHERE status = 'pending' AND run_at <= ${now} ${filters}`;
-    const rows = await this.select(`SELECT 1 AS due FROM ${this.table} WHERE status = 'running' AND lease_until <= ${now} ${pending} LIMIT 1`, params.values);
-    return rows.length > 0;
+    const pending = options.types?.length === 0 || options.lanes?.length === 0 ? 'false' : `EXISTS (SELECT 1 FROM ${this.table} WHERE status = 'pending' AND run_at <= ${now} ${filters})`;
+    const [row] = await this.select(`SELECT EXISTS (SELECT 1 FROM ${this.table} WHERE status = 'running' AND lease_until <= ${now}) AS expired, ${pending} AS pending`, params.values);
+    // PostgreSQL answers booleans, SQLite 0 or 1.
+    if (row?.expired === true || num(row?.expired) === 1) return 'expired';
+    return row?.pending === true || num(row?.pending) === 1 ? 'pending' : 'nothing';
   }
 
+  /**
+   * The claim's statements. `due` is what `dueToClaim` saw: with `pending`, only the statement taking
+   * pending jobs runs; a lease that ran out since is dealt with by the next claim, as if this one had run
+   * earlier.
+   */
   private async claimIn(
     options: { workerId: string; limit: number; leaseMs: number; types?: readonly string[]; lanes?: readonly JobLane[] },
     transaction: Transaction | undefined,
+    due: 'expired' | 'pending',
   ): Promise<ClaimedJob[]> {
     const nowMs = this.nowMs();
     // Both multi-row statements skip rows another worker has locked, so concurrent claims never wait on
     // each other and can never deadlock; a skipped row is picked up by a later claim.
     const lock = this.dialect === 'postgres' ? 'FOR UPDATE SKIP LOCKED' : '';
-    await this.raw.run(
-      transaction,
-      `UPDATE ${this.table}
-       SET status = 'dead', locked_by = NULL, lease_until = NULL, last_error = $2, updated_at = $1
-       WHERE id IN (
-         SELECT id FROM ${this.table}
-         WHERE status = 'running' AND lease_until <= $1 AND attempts >= max_attempts
-         ${lock}
-       )`,
-      [nowMs, LEASE_EXPIRED_ERROR],
-    );
+    if (due === 'expired') {
+      await this.raw.run(
+        transaction,
+        `UPDATE ${this.table}
+         SET status = 'dead', locked_by = NULL, lease_until = NULL, last_error = $2, updated_at = $1
+         WHERE id IN (
+           SELECT id FROM ${this.table}
+           WHERE status = 'running' AND lease_until <= $1 AND attempts >= max_attempts
+           ${lock}
+         )`,
+        [nowMs, LEASE_EXPIRED_ERROR],
+      );
+    }
     if (options.limit === 0 || options.types?.length === 0 || options.lanes?.length === 0) return [];
     const take = (due: 'expired' | 'pending', limit: number) => {
       const params = new Params();
@@ -200,7 +217,7 @@ export class SqlQueue implements QueuePort {
     };
     // Jobs of a worker that died first (rare), then pending ones. Apart, each statement walks one index in
     // claim order and stops at its limit, where one OR of both would sort every due job on every claim.
-    const rows = await take('expired', options.limit);
+    const rows = due === 'expired' ? await take('expired', options.limit) : [];
     if (rows.length < options.limit) rows.push(...(await take('pending', options.limit - rows.length)));
     // RETURNING follows no ORDER BY; the port promises claim order.
     rows.sort((a, b) => num(a.lane) - num(b.lane) || num(a.turn) - num(b.turn) || num(a.run_at) - num(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
@@ -332,19 +349,14 @@ export class SqlQueue implements QueuePort {
     return this.raw.all(undefined, sql, params, { keepPrepared: true });
   }
 
-  /** A write statement whose rows come back (RETURNING); see `writer`. */
+  /** A write statement whose rows come back (RETURNING), as a turn of the writer (see the class comment). */
   private async writeReturning(sql: string, params: unknown[]): Promise<Row[]> {
-    return this.writer((transaction) => this.raw.all(transaction, sql, params, { keepPrepared: true }));
+    return runStatement(this.sequelize, (transaction) => this.raw.all(transaction, sql, params, { keepPrepared: true }));
   }
 
-  /** A write statement; see `writer`. */
+  /** A write statement, as a turn of the writer (see the class comment). */
   private async run(sql: string, params: unknown[]): Promise<void> {
-    await this.writer((transaction) => this.raw.run(transaction, sql, params));
-  }
-
-  /** On SQLite, in a transaction of the instance's one writer (see the class comment); elsewhere as it is. */
-  private writer<T>(statement: (transaction?: Transaction) => Promise<T>): Promise<T> {
-    return this.dialect === 'sqlite' ? runTransaction(this.sequelize, (transaction) => statement(transaction)) : statement();
+    await runStatement(this.sequelize, (transaction) => this.raw.run(transaction, sql, params));
   }
 }
 

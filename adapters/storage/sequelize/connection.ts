@@ -174,7 +174,15 @@ interface TransactionInternals {
   parent?: Transaction;
   finished?: string;
   id: string;
-  options: { type?: string };
+  options: { type?: string; [SINGLE_STATEMENT]?: boolean };
+}
+
+/** The option that marks a transaction of `runStatement`: no BEGIN, COMMIT or ROLLBACK is sent for it. */
+const SINGLE_STATEMENT = 'carebridgeSingleStatement';
+
+/** Whether the transaction is `runStatement`'s: one statement, autocommitted on the writer's connection. */
+export function isSingleStatement(transaction: Transaction): boolean {
+  return (transaction as unknown as TransactionInternals).options[SINGLE_STATEMENT] === true;
 }
 
 /**
@@ -198,6 +206,7 @@ function controlTransactionsOnDriver(sequelize: Sequelize): void {
   };
   queryInterface.startTransaction = (transaction, rest) => {
     const internals = transaction as unknown as TransactionInternals;
+    if (internals.options[SINGLE_STATEMENT] === true) return Promise.resolve();
     if (internals.parent || !internals.connection) return start(transaction, rest);
     return exec(internals, `BEGIN ${internals.options.type ?? 'DEFERRED'} TRANSACTION;`);
   };
@@ -205,6 +214,11 @@ function controlTransactionsOnDriver(sequelize: Sequelize): void {
   const end = (statement: 'COMMIT' | 'ROLLBACK', state: string, sequelizes: TransactionControl['commitTransaction']): TransactionControl['commitTransaction'] =>
     async (transaction, rest) => {
       const internals = transaction as unknown as TransactionInternals;
+      if (internals.options[SINGLE_STATEMENT] === true) {
+        // Its one statement committed itself, or, failing, undid itself: SQLite makes every statement atomic.
+        internals.finished = state;
+        return;
+      }
       if (internals.parent || !internals.connection) return sequelizes(transaction, rest);
       const done = exec(internals, `${statement};`);
       internals.finished = state;
@@ -232,10 +246,31 @@ const sqliteWriters = new WeakMap<Sequelize, Mutex>();
  */
 export async function runTransaction<T>(sequelize: Sequelize, work: (transaction: Transaction) => Promise<T>): Promise<T> {
   if (sequelize.getDialect() !== 'sqlite') return sequelize.transaction((transaction) => work(transaction));
+  return writerOf(sequelize).run(() => sequelize.transaction({ type: Transaction.TYPES.IMMEDIATE }, (transaction) => work(transaction)), currentRank());
+}
+
+/**
+ * Runs ONE write statement: `work` must run exactly one statement through `RawSql` (a second throws), on
+ * the transaction it is given. A statement is atomic on its own, so no BEGIN and COMMIT are sent around
+ * it: on SQLite it runs on a connection of the writer, its turn taken as `runTransaction`'s, and it costs
+ * one trip to the driver where a transaction costs three. Each trip waits for the event loop, and in a
+ * journey the loop is busy, so most of the writer's time went to the BEGINs and COMMITs of single
+ * statements (a job's enqueue, claim and completion, a query's insert, a webhook claim). SQLite takes the
+ * write lock when a writing statement begins, waiting in the busy handler like BEGIN IMMEDIATE. Elsewhere
+ * `work` is given no transaction: the statement autocommits on a pooled connection.
+ */
+export async function runStatement<T>(sequelize: Sequelize, work: (transaction: Transaction | undefined) => Promise<T>): Promise<T> {
+  if (sequelize.getDialect() !== 'sqlite') return work(undefined);
+  const options = { type: Transaction.TYPES.IMMEDIATE, [SINGLE_STATEMENT]: true };
+  return writerOf(sequelize).run(() => sequelize.transaction(options, (transaction) => work(transaction)), currentRank());
+}
+
+/** The SQLite instance's one writer. */
+function writerOf(sequelize: Sequelize): Mutex {
   let writer = sqliteWriters.get(sequelize);
   if (!writer) {
     writer = new Mutex();
     sqliteWriters.set(sequelize, writer);
   }
-  return writer.run(() => sequelize.transaction({ type: Transaction.TYPES.IMMEDIATE }, (transaction) => work(transaction)), currentRank());
+  return writer;
 }

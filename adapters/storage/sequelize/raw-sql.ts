@@ -1,5 +1,6 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import { CoreError } from '../../../core/errors.js';
+import { isSingleStatement } from './connection.js';
 import type { Columns } from './mappers.js';
 import type { Row } from './schema.js';
 
@@ -193,6 +194,9 @@ export class Params {
   }
 }
 
+/** The transactions of `runStatement` that have run their one statement. */
+const statementsRun = new WeakSet<Transaction>();
+
 /** Statement texts rewritten for SQLite, by their PostgreSQL text: a few dozen shapes repeat. */
 const SQLITE_TEXTS_KEPT = 256;
 
@@ -327,6 +331,10 @@ export class RawSql {
       // On SQLite a write autocommitted on the shared connection waits in the busy handler while a transaction
       // holds the database, and every read of that connection behind it: writes go through the one writer.
       throw new CoreError('INTERNAL', 'a write on SQLite runs in a transaction of the writer (runTransaction)');
+    }
+    if (transaction && isSingleStatement(transaction)) {
+      if (statementsRun.has(transaction)) throw new CoreError('INTERNAL', 'a second statement in the turn of one statement (runStatement)');
+      statementsRun.add(transaction);
     }
     const text = this.dialectText(sql);
     this.log(text, transaction);

@@ -2,6 +2,7 @@ import { BaseError, type Sequelize, type Transaction } from 'sequelize';
 import { CoreError } from '../../../core/errors.js';
 import type { Patient } from '../../../core/domain/types.js';
 import { BULK_ROW_COLUMNS, PATIENT_COLUMNS, type Columns, type RowMapper } from './mappers.js';
+import { runStatement } from './connection.js';
 import { Params, RawSql } from './raw-sql.js';
 import { columnsOf, type ColumnOf, type Row, type TableName } from './schema.js';
 
@@ -245,7 +246,7 @@ export class SqlAccess {
     const columns: Columns = names.map((name) => [name, 'text'] as const);
     // Within SQLite's 32,766 bound variables whatever the width.
     const perStatement = Math.min(ROWS_PER_STATEMENT, Math.floor(30_000 / names.length));
-    const write = async (tx: Transaction) => {
+    const write = async (tx: Transaction | undefined) => {
       for (const chunk of chunks(rows, perStatement)) {
         const values: unknown[] = [];
         for (const row of chunk) for (const name of names) values.push(this.bindable(row[name]));
@@ -255,9 +256,10 @@ export class SqlAccess {
         else await this.raw.runOnce(tx, sql, values, entity);
       }
     };
-    // Outside a transaction, through one all the same: on SQLite a write on the shared connection can meet
-    // a transaction's write lock with SQLITE_BUSY at once, whatever the busy timeout; transactions queue.
+    // Outside a transaction, through the writer all the same: on SQLite a write on the shared connection can
+    // meet a transaction's write lock with SQLITE_BUSY at once, whatever the busy timeout; the writer queues.
     if (transaction) await write(transaction);
+    else if (rows.length <= perStatement) await this.single(write);
     else await this.atomic(write);
   }
 
@@ -277,6 +279,19 @@ export class SqlAccess {
     return transaction ? work(transaction) : this.atomic(work);
   }
 
+  /**
+   * `writing` for work that runs ONE statement: outside the caller's transaction it runs as a turn of the
+   * writer without BEGIN and COMMIT (`runStatement`), one trip to the driver instead of three.
+   */
+  async single<T>(work: (transaction: Transaction | undefined) => Promise<T>, transaction = this.transaction): Promise<T> {
+    return transaction ? work(transaction) : runStatement(this.context.sequelize, work);
+  }
+
+  /** `single` for work of one statement, `writing` for work of more: `statements` says which it runs. */
+  async writes<T>(statements: number, work: (transaction: Transaction | undefined) => Promise<T>): Promise<T> {
+    return statements > 1 ? this.writing(work) : this.single(work);
+  }
+
   /** A row value as the driver binds it: PostgreSQL's driver would turn an array into an array literal, not JSON. */
   bindable(value: unknown): unknown {
     if (value === undefined) return null;
@@ -294,15 +309,15 @@ export class SqlAccess {
     const sets = Object.entries(values).map(([column, value]) => `${quoted(column)} = ${params.add(this.bindable(value))}`);
     const where = whereOf([['id', id as string], ['account_id', account_id as string], ...extra] as unknown as Conditions<T>, params);
     const sql = `UPDATE ${quoted(table)} SET ${sets.join(', ')} WHERE ${where}`;
-    // Outside a transaction, through one (see `writeRows`). Kept prepared: a table's replace has one shape
-    // (two with a condition), and preparing and finalizing around the write tripled its trips to SQLite.
-    return this.writing(async (tx) => (await this.raw.run(tx, sql, params.values, entity)) > 0, transaction);
+    // Outside a transaction, through the writer (see `writeRows`). Kept prepared: a table's replace has one
+    // shape (two with a condition), and preparing and finalizing around the write tripled its trips to SQLite.
+    return this.single(async (tx) => (await this.raw.run(tx, sql, params.values, entity)) > 0, transaction);
   }
 
   /** Deletes the rows of the table where every condition holds; returns how many. */
   async remove<T extends TableName>(table: T, conditions: Conditions<T>, transaction = this.transaction): Promise<number> {
     const params = new Params();
     const sql = `DELETE FROM ${quoted(table)} WHERE ${whereOf(conditions, params)}`;
-    return this.writing((tx) => this.raw.runOnce(tx, sql, params.values, table), transaction);
+    return this.single((tx) => this.raw.runOnce(tx, sql, params.values, table), transaction);
   }
 }

@@ -19,8 +19,9 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
       const except = lease.exceptEndpoints ?? [];
       // A claim takes the writer even when it finds nothing. A read first, outside the writer, was tried: it
       // walks the busy endpoints' backlog on the connection every read outside a transaction shares (and a
-      // claim that finds something walks it twice), and a 2,000-row journey took a third longer.
-      return db.atomic(async (transaction) => {
+      // claim that finds something walks it twice), and a 2,000-row journey took a third longer. On SQLite
+      // it is one statement; PostgreSQL takes a lock first.
+      return db.writes(db.context.postgres ? 2 : 1, async (transaction) => {
         // Claims queue up behind one lock: a claim must see the streams the previous one took, which row
         // locks alone (SKIP LOCKED) would hide from it until that claim commits. Claims are short.
         if (db.context.postgres) await db.query(`SELECT pg_advisory_xact_lock(${OUTBOX_CLAIM_LOCK})`, [], { transaction });
@@ -71,7 +72,7 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
     // to autocommit on the connection reads share waited in the busy handler while a transaction held the
     // database, and every read of the API waited behind it (up to the busy timeout).
     releaseClaims: async (owner, ids) => {
-      await db.writing(async (transaction) => {
+      await db.writes(Math.ceil((ids?.length ?? 1) / IDS_PER_STATEMENT), async (transaction) => {
         if (ids === undefined) {
           await db.raw.run(transaction, 'UPDATE outbox SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = $1', [owner]);
           return;
@@ -98,12 +99,12 @@ export function outboxRepository(db: SqlAccess): OutboxRepository {
            FROM json_each($1) AS j
            WHERE outbox.id = j.value ->> 0 AND outbox.account_id = j.value ->> 1`;
       const rows = messages.map((m) => [m.id, m.accountId, m.status, m.attempts, m.nextAttemptAt, m.lastError ?? null, m.deliveredAt ?? null]);
-      await db.atomic(async (transaction) => {
+      await db.writes(Math.ceil(rows.length / ROWS_PER_STATEMENT), async (transaction) => {
         for (const chunk of chunks(rows, ROWS_PER_STATEMENT)) await db.raw.run(transaction, sql, [JSON.stringify(chunk)], 'outbox message');
       });
     },
     pruneDelivered: async (before, limit) => {
-      const rows = await db.writing((transaction) =>
+      const rows = await db.single((transaction) =>
         db.query(
           `DELETE FROM outbox WHERE id IN (
              SELECT id FROM outbox WHERE status = 'delivered' AND delivered_at < $1 ORDER BY delivered_at, id LIMIT $2)
@@ -184,7 +185,7 @@ export function webhookAttemptsRepository(db: SqlAccess): WebhookAttemptReposito
       return rows.map((row) => db.map.webhook_attempts.fromRow(row));
     },
     prune: async (before, limit) => {
-      const rows = await db.writing((transaction) =>
+      const rows = await db.single((transaction) =>
         db.query(
           `DELETE FROM webhook_attempts WHERE id IN (
              SELECT id FROM webhook_attempts WHERE attempted_at < $1 ORDER BY attempted_at, id LIMIT $2)
