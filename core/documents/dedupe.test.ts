@@ -300,7 +300,8 @@ describe('canonicalJson', () => {
       if (typeof item !== 'object' || item === null || Array.isArray(item)) return item;
       const keys = Object.keys(item);
       if (keys.every((key, i) => i === 0 || keys[i - 1]! <= key)) return item;
-      const copy: Record<string, unknown> = {};
+      // A `__proto__` own key is content: copied onto an object without a prototype, it stays a key.
+      const copy = Object.create(null) as Record<string, unknown>;
       for (const key of keys.sort()) copy[key] = (item as Record<string, unknown>)[key];
       return copy;
     }) ?? 'null';
@@ -315,9 +316,13 @@ describe('canonicalJson', () => {
     );
   });
 
-  test('orders keys as JSON.stringify does, index-like keys and unusual characters included', () => {
-    for (const value of [{ b: 1, a: [2, { d: undefined, c: () => 0 }], 10: 'x', 9: 'y' }, { 'é': 1, e: 2, '"': 3, '\u2028': 4 }, { nested: { z: -0, y: Number.NaN, x: 1e21 } }]) {
+  test('orders keys as JSON.stringify does, index-like keys, unusual characters and a `__proto__` key included', () => {
+    const withProtoKey = JSON.parse('{"__proto__":"a","":false,"1":true}') as unknown;
+    for (const value of [{ b: 1, a: [2, { d: undefined, c: () => 0 }], 10: 'x', 9: 'y' }, { 'é': 1, e: 2, '"': 3, '\u2028': 4 }, { nested: { z: -0, y: Number.NaN, x: 1e21 } }, withProtoKey, { inner: withProtoKey }]) {
       expect(canonicalJson(value)).toBe(reference(value));
     }
+    // A `__proto__` key JSON.parse made is content: it is written, as any other key.
+    expect(canonicalJson(withProtoKey)).toBe('{"1":true,"":false,"__proto__":"a"}');
+    expect(canonicalJson(JSON.parse('{"__proto__":"a","b":1}'))).toBe('{"__proto__":"a","b":1}');
   });
 });

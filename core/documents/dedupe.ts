@@ -88,7 +88,9 @@ function sortedKeys(_key: string, value: unknown): unknown {
   let sorted = true;
   for (let i = 1; i < keys.length; i++) if (keys[i - 1]! > keys[i]!) sorted = false;
   if (sorted) return value;
-  const copy: Json = {};
+  // Without a prototype, so that a `__proto__` key (JSON.parse makes one an own key) is copied as the content
+  // it is, not taken for the prototype's setter and lost.
+  const copy: Json = Object.create(null) as Json;
   for (const key of keys.sort()) copy[key] = value[key];
   return copy;
 }
