@@ -137,7 +137,7 @@ export async function convertDocuments(
   await deps.storage.transaction(async (tx) => {
     if (removed.length > 0) await tx.fhirResources.removeMany(accountId, patientId, removed);
     if (changed.length > 0) await tx.fhirResources.putMany(changed);
-    for (const document of updated.values()) await tx.documents.update(document);
+    await tx.documents.updateMany([...updated.values()]);
     await alongside?.(tx, after);
   });
   await applyIndexChange(deps, accountId, patientId, {

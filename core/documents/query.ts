@@ -214,7 +214,7 @@ interface Downloaded {
  * the converter's threads meanwhile, and they are recorded together, in one transaction; few enough that
  * the bytes held while they wait stay small.
  */
-const READ_AHEAD = 4;
+export const READ_AHEAD = 4;
 
 /**
  * Conversions made as documents land wait in memory for the query's conversion step, up to this much source

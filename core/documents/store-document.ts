@@ -73,9 +73,11 @@ export async function storeDocuments<A = undefined>(
     updatedAt,
   }));
   const answer = await deps.storage.transaction(async (tx) => {
-    for (const { document, options } of items) {
-      if (options.mode === 'insert') await tx.documents.insert(document);
-      else await tx.documents.update(document);
+    // In the given order, a statement for each run of documents stored the same way.
+    for (const run of runsOf(items, ({ options }) => options.mode)) {
+      const documents = run.map(({ document }) => document);
+      if (run[0]!.options.mode === 'insert') await tx.documents.insertMany(documents);
+      else await tx.documents.updateMany(documents);
     }
     await tx.fhirResources.putMany(records);
     return alongside?.(tx);
@@ -88,4 +90,15 @@ export async function storeDocuments<A = undefined>(
     remove: [],
   });
   return { records, alongside: answer };
+}
+
+/** The items cut into runs of consecutive items with the same `kind`, in order. */
+function runsOf<T>(items: readonly T[], kind: (item: T) => string): T[][] {
+  const runs: T[][] = [];
+  for (const item of items) {
+    const last = runs[runs.length - 1];
+    if (last && kind(last[0]!) === kind(item)) last.push(item);
+    else runs.push([item]);
+  }
+  return runs;
 }

@@ -30,10 +30,10 @@ import type { HieDocumentRef, HieNetworkPort, HiePatientQuery } from '../ports/h
 import type { SearchIndexPort } from '../ports/search-index.port.js';
 import { dataStamp, indexReflects } from './patient-index.js';
 import { PatientSnapshots, SNAPSHOTS_KEPT } from './patient-snapshots.js';
-import { getDocumentQueryStatus, startDocumentQuery, startDocumentQueryUnlessOptedOut } from './query.js';
+import { READ_AHEAD, getDocumentQueryStatus, startDocumentQuery, startDocumentQueryUnlessOptedOut } from './query.js';
 import { searchEntries } from './search.js';
 import { acceptDocumentUpload, createDocumentUpload } from './upload.js';
-import { countingReads, readsOverBounds } from '../../spec/support/storage-reads.js';
+import { countingReads, countingWrites, readsOverBounds } from '../../spec/support/storage-reads.js';
 
 const FIXTURES = fileURLToPath(new URL('../../sandbox-data/ccda/', import.meta.url));
 const ADDRESS = { addressLine1: '1 Main St', city: 'Springfield', state: 'IL', zip: '62701', country: 'USA' as const };
@@ -282,11 +282,11 @@ describe('document query use case', () => {
     await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
     await world.runner.drain();
 
-    const storing = commits.filter((writes) => writes.includes('documents.insert'));
+    const storing = commits.filter((writes) => writes.includes('documents.insertMany'));
     expect(storing.length).toBeGreaterThan(0);
-    expect(storing.at(-1)).toEqual(expect.arrayContaining(['documents.insert', 'documentQueries.update', 'outbox.add']));
+    expect(storing.at(-1)).toEqual(expect.arrayContaining(['documents.insertMany', 'documentQueries.update', 'outbox.add']));
     expect(storing.slice(0, -1).flat()).not.toContain('documentQueries.update');
-    const converting = commits.filter((writes) => writes.includes('documents.update'));
+    const converting = commits.filter((writes) => writes.includes('documents.updateMany'));
     expect(converting).toHaveLength(1);
     expect(converting[0]).toEqual(expect.arrayContaining(['fhirResources.putMany', 'documentQueries.update', 'outbox.add']));
     expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ convert: { status: 'completed', errors: 0 } });
@@ -606,8 +606,13 @@ describe('storage reads of a document query', () => {
     await startDocumentQuery(world.deps, world.account, { patientId: patient.id });
     reads.clear();
 
+    const writes = new Map<string, number>();
+    world.deps.storage = countingWrites(world.deps.storage, writes);
     await world.runner.drain();
     expectReadsWithin(reads, QUERY_JOB_READS(count));
+    // The documents are written in one call per batch fetched and one for their conversions, whatever their number.
+    const batches = Math.ceil(count / READ_AHEAD);
+    expect(Object.fromEntries([...writes].filter(([method]) => method.startsWith('documents.')))).toEqual({ 'documents.insertMany': batches, 'documents.updateMany': 1 });
     expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({
       download: { status: 'completed', successful: count },
       convert: { status: 'completed', total: count },

@@ -340,6 +340,16 @@ export interface DocumentRepository {
   /** The patient's documents, oldest first. */
   listByPatient(accountId: string, patientId: string): Promise<DocumentRecord[]>;
   update(document: DocumentRecord): Promise<DocumentRecord | undefined>;
+  /**
+   * `insert` for several documents in one write, all or none (in the caller's transaction when it has one):
+   * an id that exists, or that the list names twice, throws CONFLICT and none is inserted.
+   */
+  insertMany(documents: readonly DocumentRecord[]): Promise<void>;
+  /**
+   * `update` for several documents in one write: each stored document of the same account and id is
+   * replaced, those missing are skipped; a document the list names twice is left as its last entry.
+   */
+  updateMany(documents: readonly DocumentRecord[]): Promise<void>;
 }
 
 export interface DocumentQueryRepository {

@@ -8,6 +8,15 @@ const WRITE = /^(insert|update|put|remove|add|replace|set|disable|claim|release|
  * (the `tx` a transaction hands its work is counted the same way). For tests of how much a use case reads.
  */
 export function countingReads(storage: StoragePort, reads: Map<string, number>): StoragePort {
+  return counting(storage, reads, (method) => !WRITE.test(method));
+}
+
+/** `countingReads` for writes: `storage` counting the calls of its methods that change something into `writes`. */
+export function countingWrites(storage: StoragePort, writes: Map<string, number>): StoragePort {
+  return counting(storage, writes, (method) => WRITE.test(method));
+}
+
+function counting(storage: StoragePort, reads: Map<string, number>, counts: (method: string) => boolean): StoragePort {
   const counted = <T extends object>(repository: T, name: string): T =>
     new Proxy(repository, {
       get(object, key, receiver) {
@@ -15,7 +24,7 @@ export function countingReads(storage: StoragePort, reads: Map<string, number>):
         if (typeof value !== 'function') return value;
         return (...args: unknown[]) => {
           const method = `${name}.${String(key)}`;
-          if (!WRITE.test(String(key))) reads.set(method, (reads.get(method) ?? 0) + 1);
+          if (counts(String(key))) reads.set(method, (reads.get(method) ?? 0) + 1);
           return value.apply(object, args);
         };
       },

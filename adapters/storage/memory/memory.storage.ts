@@ -607,6 +607,17 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
     async update(document) {
       return replaceOwned(views.documents, document);
     },
+    async insertMany(list) {
+      const seen = new Set<string>();
+      for (const document of list) {
+        if (seen.has(document.id) || views.documents.get(document.id) !== undefined) throw alreadyExists('document', document.id);
+        seen.add(document.id);
+      }
+      for (const document of list) views.documents.set(document.id, copy(document));
+    },
+    async updateMany(list) {
+      for (const document of list) replaceOwned(views.documents, document);
+    },
   };
 
   const documentQueries: DocumentQueryRepository = {

@@ -4,7 +4,7 @@ import type { Patient } from '../../../core/domain/types.js';
 import { BULK_ROW_COLUMNS, PATIENT_COLUMNS, type Columns, type RowMapper } from './mappers.js';
 import { runStatement } from './connection.js';
 import { Params, RawSql } from './raw-sql.js';
-import { columnsOf, type ColumnOf, type Row, type TableName } from './schema.js';
+import { columnsOf, type ColumnKind, type ColumnOf, type Row, type TableName } from './schema.js';
 
 export type { ColumnOf } from './schema.js';
 
@@ -26,6 +26,11 @@ export const ROWS_PER_STATEMENT = 1_000;
 export const KEY_ENTRIES_PER_STATEMENT = 10_000;
 /** Values per `IN (...)` list. */
 export const IDS_PER_STATEMENT = 500;
+/** Batch statements of up to this many rows stay prepared on SQLite (see `RawSql.run`): one shape per count. */
+const PREPARED_BATCH_ROWS = 8;
+
+/** The PostgreSQL type of each column kind, for casts. */
+const PG_TYPES: Record<ColumnKind, string> = { text: 'text', json: 'json', boolean: 'boolean', integer: 'integer', bigint: 'bigint' };
 
 /**
  * ` ON CONFLICT (key) DO UPDATE SET column = excluded.column, ...`: the same text on SQLite and PostgreSQL.
@@ -250,9 +255,9 @@ export class SqlAccess {
       for (const chunk of chunks(rows, perStatement)) {
         const values: unknown[] = [];
         for (const row of chunk) for (const name of names) values.push(this.bindable(row[name]));
-        // A single row has one shape per table and clause, kept prepared; batches of any size are not.
+        // A few rows have a few shapes per table and clause, kept prepared; larger batches are not.
         const sql = this.raw.insertValues(table, columns, chunk.length, suffix);
-        if (chunk.length === 1) await this.raw.run(tx, sql, values, entity);
+        if (chunk.length <= PREPARED_BATCH_ROWS) await this.raw.run(tx, sql, values, entity);
         else await this.raw.runOnce(tx, sql, values, entity);
       }
     };
@@ -312,6 +317,37 @@ export class SqlAccess {
     // Outside a transaction, through the writer (see `writeRows`). Kept prepared: a table's replace has one
     // shape (two with a condition), and preparing and finalizing around the write tripled its trips to SQLite.
     return this.single(async (tx) => (await this.raw.run(tx, sql, params.values, entity)) > 0, transaction);
+  }
+
+  /**
+   * `replace` for many rows in few statements (`UPDATE ... FROM (VALUES ...)`): each row of the table with
+   * the same account and id gets the row's other columns; rows missing are skipped. A row given twice is
+   * written as its last version. In the caller's transaction, or in one of its own (see `writes`).
+   */
+  async replaceMany<T extends TableName>(table: T, rows: readonly Row[], entity: string): Promise<void> {
+    if (rows.length === 0) return;
+    const kinds = new Map(columnsOf(table).map((column) => [column.name, column.kind] as const));
+    // The keys first: VALUES names its columns column1, column2, ... on SQLite and PostgreSQL alike.
+    const names = ['id', 'account_id', ...[...kinds.keys()].filter((name) => name !== 'id' && name !== 'account_id')];
+    const perStatement = Math.min(ROWS_PER_STATEMENT, Math.floor(30_000 / names.length));
+    const statements = chunks(lastByKey(rows, (row) => `${String(row.account_id)}\u0000${String(row.id)}`), perStatement);
+    const target = quoted(table);
+    const sets = names.slice(2).map((name, i) => `${quoted(name)} = v.column${i + 3}`).join(', ');
+    await this.writes(statements.length, async (transaction) => {
+      for (const chunk of statements) {
+        const params = new Params();
+        // PostgreSQL types a parameter in VALUES as text: each is cast to its column's type.
+        const value = (row: Row, name: string) => {
+          const placeholder = params.add(this.bindable(row[name]));
+          return this.context.postgres ? `CAST(${placeholder} AS ${PG_TYPES[kinds.get(name)!]})` : placeholder;
+        };
+        const tuples = chunk.map((row) => `(${names.map((name) => value(row, name)).join(', ')})`).join(', ');
+        const sql = `UPDATE ${target} SET ${sets} FROM (VALUES ${tuples}) AS v WHERE ${target}."id" = v.column1 AND ${target}."account_id" = v.column2`;
+        // A few small shapes (a query's documents) stay prepared; a large batch is run once.
+        if (chunk.length <= PREPARED_BATCH_ROWS) await this.raw.run(transaction, sql, params.values, entity);
+        else await this.raw.runOnce(transaction, sql, params.values, entity);
+      }
+    });
   }
 
   /** Deletes the rows of the table where every condition holds; returns how many. */

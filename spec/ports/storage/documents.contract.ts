@@ -29,6 +29,35 @@ export function documentsContract({ test }: StorageContractGroup): void {
     expect(await storage.documents.update(build.document(ACCOUNT_A, 'p1'))).toBeUndefined();
   });
 
+  test('documents: insertMany inserts all or none; updateMany replaces those stored in the account, skips the rest, keeps the last of a document named twice', async (storage, build) => {
+    const first = build.document(ACCOUNT_A, 'p1', { createdAt: at(1) });
+    const second = build.document(ACCOUNT_A, 'p1', { createdAt: at(2) });
+    await storage.documents.insertMany([]);
+    await storage.documents.insertMany([first, second]);
+    expect(ids(await storage.documents.listByPatient(ACCOUNT_A, 'p1'))).toEqual([first.id, second.id]);
+    const third = build.document(ACCOUNT_A, 'p1', { createdAt: at(3) });
+    await expect(storage.documents.insertMany([third, second])).rejects.toMatchObject({ code: 'CONFLICT' });
+    const fourth = build.document(ACCOUNT_A, 'p1', { createdAt: at(4) });
+    await expect(storage.documents.insertMany([fourth, fourth])).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect(ids(await storage.documents.listByPatient(ACCOUNT_A, 'p1'))).toEqual([first.id, second.id]);
+
+    const converted: DocumentRecord = { ...first, conversionStatus: 'failed', conversionError: 'CCDA_INVALID', size: 12, type: { text: 'changed' } as DocumentRecord['type'] };
+    const { conversionError: _e, ...secondDone } = { ...second, conversionStatus: 'completed' as const, description: 'it\'s done' };
+    const missing = build.document(ACCOUNT_A, 'p1');
+    await storage.documents.updateMany([]);
+    await storage.documents.updateMany([
+      { ...converted, size: 1 },
+      secondDone,
+      missing,
+      { ...second, accountId: ACCOUNT_B, description: 'another account' },
+      converted,
+    ]);
+    expect(await storage.documents.get(ACCOUNT_A, first.id)).toEqual(converted);
+    expect(await storage.documents.get(ACCOUNT_A, second.id)).toEqual(secondDone);
+    expect(await storage.documents.get(ACCOUNT_A, missing.id)).toBeUndefined();
+    expect(await storage.documents.get(ACCOUNT_B, second.id)).toBeUndefined();
+  });
+
   // ----- document queries
 
   test('documentQueries: insert, get, latest for patient, update, scoped', async (storage, build) => {

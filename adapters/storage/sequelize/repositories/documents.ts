@@ -37,6 +37,8 @@ export function documentsRepository(db: SqlAccess): DocumentRepository {
         )
       ).map(toDocument),
     update: async (document) => ((await db.replace('documents', db.map.documents.toRow(document), 'document')) ? copy(document) : undefined),
+    insertMany: (documents) => db.insertRows('documents', documents.map((document) => db.map.documents.toRow(document)), 'document'),
+    updateMany: (documents) => db.replaceMany('documents', documents.map((document) => db.map.documents.toRow(document)), 'document'),
   };
 }
 
