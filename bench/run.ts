@@ -11,6 +11,7 @@ const BENCHES = [
   'bulk.bench.ts',
   'ccda.bench.ts',
   'ccda-corpus.bench.ts',
+  'fold.bench.ts',
   'journey.bench.ts',
   'search.bench.ts',
   'webhooks.bench.ts',

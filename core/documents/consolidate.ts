@@ -19,7 +19,7 @@
  */
 import type { FhirResourceRecord } from '../domain/types.js';
 import type { FhirResource } from '../ports/ccda.port.js';
-import { canonicalJson, completeWith, dedupeResources, matchKeysOf, resourceKey, type ResourceLookup } from './dedupe.js';
+import { canonicalJson, completeWith, dedupeResources, memoisedMatchKeys, resourceKey, type MatchKeyMemo, type ResourceLookup } from './dedupe.js';
 import { referencesIn, withReferencesMapped } from './references.js';
 import { patientReference } from './patient-resource.js';
 
@@ -91,7 +91,7 @@ export function consolidate(input: ConsolidationInput): ConsolidationResult {
 
 type PassObserver = (resources: readonly FhirResource[], byKey: ReadonlyMap<string, FhirResource>) => void;
 
-function consolidateAdopted(input: ConsolidationInput, adopted: readonly FhirResource[], onPass?: PassObserver): ConsolidationResult {
+function consolidateAdopted(input: ConsolidationInput, adopted: readonly FhirResource[], onPass?: PassObserver, memo?: MatchKeyMemo): ConsolidationResult {
   const { accountId, patientId, now } = input;
   const sources = new Map<string, string[]>();
   const stored = new Map<string, FhirResourceRecord>();
@@ -117,7 +117,7 @@ function consolidateAdopted(input: ConsolidationInput, adopted: readonly FhirRes
   }
 
   // Nothing here changes a resource in place (provenance is added to a copy), so the deduplication need not copy.
-  const { resources, replaced } = dedupeResources([...candidates.values()], onPass, { copies: false });
+  const { resources, replaced } = dedupeResources([...candidates.values()], onPass, { copies: false, memo });
   for (const [from, to] of replaced) sources.set(to, union(sources.get(to) ?? [], sources.get(from) ?? []));
 
   const records: FhirResourceRecord[] = [];
@@ -148,8 +148,8 @@ function consolidateAdopted(input: ConsolidationInput, adopted: readonly FhirRes
 
 const recordKey = (record: Pick<FhirResourceRecord, 'resourceType' | 'id'>) => `${record.resourceType}/${record.id}`;
 
-function matchStringsOf(resource: FhirResource, byKey: ResourceLookup): string[] {
-  const match = matchKeysOf(resource, byKey);
+function matchStringsOf(resource: FhirResource, byKey: ResourceLookup, memo?: MatchKeyMemo): string[] {
+  const match = memoisedMatchKeys(resource, byKey, memo);
   return match === undefined ? [] : 'keys' in match ? match.keys : [match.medication];
 }
 
@@ -224,20 +224,20 @@ export class ConsolidatedRecord {
    * The stored records a document's adopted resources may merge with or change, as far as the resources
    * themselves tell (fold widens it with what the merge compares). Exposed for tests.
    */
-  candidatesOf(adopted: readonly FhirResource[]): FhirResourceRecord[] {
+  candidatesOf(adopted: readonly FhirResource[], memo?: MatchKeyMemo): FhirResourceRecord[] {
     const byKey = new Map(adopted.map((resource) => [resourceKey(resource), resource]));
     const found = new Set<string>();
-    for (const resource of adopted) this.gather(resource, byKey, found);
+    for (const resource of adopted) this.gather(resource, byKey, found, memo);
     return [...found].map((key) => this.records.get(key)!);
   }
 
   /** Adds to `found` the stored keys `resource` may merge with: the same key, a shared match key, a Medication it names. */
-  private gather(resource: FhirResource, byKey: ResourceLookup, found: Set<string>): void {
+  private gather(resource: FhirResource, byKey: ResourceLookup, found: Set<string>, memo?: MatchKeyMemo): void {
     const own = resourceKey(resource);
     if (this.records.has(own)) found.add(own);
     this.gatherNamedMedication(resource, byKey, found);
     const lookup = { get: (key: string) => byKey.get(key) ?? this.bare(key) };
-    for (const match of matchStringsOf(resource, lookup)) for (const key of this.byMatchKey.get(match) ?? []) found.add(key);
+    for (const match of matchStringsOf(resource, lookup, memo)) for (const key of this.byMatchKey.get(match) ?? []) found.add(key);
   }
 
   /** Adds the stored Medication a medication names when `byKey` lacks it: its drug is that Medication's code. */
@@ -253,7 +253,10 @@ export class ConsolidatedRecord {
   fold(incoming: ConsolidationInput['incoming'], now: string): Pick<ConsolidationResult, 'changed' | 'removed'> {
     const adopted = adoptDocumentResources(incoming.resources, this.patientId);
     const adoptedKeys = new Set(adopted.map(resourceKey));
-    const candidates = new Set([...this.unsettled, ...this.candidatesOf(adopted).map(recordKey)]);
+    // The fold's resources are never changed in place: each one's match keys are worked out once, however
+    // many rounds and merge passes see it.
+    const memo: MatchKeyMemo = new WeakMap();
+    const candidates = new Set([...this.unsettled, ...this.candidatesOf(adopted, memo).map(recordKey)]);
     for (;;) {
       const more = new Set<string>();
       const existing = [...candidates].map((key) => this.records.get(key)!);
@@ -266,11 +269,11 @@ export class ConsolidatedRecord {
         for (const resource of resources) {
           if (previous.has(resource)) continue;
           if (first && candidates.has(resourceKey(resource)) && !adoptedKeys.has(resourceKey(resource))) this.gatherNamedMedication(resource, byKey, more);
-          else this.gather(resource, byKey, more);
+          else this.gather(resource, byKey, more, memo);
         }
         previous = new Set(resources);
         first = false;
-      });
+      }, memo);
       for (const from of result.replaced.keys()) for (const key of this.byReference.get(from) ?? []) more.add(key);
       const before = candidates.size;
       for (const key of more) candidates.add(key);

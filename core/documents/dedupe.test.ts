@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { patientResourcesArb, shuffled } from '../../spec/arbitraries/fhir.js';
 import type { FhirResource } from '../ports/ccda.port.js';
-import { canonicalJson, dedupeResources, primaryCode, resourceKey } from './dedupe.js';
+import { canonicalJson, dedupeResources, matchKeysOf, memoisedMatchKeys, primaryCode, resourceKey, type MatchKeyMemo } from './dedupe.js';
 import { referencesIn } from './references.js';
 
 const numRuns = 150;
@@ -290,6 +290,23 @@ describe('dedupeResources (examples)', () => {
     const c: FhirResource = { resourceType: 'Procedure', id: 'c', code: pneumonia };
     const d: FhirResource = { resourceType: 'Procedure', id: 'd', code: pneumonia };
     expect(dedupeResources([a, b, c, d]).resources).toHaveLength(4);
+  });
+});
+
+describe('memoisedMatchKeys', () => {
+  test('gives what matchKeysOf gives, keeps a resource\'s keys, and never keeps a medication\'s, which depend on the Medication it names', () => {
+    const condition: FhirResource = { resourceType: 'Condition', id: 'c1', code: { coding: [{ system: 'http://snomed.info/sct', code: '44054006' }] }, onsetDateTime: '2020-01-01' };
+    const statement: FhirResource = { resourceType: 'MedicationStatement', id: 's1', status: 'active', medicationReference: { reference: 'Medication/m1' } };
+    const medication = (code: string): FhirResource => ({ resourceType: 'Medication', id: 'm1', code: { coding: [{ system: 'http://www.nlm.nih.gov/research/umls/rxnorm', code }] } });
+    const first = new Map([['Medication/m1', medication('197361')]]);
+    const second = new Map([['Medication/m1', medication('617314')]]);
+    const memo: MatchKeyMemo = new WeakMap();
+    expect(memoisedMatchKeys(condition, first, memo)).toEqual(matchKeysOf(condition, first));
+    expect(memo.has(condition)).toBe(true);
+    expect(memoisedMatchKeys(statement, first, memo)).toEqual(matchKeysOf(statement, first));
+    expect(memoisedMatchKeys(statement, second, memo)).toEqual(matchKeysOf(statement, second));
+    expect(matchKeysOf(statement, second)).not.toEqual(matchKeysOf(statement, first));
+    expect(memo.has(statement)).toBe(false);
   });
 });
 

@@ -455,13 +455,32 @@ export function matchKeysOf(resource: FhirResource, byKey: ResourceLookup): { ke
   }
 }
 
+export type MatchKeys = ReturnType<typeof matchKeysOf>;
+
+/**
+ * The match keys of resources already worked out, by resource object, for one deduplication or one fold:
+ * a resource passed on unchanged from one merge pass to the next (or from one round of a fold to the next)
+ * is the same object, and its keys are the same. Only for resources nothing changes in place; a
+ * medication's keys are never kept, as they depend on the Medication it names.
+ */
+export type MatchKeyMemo = WeakMap<FhirResource, MatchKeys>;
+
+/** `matchKeysOf`, kept in `memo` (see MatchKeyMemo). */
+export function memoisedMatchKeys(resource: FhirResource, byKey: ResourceLookup, memo: MatchKeyMemo | undefined): MatchKeys {
+  if (memo === undefined || resource.resourceType === 'MedicationRequest' || resource.resourceType === 'MedicationStatement') return matchKeysOf(resource, byKey);
+  if (memo.has(resource)) return memo.get(resource);
+  const keys = matchKeysOf(resource, byKey);
+  memo.set(resource, keys);
+  return keys;
+}
+
 /** Groups `resources` (one per key) into the sets that are the same fact. */
-function group(resources: readonly FhirResource[], byKey: ReadonlyMap<string, FhirResource>): FhirResource[][] {
+function group(resources: readonly FhirResource[], byKey: ReadonlyMap<string, FhirResource>, memo: MatchKeyMemo): FhirResource[][] {
   const groups = new Groups();
   const owner = new Map<string, string>();
   const medications = new Map<string, FhirResource[]>();
   for (const resource of resources) {
-    const match = matchKeysOf(resource, byKey);
+    const match = memoisedMatchKeys(resource, byKey, memo);
     if (match === undefined) continue;
     if ('medication' in match) {
       const same = medications.get(match.medication);
@@ -560,10 +579,10 @@ function namesAny(resource: FhirResource, replaced: ReadonlyMap<string, string>)
   return replaced.size > 0 && referencesIn(resource).some((reference) => replaced.has(reference));
 }
 
-function mergePass(resources: readonly FhirResource[], byKey: ReadonlyMap<string, FhirResource>): DedupeResult {
+function mergePass(resources: readonly FhirResource[], byKey: ReadonlyMap<string, FhirResource>, memo: MatchKeyMemo): DedupeResult {
   const replaced = new Map<string, string>();
   const kept: FhirResource[] = [];
-  for (const members of group(resources, byKey)) {
+  for (const members of group(resources, byKey, memo)) {
     if (members.length === 1) {
       kept.push(members[0]!);
       continue;
@@ -584,8 +603,10 @@ function mergePass(resources: readonly FhirResource[], byKey: ReadonlyMap<string
 export function dedupeResources(
   resources: readonly FhirResource[],
   onPass?: (resources: readonly FhirResource[], byKey: ReadonlyMap<string, FhirResource>) => void,
-  options: { copies?: boolean } = {},
+  options: { copies?: boolean; memo?: MatchKeyMemo } = {},
 ): DedupeResult {
+  // Within this call nothing changes a resource in place (a merge makes a new one), so keys may be kept.
+  const memo = options.memo ?? new WeakMap<FhirResource, MatchKeys>();
   // One resource per key first, so lookups and the outcome do not depend on input order.
   const byKey = new Map<string, FhirResource>();
   for (const resource of resources) {
@@ -600,7 +621,7 @@ export function dedupeResources(
   for (;;) {
     const byKey = new Map(current.map((r) => [resourceKey(r), r]));
     onPass?.(current, byKey);
-    const pass = mergePass(current, byKey);
+    const pass = mergePass(current, byKey, memo);
     if (pass.replaced.size === 0) break;
     for (const [from, to] of replaced) replaced.set(from, pass.replaced.get(to) ?? to);
     for (const [from, to] of pass.replaced) replaced.set(from, to);
