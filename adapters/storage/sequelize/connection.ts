@@ -254,8 +254,8 @@ export async function runTransaction<T>(sequelize: Sequelize, work: (transaction
  * the transaction it is given. A statement is atomic on its own, so no BEGIN and COMMIT are sent around
  * it: on SQLite it runs on a connection of the writer, its turn taken as `runTransaction`'s, and it costs
  * one trip to the driver where a transaction costs three. Each trip waits for the event loop, and in a
- * journey the loop is busy, so most of the writer's time went to the BEGINs and COMMITs of single
- * statements (a job's enqueue, claim and completion, a query's insert, a webhook claim). SQLite takes the
+ * journey the loop is busy: the BEGINs and COMMITs around single statements (a job's enqueue, claim and
+ * completion, a query's insert, a webhook claim) held the writer about a fifth of the time. SQLite takes the
  * write lock when a writing statement begins, waiting in the busy handler like BEGIN IMMEDIATE. Elsewhere
  * `work` is given no transaction: the statement autocommits on a pooled connection.
  */
