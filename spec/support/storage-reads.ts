@@ -16,7 +16,8 @@ export function countingWrites(storage: StoragePort, writes: Map<string, number>
   return counting(storage, writes, (method) => WRITE.test(method));
 }
 
-function counting(storage: StoragePort, reads: Map<string, number>, counts: (method: string) => boolean): StoragePort {
+/** `storage` counting the calls of the methods `isCounted` names into `calls`, in its transactions too. */
+function counting(storage: StoragePort, calls: Map<string, number>, isCounted: (method: string) => boolean): StoragePort {
   const counted = <T extends object>(repository: T, name: string): T =>
     new Proxy(repository, {
       get(object, key, receiver) {
@@ -24,7 +25,7 @@ function counting(storage: StoragePort, reads: Map<string, number>, counts: (met
         if (typeof value !== 'function') return value;
         return (...args: unknown[]) => {
           const method = `${name}.${String(key)}`;
-          if (counts(String(key))) reads.set(method, (reads.get(method) ?? 0) + 1);
+          if (isCounted(String(key))) calls.set(method, (calls.get(method) ?? 0) + 1);
           return value.apply(object, args);
         };
       },

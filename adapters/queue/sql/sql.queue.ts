@@ -161,9 +161,9 @@ export class SqlQueue implements QueuePort {
     const filters = claimFilters(options, params);
     const pending = options.types?.length === 0 || options.lanes?.length === 0 ? 'false' : `EXISTS (SELECT 1 FROM ${this.table} WHERE status = 'pending' AND run_at <= ${now} ${filters})`;
     const [row] = await this.select(`SELECT EXISTS (SELECT 1 FROM ${this.table} WHERE status = 'running' AND lease_until <= ${now}) AS expired, ${pending} AS pending`, params.values);
-    // PostgreSQL answers booleans, SQLite 0 or 1.
-    if (row?.expired === true || num(row?.expired) === 1) return 'expired';
-    return row?.pending === true || num(row?.pending) === 1 ? 'pending' : 'nothing';
+    // PostgreSQL answers booleans, SQLite 0 or 1: either is 1 as a number.
+    if (num(row?.expired) === 1) return 'expired';
+    return num(row?.pending) === 1 ? 'pending' : 'nothing';
   }
 
   /**

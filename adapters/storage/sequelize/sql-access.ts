@@ -255,17 +255,22 @@ export class SqlAccess {
       for (const chunk of chunks(rows, perStatement)) {
         const values: unknown[] = [];
         for (const row of chunk) for (const name of names) values.push(this.bindable(row[name]));
-        // A few rows have a few shapes per table and clause, kept prepared; larger batches are not.
-        const sql = this.raw.insertValues(table, columns, chunk.length, suffix);
-        if (chunk.length <= PREPARED_BATCH_ROWS) await this.raw.run(tx, sql, values, entity);
-        else await this.raw.runOnce(tx, sql, values, entity);
+        await this.runBatch(tx, this.raw.insertValues(table, columns, chunk.length, suffix), values, chunk.length, entity);
       }
     };
     // Outside a transaction, through the writer all the same: on SQLite a write on the shared connection can
     // meet a transaction's write lock with SQLITE_BUSY at once, whatever the busy timeout; the writer queues.
     if (transaction) await write(transaction);
-    else if (rows.length <= perStatement) await this.single(write);
-    else await this.atomic(write);
+    else await this.writes(Math.ceil(rows.length / perStatement), write);
+  }
+
+  /**
+   * A batch statement of `rows` rows: a few rows have a few shapes per table and clause, kept prepared on
+   * SQLite; larger batches, of any size, are run once.
+   */
+  private async runBatch(transaction: Transaction | undefined, sql: string, values: unknown[], rows: number, entity: string): Promise<void> {
+    if (rows <= PREPARED_BATCH_ROWS) await this.raw.run(transaction, sql, values, entity);
+    else await this.raw.runOnce(transaction, sql, values, entity);
   }
 
   /**
@@ -343,9 +348,7 @@ export class SqlAccess {
         };
         const tuples = chunk.map((row) => `(${names.map((name) => value(row, name)).join(', ')})`).join(', ');
         const sql = `UPDATE ${target} SET ${sets} FROM (VALUES ${tuples}) AS v WHERE ${target}."id" = v.column1 AND ${target}."account_id" = v.column2`;
-        // A few small shapes (a query's documents) stay prepared; a large batch is run once.
-        if (chunk.length <= PREPARED_BATCH_ROWS) await this.raw.run(transaction, sql, params.values, entity);
-        else await this.raw.runOnce(transaction, sql, params.values, entity);
+        await this.runBatch(transaction, sql, params.values, chunk.length, entity);
       }
     });
   }
