@@ -1,7 +1,8 @@
 import { threadId } from 'node:worker_threads';
 import { searchTextOfCcda } from '../../core/documents/search-text.js';
 import { isCoreError } from '../../core/errors.js';
-import type { FhirBundle } from '../../core/ports/ccda.port.js';
+import { foldDocuments } from '../../core/documents/fold.js';
+import type { FhirBundle, FoldOutcome, FoldRequest } from '../../core/ports/ccda.port.js';
 import { MedplumCcdaConverter } from './medplum.ccda.js';
 
 /**
@@ -28,9 +29,30 @@ export async function convertCcdaTask(xml: string): Promise<CcdaTaskResult> {
   }
 }
 
+/** A conversion as `read` sends it back: the bundle as its JSON text, one copy across the thread boundary. */
+export type ReadTaskConversion = { ok: true; bundleJson: string; threadId: number } | Exclude<CcdaTaskResult, { ok: true }>;
+
 /** The search text and the conversion of a document (the port's `read`), inside a pool thread. Never throws. */
-export async function readTask(xml: string): Promise<{ ok: true; searchText: string; conversion: CcdaTaskResult; threadId: number }> {
-  return { ok: true, searchText: searchTextOfCcda(xml), conversion: await convertCcdaTask(xml), threadId };
+export async function readTask(xml: string): Promise<{ ok: true; searchText: string; conversion: ReadTaskConversion; threadId: number }> {
+  const conversion = await convertCcdaTask(xml);
+  return {
+    ok: true,
+    searchText: searchTextOfCcda(xml),
+    conversion: conversion.ok ? { ok: true, bundleJson: JSON.stringify(conversion.bundle), threadId } : conversion,
+    threadId,
+  };
+}
+
+/** What a fold sends back: its outcome, or only the fact that it failed (the records hold PHI). */
+export type FoldTaskResult = { ok: true; outcome: FoldOutcome; threadId: number } | { ok: false; code: 'INTERNAL'; threadId: number };
+
+/** The core's fold of converted documents into a patient's record (the port's `fold`), inside a pool thread. Never throws. */
+export function foldTask(request: FoldRequest): FoldTaskResult {
+  try {
+    return { ok: true, outcome: foldDocuments(request), threadId };
+  } catch {
+    return { ok: false, code: 'INTERNAL', threadId };
+  }
 }
 
 /** The search text of a document, inside a pool thread. Never throws. */

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const built = new URL('./ccda.task.js', import.meta.url);
-const { convertCcdaTask, readTask, searchTextTask } = existsSync(fileURLToPath(built))
+const { convertCcdaTask, foldTask, readTask, searchTextTask } = existsSync(fileURLToPath(built))
   ? await import(built.href)
   : await (await import('tsx/esm/api')).tsImport('./ccda.task.ts', {
       parentURL: import.meta.url,
@@ -27,4 +27,9 @@ export function searchText(xml) {
 /** Called by name (`run(xml, { name: 'read' })`): the search text and the conversion together. */
 export function read(xml) {
   return readTask(xml);
+}
+
+/** Called by name (`run(request, { name: 'fold' })`): converted documents folded into a patient's record. */
+export function fold(request) {
+  return foldTask(request);
 }

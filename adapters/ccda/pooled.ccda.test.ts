@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { threadId as mainThreadId } from 'node:worker_threads';
 import { afterEach, describe, expect, test } from 'vitest';
+import { foldDocuments } from '../../core/documents/fold.js';
 import { searchTextOfCcda } from '../../core/documents/search-text.js';
 import { isCoreError } from '../../core/errors.js';
 import { MedplumCcdaConverter } from './medplum.ccda.js';
@@ -73,11 +74,49 @@ describe('PooledCcdaConverter', () => {
     const inProcess = new MedplumCcdaConverter();
     const documents = [...fixtures, '<letter>not clinical</letter>'];
     const readings = await Promise.all(documents.map((xml) => converter.read(xml)));
-    expect(readings).toEqual(await Promise.all(documents.map((xml) => inProcess.read(xml))));
+    // The bundle crosses the thread boundary as its JSON text: the same bundle, key order included.
+    const asObjects = readings.map((reading) => {
+      const { conversion } = reading;
+      if (!conversion.ok || !('bundleJson' in conversion)) return reading;
+      return { ...reading, conversion: { ok: true, bundle: JSON.parse(conversion.bundleJson) as unknown } };
+    });
+    const local = await Promise.all(documents.map((xml) => inProcess.read(xml)));
+    expect(asObjects).toEqual(local);
+    readings.forEach((reading, i) => {
+      const here = local[i]!.conversion;
+      if (reading.conversion.ok && 'bundleJson' in reading.conversion && here.ok && 'bundle' in here) expect(reading.conversion.bundleJson).toBe(JSON.stringify(here.bundle));
+    });
+    expect(readings.filter((reading) => reading.conversion.ok && 'bundleJson' in reading.conversion)).toHaveLength(fixtures.length);
     expect(readings.map((reading) => reading.searchText)).toEqual(documents.map((xml) => searchTextOfCcda(xml)));
     expect(readings.at(-1)!.conversion).toMatchObject({ ok: false, code: 'CCDA_INVALID' });
     expect(threads).toHaveLength(documents.length);
     expect(threads).not.toContain(mainThreadId);
+  });
+
+  test('a fold on a pool thread, of records and bundles as JSON text, has the outcome of the core’s fold of objects', async () => {
+    const converter = pooled({ maxThreads: 1 });
+    const bundles = await Promise.all(fixtures.slice(0, 3).map((xml) => new MedplumCcdaConverter().convert(xml)));
+    const base = { accountId: 'acc', patientId: 'pat', now: '2026-11-27T12:00:00.000Z' };
+    // What the first document left stored, then the two others folded into it, here and on the thread.
+    const stored = foldDocuments({ ...base, stored: [], documents: [{ documentId: 'd1', bundle: bundles[0]! }] }).changed;
+    expect(stored.length).toBeGreaterThan(5);
+    const rest = [
+      { documentId: 'd2', bundle: bundles[1]! },
+      { documentId: 'd3', bundle: bundles[2]! },
+    ];
+    const here = foldDocuments({ ...base, stored, documents: rest });
+    const there = await converter.fold({ ...base, stored, documents: rest.map(({ documentId, bundle }) => ({ documentId, bundleJson: JSON.stringify(bundle) })) });
+    expect(there).toEqual(here);
+    expect(here.changed.length).toBeGreaterThan(0);
+  });
+
+  test('a fold that fails on its thread is INTERNAL, without the records it was given', async () => {
+    const converter = pooled({ maxThreads: 1 });
+    const record = { accountId: 'acc', patientId: 'pat', resourceType: 'Condition', id: 'c1', resourceJson: SECRET, sourceDocumentIds: ['d1'], updatedAt: '2026-11-27T12:00:00.000Z' };
+    const request = { accountId: 'acc', patientId: 'pat', now: '2026-11-27T12:00:00.000Z', stored: [record], documents: [] };
+    expect(await failure(converter.fold(request), SECRET)).toEqual({ code: 'INTERNAL', leaks: false });
+    // The pool carries on.
+    expect((await converter.fold({ ...request, stored: [] })).changed).toEqual([]);
   });
 
   test('a document the converter cannot read is CCDA_INVALID with the converter’s reason', async () => {

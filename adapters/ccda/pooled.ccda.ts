@@ -1,8 +1,8 @@
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { CoreError } from '../../core/errors.js';
-import type { CcdaConverterPort, CcdaReading, FhirBundle } from '../../core/ports/ccda.port.js';
-import type { CcdaTaskResult } from './ccda.task.js';
+import type { CcdaConverterPort, CcdaReading, FhirBundle, FoldOutcome, FoldRequest } from '../../core/ports/ccda.port.js';
+import type { CcdaTaskResult, ReadTaskConversion } from './ccda.task.js';
 
 export interface PooledCcdaConverterOptions {
   /**
@@ -41,7 +41,7 @@ export class PooledCcdaConverter implements CcdaConverterPort {
   private readonly idleTimeoutMs: number;
   private readonly workerFile: URL;
   private readonly onConverted: ((facts: { threadId: number }) => void) | undefined;
-  private pool: Piscina<string, unknown> | undefined;
+  private pool: Piscina<unknown, unknown> | undefined;
   private closed = false;
 
   constructor(options: PooledCcdaConverterOptions = {}) {
@@ -52,9 +52,9 @@ export class PooledCcdaConverter implements CcdaConverterPort {
     this.onConverted = options.onConverted;
   }
 
-  private async run(xml: string, name?: string): Promise<unknown> {
+  private async run(task: unknown, name?: string): Promise<unknown> {
     if (this.closed) throw new CoreError('INTERNAL', 'The C-CDA converter is closed');
-    const pool = (this.pool ??= new Piscina<string, unknown>({
+    const pool = (this.pool ??= new Piscina<unknown, unknown>({
       filename: this.workerFile.href,
       minThreads: 1,
       maxThreads: this.maxThreads,
@@ -62,7 +62,7 @@ export class PooledCcdaConverter implements CcdaConverterPort {
       idleTimeout: this.idleTimeoutMs,
     }));
     try {
-      return await pool.run(xml, name === undefined ? {} : { name });
+      return await pool.run(task, name === undefined ? {} : { name });
     } catch (cause) {
       // A thread that crashed, was stopped by close(), or a full queue: the cause names no document, but
       // it stays out of the message all the same.
@@ -94,14 +94,25 @@ export class PooledCcdaConverter implements CcdaConverterPort {
 
   async read(xml: string): Promise<CcdaReading> {
     const result = (await this.run(xml, 'read')) as { ok?: unknown; searchText?: unknown; conversion?: unknown } | undefined;
-    if (result?.ok !== true || typeof result.searchText !== 'string' || !isTaskResult(result.conversion)) {
+    if (result?.ok !== true || typeof result.searchText !== 'string' || !isReadConversion(result.conversion)) {
       throw new CoreError('INTERNAL', 'The C-CDA converter answered something unexpected');
     }
     const conversion = result.conversion;
     this.onConverted?.({ threadId: conversion.threadId });
-    if (conversion.ok) return { searchText: result.searchText, conversion: { ok: true, bundle: conversion.bundle } };
+    if (conversion.ok) return { searchText: result.searchText, conversion: { ok: true, bundleJson: conversion.bundleJson } };
     const message = conversion.code === 'CCDA_INVALID' ? conversion.message : INTERNAL_MESSAGE;
     return { searchText: result.searchText, conversion: { ok: false, code: conversion.code, message } };
+  }
+
+  /**
+   * The fold on a pool thread: the stored records go as the JSON text the database gave and come back as
+   * the text the INSERT binds, so the main thread neither parses nor copies them field by field.
+   */
+  async fold(request: FoldRequest): Promise<FoldOutcome> {
+    const result = (await this.run(request, 'fold')) as { ok?: unknown; outcome?: unknown } | undefined;
+    if (result?.ok === true && isFoldOutcome(result.outcome)) return result.outcome;
+    if (result?.ok === false) throw new CoreError('INTERNAL', 'Folding the documents into the record failed');
+    throw new CoreError('INTERNAL', 'The C-CDA converter answered something unexpected');
   }
 
   /** Stops the threads. Idempotent; conversions asked for afterwards fail with INTERNAL. */
@@ -119,4 +130,18 @@ function isTaskResult(value: unknown): value is CcdaTaskResult {
   if (typeof result.threadId !== 'number') return false;
   if (result.ok === true) return typeof result.bundle === 'object' && result.bundle !== null;
   return (result.code === 'CCDA_INVALID' && typeof result.message === 'string') || result.code === 'INTERNAL';
+}
+
+function isReadConversion(value: unknown): value is ReadTaskConversion {
+  if (typeof value === 'object' && value !== null && (value as { ok?: unknown }).ok === true) {
+    const conversion = value as Record<string, unknown>;
+    return typeof conversion.threadId === 'number' && typeof conversion.bundleJson === 'string';
+  }
+  return isTaskResult(value) && !value.ok;
+}
+
+function isFoldOutcome(value: unknown): value is FoldOutcome {
+  if (typeof value !== 'object' || value === null) return false;
+  const outcome = value as Record<string, unknown>;
+  return Array.isArray(outcome.changed) && Array.isArray(outcome.removed);
 }

@@ -16,7 +16,7 @@ class StamplessIndex implements SearchIndexWithoutStamps {
 }
 
 const document: SearchDocument = { key: 'DocumentReference/1', text: 'letter' };
-const change = (before: string, after: string) => ({ before, after, upsert: () => [document], resources: [], remove: [] });
+const change = (before: string, after: string) => ({ before, after, upsert: () => [document], resources: () => [], remove: [] });
 
 describe('stamps kept beside an index without its own', () => {
   test('are kept for the last STAMPS_KEPT patients only; a forgotten one makes the change wait for a rebuild', async () => {

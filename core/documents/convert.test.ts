@@ -8,7 +8,9 @@ import { SteppedClock } from '../../adapters/clock/stepped.clock.js';
 import { MiniSearchIndex } from '../../adapters/search/minisearch.search-index.js';
 import { MemoryStorage } from '../../adapters/storage/memory/memory.storage.js';
 import type { DocumentRecord } from '../domain/types.js';
+import type { FoldRequest } from '../ports/ccda.port.js';
 import { convertDocument, convertDocuments } from './convert.js';
+import { foldDocuments } from './fold.js';
 
 const FIXTURES = fileURLToPath(new URL('../../sandbox-data/ccda/', import.meta.url));
 const FILES = ['ccd-1.xml', 'ccd-2.xml', 'care-plan.xml', 'consultation-note.xml', 'progress-note.xml', 'broken'];
@@ -65,6 +67,37 @@ describe('convertDocuments', () => {
       { numRuns: 6 },
     );
   }, 120_000);
+
+  test('a converter that folds is handed the stored records and the ready bundles as JSON text, and its outcome is what is written', async () => {
+    const files = ['ccd-1.xml', 'care-plan.xml', 'ccd-2.xml'];
+    const here = await world(files);
+    const there = await world(files);
+    // What the first document left stored, folded on this thread in both worlds.
+    await convertDocument(here.deps, here.documents[0]!);
+    await convertDocument(there.deps, there.documents[0]!);
+    const requests: FoldRequest[] = [];
+    const folding = Object.assign(Object.create(converter) as MedplumCcdaConverter, {
+      fold: async (request: FoldRequest) => {
+        requests.push(request);
+        return foldDocuments(structuredClone(request));
+      },
+    });
+    const ready = new Map(
+      await Promise.all(there.documents.slice(1).map(async (document, i) => [document.id, { bundleJson: JSON.stringify(await converter.convert(xmlOf(files[i + 1]!))) }] as const)),
+    );
+    const storedBefore = await there.deps.storage.fhirResources.listByPatientJson('acct', 'patient');
+    await convertDocuments(here.deps, here.documents.slice(1));
+    await convertDocuments({ ...there.deps, ccda: folding }, there.documents.slice(1), ready);
+
+    expect(requests).toHaveLength(1);
+    expect(requests[0]!.stored).toEqual(storedBefore);
+    expect(storedBefore.length).toBeGreaterThan(5);
+    expect(requests[0]!.documents.map((document) => 'bundleJson' in document)).toEqual([true, true]);
+    const resources = (w: typeof here) => w.deps.storage.fhirResources.listByPatient('acct', 'patient');
+    expect(await resources(there)).toEqual(await resources(here));
+    const documents = (w: typeof here) => w.deps.storage.documents.listByPatient('acct', 'patient');
+    expect(await documents(there)).toEqual(await documents(here));
+  }, 60_000);
 });
 
 describe('a document too large to convert', () => {

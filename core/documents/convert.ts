@@ -1,11 +1,10 @@
 import { DEFAULT_MAX_CONVERSION_BYTES, type CoreConfig, type CoreDeps } from '../deps.js';
-import type { DocumentRecord, FhirResourceRecord } from '../domain/types.js';
+import type { DocumentRecord } from '../domain/types.js';
 import { CoreError, isCoreError } from '../errors.js';
-import type { FhirBundle, FhirResource } from '../ports/ccda.port.js';
+import type { FhirBundle, FhirResource, FoldDocument, FoldOutcome } from '../ports/ccda.port.js';
 import type { StoragePort } from '../ports/storage.port.js';
-import { needsTextRepair, repairText } from '../text.js';
 import { nowIso } from '../time.js';
-import { ConsolidatedRecord } from './consolidate.js';
+import { foldDocuments } from './fold.js';
 import { applyIndexChange, dataStamp, searchDocumentOf } from './patient-index.js';
 
 type ConvertDeps = Pick<CoreDeps, 'storage' | 'blob' | 'ccda' | 'search' | 'clock'> & { config?: Pick<CoreConfig, 'maxConversionBytes'> };
@@ -19,21 +18,18 @@ function conversionProblem(error: unknown): string {
 
 const sizeText = (bytes: number) => (bytes >= 1024 * 1024 ? `${Math.round((bytes / (1024 * 1024)) * 10) / 10} MB` : `${Math.ceil(bytes / 1024)} KB`);
 
-/** One document's conversion: its resources, or why there are none. */
-type Converted = { document: DocumentRecord; resources: FhirResource[] } | { document: DocumentRecord; problem: string };
+/** One document's conversion: its bundle (or the JSON text of it), or why there is none. */
+type Converted = { document: DocumentRecord; bundle: FhirBundle } | { document: DocumentRecord; bundleJson: string } | { document: DocumentRecord; problem: string };
 
 /**
  * A document's conversion made already, as it landed (with its search text, see the port's `read`): the
- * converter's bundle, or why there is none, in the words a failed conversion is recorded with.
+ * converter's bundle (or the JSON text of it), or why there is none, in the words a failed conversion is
+ * recorded with.
  */
-export type ReadyConversion = { bundle: FhirBundle } | { problem: string };
-
-/** The bundle's resources, text repaired; the converter's objects themselves where nothing needs it (they are ours alone). */
-const resourcesOf = (bundle: FhirBundle) =>
-  (bundle.entry ?? []).flatMap((entry) => (entry.resource ? [needsTextRepair(entry.resource) ? repairText(entry.resource) : entry.resource] : []));
+export type ReadyConversion = { bundle: FhirBundle } | { bundleJson: string } | { problem: string };
 
 async function convertFile(deps: Pick<ConvertDeps, 'blob' | 'ccda' | 'config'>, document: DocumentRecord, ready: ReadyConversion | undefined): Promise<Converted> {
-  if (ready) return 'bundle' in ready ? { document, resources: resourcesOf(ready.bundle) } : { document, problem: ready.problem };
+  if (ready) return { document, ...ready };
   const limit = deps.config?.maxConversionBytes ?? DEFAULT_MAX_CONVERSION_BYTES;
   // Checked before the file is read: its size is known from when it was stored.
   if (document.size > limit) {
@@ -45,7 +41,7 @@ async function convertFile(deps: Pick<ConvertDeps, 'blob' | 'ccda' | 'config'>, 
     return { document, problem: `The document is ${sizeText(bytes.byteLength)}; documents over ${sizeText(limit)} are stored but not converted` };
   }
   try {
-    return { document, resources: resourcesOf(await deps.ccda.convert(new TextDecoder().decode(bytes))) };
+    return { document, bundle: await deps.ccda.convert(new TextDecoder().decode(bytes)) };
   } catch (error) {
     // A converter too busy to take the document says nothing about it: the job is retried later.
     if (isCoreError(error) && error.code === 'RATE_LIMITED') throw error;
@@ -71,7 +67,8 @@ export async function convertDocument(deps: ConvertDeps, document: DocumentRecor
  * `convertDocument` for several documents of ONE patient at once (a document query's), with the same
  * outcome as converting them one after the other in the given order, for a fraction of the storage work:
  * the files are converted side by side (the converter may use several threads), the patient's documents
- * and resources are read once, the resources of every document are folded in memory in order, and one
+ * and resources are read once, the resources of every document are folded in order (`foldDocuments`, on
+ * the converter's thread when it offers `fold`), and one
  * transaction writes the net change with every document's new status; the search index gets one change.
  * Returns the documents as they are afterwards, in the given order. `ready` holds conversions made
  * already, by document id (those made as the documents landed); the others are converted here.
@@ -104,51 +101,45 @@ export async function convertDocuments(
 
   // For the index's stamps only: an older list costs a rebuild at the next search, never a wrong index.
   const documentsBefore = patientDocuments ?? (await deps.storage.documents.listByPatient(accountId, patientId));
-  const stored = await deps.storage.fhirResources.listByPatient(accountId, patientId);
-  const now = nowIso(deps.clock);
-  // Each document is folded in time proportional to it and what it can merge with, not to the record.
-  const record = new ConsolidatedRecord(accountId, patientId, stored);
-  const touched = new Set<string>();
   const updated = new Map<string, DocumentRecord>();
+  const folded: FoldDocument[] = [];
   for (const conversion of conversions) {
     if ('problem' in conversion) {
       updated.set(conversion.document.id, { ...conversion.document, conversionStatus: 'failed', conversionError: conversion.problem });
       continue;
     }
-    const fold = record.fold({ documentId: conversion.document.id, resources: conversion.resources }, now);
-    for (const { resourceType, id } of [...fold.changed, ...fold.removed]) touched.add(`${resourceType}/${id}`);
+    folded.push('bundle' in conversion ? { documentId: conversion.document.id, bundle: conversion.bundle } : { documentId: conversion.document.id, bundleJson: conversion.bundleJson });
     const completed: DocumentRecord = { ...conversion.document, conversionStatus: 'completed' };
     delete completed.conversionError;
     updated.set(completed.id, completed);
   }
-
-  // The net change against what was stored: a record the folds kept as it was is the stored object itself.
-  const storedByKey = new Map(stored.map((record) => [`${record.resourceType}/${record.id}`, record]));
-  const changed: FhirResourceRecord[] = [];
-  const removed: { resourceType: string; id: string }[] = [];
-  for (const key of [...touched].sort()) {
-    const after = record.get(key);
-    const before = storedByKey.get(key);
-    if (after && after !== before) changed.push(after);
-    else if (!after && before) removed.push({ resourceType: before.resourceType, id: before.id });
-  }
+  const fold = async (): Promise<FoldOutcome> => {
+    const stored = await deps.storage.fhirResources.listByPatientJson(accountId, patientId);
+    const request = { accountId, patientId, now: nowIso(deps.clock), stored, documents: folded };
+    // Where the converter runs when it can (the records cross as JSON text both ways), else here.
+    return deps.ccda.fold ? deps.ccda.fold(request) : foldDocuments(request);
+  };
+  const { changed, removed } = folded.length === 0 ? { changed: [], removed: [] } : await fold();
 
   const after = documents.map((document) => updated.get(document.id) ?? document);
   await deps.storage.transaction(async (tx) => {
     if (removed.length > 0) await tx.fhirResources.removeMany(accountId, patientId, removed);
-    if (changed.length > 0) await tx.fhirResources.putMany(changed);
+    if (changed.length > 0) await tx.fhirResources.putManyJson(changed);
     await tx.documents.updateMany([...updated.values()]);
     await alongside?.(tx, after);
   });
+  // Parsed only for an index or snapshot kept current: in an import's journey nobody has searched yet.
+  let parsed: FhirResource[] | undefined;
+  const resources = () => (parsed ??= changed.map((record) => JSON.parse(record.resourceJson) as FhirResource));
   await applyIndexChange(deps, accountId, patientId, {
     before: dataStamp(documentsBefore),
     after: dataStamp(documentsBefore.map((document) => updated.get(document.id) ?? document)),
     // Our documents' DocumentReferences are indexed with the document's text, which only they carry.
     upsert: () =>
-      changed
-        .filter((record) => !(record.resourceType === 'DocumentReference' && documentsBefore.some((d) => d.id === record.id)))
-        .flatMap((record) => searchDocumentOf(record.resource as FhirResource) ?? []),
-    resources: changed.map((record) => record.resource as FhirResource),
+      resources()
+        .filter((resource) => !(resource.resourceType === 'DocumentReference' && documentsBefore.some((d) => d.id === resource.id)))
+        .flatMap((resource) => searchDocumentOf(resource) ?? []),
+    resources,
     remove: removed.map(({ resourceType, id }) => `${resourceType}/${id}`),
   });
   return after;

@@ -102,7 +102,7 @@ export async function storeFhirBundleDocument(deps: Pick<CoreDeps, 'storage' | '
     before: dataStamp(documentsBefore),
     after: dataStamp([...documentsBefore, document]),
     upsert: () => written.flatMap((resource) => searchDocumentOf(resource) ?? []),
-    resources: written,
+    resources: () => written,
     remove: folded.removed.map(({ resourceType, id: removedId }) => `${resourceType}/${removedId}`),
   });
 

@@ -195,8 +195,8 @@ export interface IndexChange {
   after: string;
   /** What the index gets for the resources written; made only when the index is kept current by this change. */
   upsert: () => readonly SearchDocument[];
-  /** The resources written (new or changed). */
-  resources: readonly FhirResource[];
+  /** The resources written (new or changed); asked for only when a snapshot is kept current by this change. */
+  resources: () => readonly FhirResource[];
   /** `Type/id` of the resources deleted. */
   remove: readonly string[];
 }
@@ -216,7 +216,7 @@ export async function applyIndexChange(deps: Pick<CoreDeps, 'search' | 'snapshot
     // A new map: searches running now keep reading the one they have.
     const resources = new Map(snapshot.resources);
     for (const removed of change.remove) resources.delete(removed);
-    for (const resource of change.resources) resources.set(`${resource.resourceType}/${resource.id ?? ''}`, resource);
+    for (const resource of change.resources()) resources.set(`${resource.resourceType}/${resource.id ?? ''}`, resource);
     snapshots.set(key, { stamp: change.after, resources });
   }
   if ((await deps.search.stampOf(accountId, patientId)) !== change.before) return;

@@ -240,7 +240,8 @@ async function readLanded(deps: Pick<CoreDeps, 'ccda'>, bytes: Uint8Array): Prom
   if (!deps.ccda.read) return undefined;
   try {
     const { searchText, conversion } = await deps.ccda.read(new TextDecoder().decode(bytes));
-    return { text: searchText, conversion: conversion.ok ? { bundle: conversion.bundle } : { problem: conversion.message } };
+    if (!conversion.ok) return { text: searchText, conversion: { problem: conversion.message } };
+    return { text: searchText, conversion: 'bundle' in conversion ? { bundle: conversion.bundle } : { bundleJson: conversion.bundleJson } };
   } catch (error) {
     if (isCoreError(error) && error.code === 'RATE_LIMITED') return undefined;
     throw error;

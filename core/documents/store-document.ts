@@ -86,7 +86,7 @@ export async function storeDocuments<A = undefined>(
     before,
     after,
     upsert: () => records.flatMap((record, i) => searchDocumentOf(record.resource as FhirResource, texts[i]) ?? []),
-    resources: records.map((record) => record.resource as FhirResource),
+    resources: () => records.map((record) => record.resource as FhirResource),
     remove: [],
   });
   return { records, alongside: answer };

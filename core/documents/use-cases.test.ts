@@ -288,7 +288,7 @@ describe('document query use case', () => {
     expect(storing.slice(0, -1).flat()).not.toContain('documentQueries.update');
     const converting = commits.filter((writes) => writes.includes('documents.updateMany'));
     expect(converting).toHaveLength(1);
-    expect(converting[0]).toEqual(expect.arrayContaining(['fhirResources.putMany', 'documentQueries.update', 'outbox.add']));
+    expect(converting[0]).toEqual(expect.arrayContaining(['fhirResources.putManyJson', 'documentQueries.update', 'outbox.add']));
     expect(await getDocumentQueryStatus(world.deps, world.account.id, patient.id)).toMatchObject({ convert: { status: 'completed', errors: 0 } });
   });
 
@@ -568,7 +568,7 @@ const QUERY_JOB_READS = (documents: number): Record<string, number> => ({
   'documentQueries.get': 3,
   'patients.get': 1 + documents,
   'documents.listByPatient': 2,
-  'fhirResources.listByPatient': 1,
+  'fhirResources.listByPatientJson': 1,
   'networkQueries.listProcessing': 1,
   'webhookEndpoints.list': 2,
 });
@@ -681,7 +681,7 @@ describe('storage reads of a document query', () => {
       'documentQueries.get': 2,
       'patients.get': 1,
       'documents.listByPatient': 1,
-      'fhirResources.listByPatient': 1,
+      'fhirResources.listByPatientJson': 1,
       'networkQueries.listProcessing': 1,
       'webhookEndpoints.list': 1,
     });

@@ -290,6 +290,12 @@ export interface FhirResourceRecord {
   updatedAt: string;
 }
 
+/**
+ * A FhirResourceRecord with its resource as JSON text, as its row holds it: what crosses to the thread
+ * that folds documents into the record and back, where an object would be copied field by field.
+ */
+export type FhirResourceJson = Omit<FhirResourceRecord, 'resource'> & { resourceJson: string };
+
 export type ConversionType = 'json' | 'html' | 'pdf';
 
 export interface ConsolidatedFilters {

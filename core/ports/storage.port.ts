@@ -9,6 +9,7 @@ import type {
   DocumentQuery,
   DocumentRecord,
   Facility,
+  FhirResourceJson,
   FhirResourceRecord,
   NetworkQuery,
   Organization,
@@ -370,6 +371,17 @@ export interface FhirResourceRepository {
   putMany(resources: readonly FhirResourceRecord[]): Promise<void>;
   /** The patient's resources ordered by resourceType then id; optionally only the given types. */
   listByPatient(accountId: string, patientId: string, resourceTypes?: readonly string[]): Promise<FhirResourceRecord[]>;
+  /**
+   * `listByPatient` (every type, same order, [] for a patient with none) with each resource as the JSON
+   * text stored, not parsed: for a fold made on another thread, which parses it there.
+   */
+  listByPatientJson(accountId: string, patientId: string): Promise<FhirResourceJson[]>;
+  /**
+   * `putMany` of records whose resource is JSON text of an object (`listByPatientJson` gives it back as
+   * given; `listByPatient` gives the object). Inserts or replaces by key; a key given twice is written as
+   * its last version.
+   */
+  putManyJson(resources: readonly FhirResourceJson[]): Promise<void>;
   /** Removes the patient's resources of the given (resourceType, id) pairs; missing ones are ignored. */
   removeMany(accountId: string, patientId: string, keys: readonly { resourceType: string; id: string }[]): Promise<void>;
 }

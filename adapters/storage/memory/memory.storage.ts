@@ -165,6 +165,18 @@ function createOverlays(tables: TableSet): OverlaySet {
   return Object.fromEntries(TABLE_NAMES.map((name) => [name, new TableOverlay(tables[name] as unknown as Table<never>)])) as unknown as OverlaySet;
 }
 
+/** A stored resource's JSON text as the object it holds; anything else is refused (INTERNAL: only our own code writes it). */
+function parseResourceJson(text: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new CoreError('INTERNAL', 'A FHIR resource is not JSON text');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new CoreError('INTERNAL', 'A FHIR resource is not a JSON object');
+  return value as Record<string, unknown>;
+}
+
 function rowsOf<T>(view: TableView<T>, keys: Iterable<string>): T[] {
   const rows: T[] = [];
   for (const k of keys) {
@@ -658,6 +670,14 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
         .filter((row) => wanted === undefined || wanted.has(row.resourceType))
         .sort((a, b) => (a.resourceType < b.resourceType ? -1 : a.resourceType > b.resourceType ? 1 : byId(a, b)))
         .map(copy);
+    },
+    async listByPatientJson(accountId, patientId) {
+      return (await fhirResources.listByPatient(accountId, patientId)).map(({ resource, ...rest }) => ({ ...rest, resourceJson: JSON.stringify(resource) }));
+    },
+    async putManyJson(resources) {
+      // Parsed here, as a database parses a JSON column: text that is not JSON is refused before anything is written.
+      const records = resources.map(({ resourceJson, ...rest }) => ({ ...rest, resource: parseResourceJson(resourceJson) }));
+      await fhirResources.putMany(records);
     },
     async removeMany(accountId, patientId, keys) {
       for (const k of keys) views.fhirResources.delete(fhirKey({ accountId, patientId, ...k }));

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { ConsolidatedQuery, DocumentQuery, DocumentRecord, NetworkQuery } from '../../../core/domain/types.js';
+import type { ConsolidatedQuery, DocumentQuery, DocumentRecord, FhirResourceJson, FhirResourceRecord, NetworkQuery } from '../../../core/domain/types.js';
 import { at, ACCOUNT_A, ACCOUNT_B, ids } from './fixtures.js';
 import type { StorageContractGroup } from './suite.js';
 
@@ -126,6 +126,32 @@ export function documentsContract({ test }: StorageContractGroup): void {
     expect(JSON.stringify(read!.resource)).toBe(JSON.stringify(resource.resource));
     (read!.resource as { status: string }).status = 'mutated';
     expect((await storage.fhirResources.listByPatient(ACCOUNT_A, 'p1'))[0]!.resource.status).toBe('final');
+  });
+
+  test('fhirResources: the JSON text forms read and write the same rows as the object forms, in the same order', async (storage, build) => {
+    const asJson = ({ resource, ...rest }: FhirResourceRecord): FhirResourceJson => ({ ...rest, resourceJson: JSON.stringify(resource) });
+    const observation = build.fhirResource(ACCOUNT_A, 'p1', { resourceType: 'Observation', id: 'o1' });
+    observation.resource = { resourceType: 'Observation', id: 'o1', status: 'final', valueQuantity: { value: 7.25, unit: 'mmol/L' }, zeta: null, alpha: [1, 'two', { three: true }], text: 'naïve 糖尿病' };
+    const condition = build.fhirResource(ACCOUNT_A, 'p1', { resourceType: 'Condition', id: 'c1' });
+    const stale = { ...condition, resource: { ...condition.resource, note: [{ text: 'stale' }] } };
+    await storage.fhirResources.putMany([build.fhirResource(ACCOUNT_A, 'p2', { id: 'other' }), build.fhirResource(ACCOUNT_B, 'p1', { id: 'foreign' })]);
+    expect(await storage.fhirResources.listByPatientJson(ACCOUNT_A, 'p1')).toEqual([]);
+
+    // Written as text (a key given twice: its last version), read back both ways.
+    await storage.fhirResources.putManyJson([asJson(observation), asJson(stale), asJson(condition)]);
+    await storage.fhirResources.putManyJson([]);
+    expect(await storage.fhirResources.listByPatient(ACCOUNT_A, 'p1')).toEqual([condition, observation]);
+    const texts = await storage.fhirResources.listByPatientJson(ACCOUNT_A, 'p1');
+    expect(texts).toEqual([asJson(condition), asJson(observation)]);
+
+    // Written as objects, read as text; a text replaces an object of the same key.
+    const merged = { ...observation, resource: { ...observation.resource, note: [{ text: 'merged' }] }, sourceDocumentIds: ['d1', 'd2'], updatedAt: at(4) };
+    await storage.fhirResources.putMany([merged]);
+    expect((await storage.fhirResources.listByPatientJson(ACCOUNT_A, 'p1'))[1]).toEqual(asJson(merged));
+    await storage.fhirResources.putManyJson([asJson(observation)]);
+    expect(await storage.fhirResources.listByPatient(ACCOUNT_A, 'p1')).toEqual([condition, observation]);
+    expect(await storage.fhirResources.listByPatientJson(ACCOUNT_A, 'p2')).toHaveLength(1);
+    expect(await storage.fhirResources.listByPatientJson(ACCOUNT_B, 'p1')).toHaveLength(1);
   });
 
   test('fhirResources: removeMany removes the patient’s given keys only; missing ones are ignored', async (storage, build) => {

@@ -1,4 +1,4 @@
-import type { BulkQueriesProgress, FhirResourceRecord } from '../../../../core/domain/types.js';
+import type { BulkQueriesProgress, FhirResourceJson, FhirResourceRecord } from '../../../../core/domain/types.js';
 import type { ConsolidatedQueryRepository, DocumentQueryRepository, DocumentRepository, FhirResourceRepository, NetworkQueryRepository } from '../../../../core/ports/storage.port.js';
 import type { Row } from '../schema.js';
 import { Params } from '../raw-sql.js';
@@ -96,6 +96,28 @@ export function fhirResourcesRepository(db: SqlAccess): FhirResourceRepository {
         keepPrepared: resourceTypes === undefined,
       });
       return rows.map((row) => db.map.fhir_resources.fromRow(row));
+    },
+    listByPatientJson: async (accountId, patientId) => {
+      // The column's text as stored: PostgreSQL's json type keeps it verbatim, and its driver would parse it.
+      const resource = db.context.postgres ? 'CAST(resource AS text)' : 'resource';
+      const rows = await db.query(
+        `SELECT ${columnList('fhir_resources').replace('"resource"', `${resource} AS "resource"`)} FROM fhir_resources WHERE account_id = $1 AND patient_id = $2 ORDER BY resource_type ASC, id ASC`,
+        [accountId, patientId],
+        { keepPrepared: true },
+      );
+      return rows.map(({ resource: resourceJson, ...row }) => {
+        const { resource: _unread, ...record } = db.map.fhir_resources.fromRow({ ...row, resource: null });
+        return { ...record, resourceJson: String(resourceJson) };
+      });
+    },
+    putManyJson: async (resources) => {
+      if (resources.length === 0) return;
+      // Bound as the text it is, in the column the object path writes its JSON text to.
+      const rows = lastByKey(resources, (r: FhirResourceJson) => [r.accountId, r.patientId, r.resourceType, r.id].join('\u0000')).map(({ resourceJson, ...record }) => ({
+        ...db.map.fhir_resources.toRow({ ...record, resource: {} }),
+        resource: resourceJson,
+      }));
+      await db.atomic((transaction) => db.upsertRows('fhir_resources', rows, 'FHIR resource', transaction));
     },
     removeMany: async (accountId, patientId, keys) => {
       if (keys.length === 0) return;
