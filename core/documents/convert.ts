@@ -19,7 +19,7 @@ function conversionProblem(error: unknown): string {
 const sizeText = (bytes: number) => (bytes >= 1024 * 1024 ? `${Math.round((bytes / (1024 * 1024)) * 10) / 10} MB` : `${Math.ceil(bytes / 1024)} KB`);
 
 /** One document's conversion: its bundle (or the JSON text of it), or why there is none. */
-type Converted = { document: DocumentRecord; bundle: FhirBundle } | { document: DocumentRecord; bundleJson: string } | { document: DocumentRecord; problem: string };
+type Converted = { document: DocumentRecord } & ReadyConversion;
 
 /**
  * A document's conversion made already, as it landed (with its search text, see the port's `read`): the
@@ -108,8 +108,9 @@ export async function convertDocuments(
       updated.set(conversion.document.id, { ...conversion.document, conversionStatus: 'failed', conversionError: conversion.problem });
       continue;
     }
-    folded.push('bundle' in conversion ? { documentId: conversion.document.id, bundle: conversion.bundle } : { documentId: conversion.document.id, bundleJson: conversion.bundleJson });
-    const completed: DocumentRecord = { ...conversion.document, conversionStatus: 'completed' };
+    const { document, ...bundle } = conversion;
+    folded.push({ documentId: document.id, ...bundle });
+    const completed: DocumentRecord = { ...document, conversionStatus: 'completed' };
     delete completed.conversionError;
     updated.set(completed.id, completed);
   }

@@ -4,7 +4,7 @@ import { needsTextRepair, repairText } from '../text.js';
 import { ConsolidatedRecord } from './consolidate.js';
 
 /** The bundle's resources, text repaired; the converter's objects themselves where nothing needs it (they are ours alone). */
-export const resourcesOf = (bundle: FhirBundle): FhirResource[] =>
+const resourcesOf = (bundle: FhirBundle): FhirResource[] =>
   (bundle.entry ?? []).flatMap((entry) => (entry.resource ? [needsTextRepair(entry.resource) ? repairText(entry.resource) : entry.resource] : []));
 
 const bundleOf = (document: FoldDocument): FhirBundle => ('bundle' in document ? document.bundle : (JSON.parse(document.bundleJson) as FhirBundle));
