@@ -165,18 +165,6 @@ function createOverlays(tables: TableSet): OverlaySet {
   return Object.fromEntries(TABLE_NAMES.map((name) => [name, new TableOverlay(tables[name] as unknown as Table<never>)])) as unknown as OverlaySet;
 }
 
-/** A stored resource's JSON text as the object it holds; anything else is refused (INTERNAL: only our own code writes it). */
-function parseResourceJson(text: string): Record<string, unknown> {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new CoreError('INTERNAL', 'A FHIR resource is not JSON text');
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new CoreError('INTERNAL', 'A FHIR resource is not a JSON object');
-  return value as Record<string, unknown>;
-}
-
 function rowsOf<T>(view: TableView<T>, keys: Iterable<string>): T[] {
   const rows: T[] = [];
   for (const k of keys) {
@@ -660,24 +648,29 @@ function repositories(views: ViewSet, leases: OutboxLeases, locked: Map<string, 
   const fhirKey = (r: { accountId: string; patientId: string; resourceType: string; id: string }) =>
     key(r.accountId, r.patientId, r.resourceType, r.id);
 
+  /** The patient's stored resources, by type then id (the stored rows themselves: copy before handing out). */
+  const fhirRowsOf = (accountId: string, patientId: string) =>
+    rowsOf(views.fhirResources, views.fhirResources.keysBy('byPatient', key(accountId, patientId))).sort((a, b) =>
+      a.resourceType < b.resourceType ? -1 : a.resourceType > b.resourceType ? 1 : byId(a, b),
+    );
+
   const fhirResources: FhirResourceRepository = {
     async putMany(resources) {
       for (const resource of resources) views.fhirResources.set(fhirKey(resource), copy(resource));
     },
     async listByPatient(accountId, patientId, resourceTypes) {
       const wanted = resourceTypes && new Set(resourceTypes);
-      return rowsOf(views.fhirResources, views.fhirResources.keysBy('byPatient', key(accountId, patientId)))
+      return fhirRowsOf(accountId, patientId)
         .filter((row) => wanted === undefined || wanted.has(row.resourceType))
-        .sort((a, b) => (a.resourceType < b.resourceType ? -1 : a.resourceType > b.resourceType ? 1 : byId(a, b)))
         .map(copy);
     },
+    // The text is a copy already: the rest of the record is copied, the resource only written out or parsed.
     async listByPatientJson(accountId, patientId) {
-      return (await fhirResources.listByPatient(accountId, patientId)).map(({ resource, ...rest }) => ({ ...rest, resourceJson: JSON.stringify(resource) }));
+      return fhirRowsOf(accountId, patientId).map(({ resource, ...rest }) => ({ ...copy(rest), resourceJson: JSON.stringify(resource) }));
     },
     async putManyJson(resources) {
-      // Parsed here, as a database parses a JSON column: text that is not JSON is refused before anything is written.
-      const records = resources.map(({ resourceJson, ...rest }) => ({ ...rest, resource: parseResourceJson(resourceJson) }));
-      await fhirResources.putMany(records);
+      const records = resources.map(({ resourceJson, ...rest }) => ({ ...copy(rest), resource: JSON.parse(resourceJson) as Record<string, unknown> }));
+      for (const record of records) views.fhirResources.set(fhirKey(record), record);
     },
     async removeMany(accountId, patientId, keys) {
       for (const k of keys) views.fhirResources.delete(fhirKey({ accountId, patientId, ...k }));

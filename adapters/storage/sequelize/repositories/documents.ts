@@ -1,4 +1,4 @@
-import type { BulkQueriesProgress, FhirResourceJson, FhirResourceRecord } from '../../../../core/domain/types.js';
+import type { BulkQueriesProgress, FhirResourceRecord } from '../../../../core/domain/types.js';
 import type { ConsolidatedQueryRepository, DocumentQueryRepository, DocumentRepository, FhirResourceRepository, NetworkQueryRepository } from '../../../../core/ports/storage.port.js';
 import type { Row } from '../schema.js';
 import { Params } from '../raw-sql.js';
@@ -78,14 +78,14 @@ export function documentQueriesRepository(db: SqlAccess): DocumentQueryRepositor
 }
 
 export function fhirResourcesRepository(db: SqlAccess): FhirResourceRepository {
+  // Both forms of the record write alike: in one transaction, the last version of a key given twice.
+  const upsert = async <R extends Pick<FhirResourceRecord, 'accountId' | 'patientId' | 'resourceType' | 'id'>>(records: readonly R[], toRow: (record: R) => Row) => {
+    if (records.length === 0) return;
+    const rows = lastByKey(records, (r) => [r.accountId, r.patientId, r.resourceType, r.id].join('\u0000')).map(toRow);
+    await db.atomic((transaction) => db.upsertRows('fhir_resources', rows, 'FHIR resource', transaction));
+  };
   return {
-    putMany: async (resources) => {
-      if (resources.length === 0) return;
-      const rows = lastByKey(resources, (r: FhirResourceRecord) => [r.accountId, r.patientId, r.resourceType, r.id].join('\u0000')).map((resource) =>
-        db.map.fhir_resources.toRow(resource),
-      );
-      await db.atomic((transaction) => db.upsertRows('fhir_resources', rows, 'FHIR resource', transaction));
-    },
+    putMany: (resources) => upsert(resources, (resource) => db.map.fhir_resources.toRow(resource)),
     listByPatient: async (accountId, patientId, resourceTypes) => {
       if (resourceTypes?.length === 0) return [];
       const params = new Params();
@@ -110,15 +110,8 @@ export function fhirResourcesRepository(db: SqlAccess): FhirResourceRepository {
         return { ...record, resourceJson: String(resourceJson) };
       });
     },
-    putManyJson: async (resources) => {
-      if (resources.length === 0) return;
-      // Bound as the text it is, in the column the object path writes its JSON text to.
-      const rows = lastByKey(resources, (r: FhirResourceJson) => [r.accountId, r.patientId, r.resourceType, r.id].join('\u0000')).map(({ resourceJson, ...record }) => ({
-        ...db.map.fhir_resources.toRow({ ...record, resource: {} }),
-        resource: resourceJson,
-      }));
-      await db.atomic((transaction) => db.upsertRows('fhir_resources', rows, 'FHIR resource', transaction));
-    },
+    // Bound as the text it is, in the column the object form writes its JSON text to.
+    putManyJson: (resources) => upsert(resources, ({ resourceJson, ...record }) => ({ ...db.map.fhir_resources.toRow({ ...record, resource: {} }), resource: resourceJson })),
     removeMany: async (accountId, patientId, keys) => {
       if (keys.length === 0) return;
       await db.atomic(async (transaction) => {
